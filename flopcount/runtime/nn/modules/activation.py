@@ -1,0 +1,5 @@
+"""Activation modules, Softmax and LogSoftmax."""
+
+from __future__ import annotations
+
+__all__: list = []

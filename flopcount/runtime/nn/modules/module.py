@@ -1,0 +1,430 @@
+"""Module: PyTorch's nn.Module semantics on the flopcount runtime.
+
+Attributes register themselves (``__setattr__``), ``named_modules`` gives dotted paths, hooks
+return removable handles, and ``__call__`` takes a fast path when no hook is set. While
+``forward`` runs, the module is on the dispatcher's scope stack, which is how observers learn
+which module an op ran in.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import OrderedDict, namedtuple
+from typing import Callable, Iterator
+
+import numpy as np
+
+from ...dispatch import state
+from ...errors import ShapeError
+from ...tensor import Tensor
+from ..parameter import Buffer, Parameter
+
+__all__ = ["Module", "RemovableHandle", "register_module_forward_pre_hook", "register_module_forward_hook"]
+
+IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
+
+_global_forward_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+_global_forward_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+_hook_ids = itertools.count()
+
+
+class RemovableHandle:
+    """Returned by ``register_*_hook``; ``handle.remove()`` takes the hook out again."""
+
+    def __init__(self, hooks: dict, key: int):
+        self._hooks = hooks
+        self.id = key
+
+    def remove(self) -> None:
+        self._hooks.pop(self.id, None)
+
+    def __enter__(self) -> "RemovableHandle":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.remove()
+
+
+def _add_hook(hooks: dict, hook: Callable) -> RemovableHandle:
+    key = next(_hook_ids)
+    hooks[key] = hook
+    return RemovableHandle(hooks, key)
+
+
+def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
+    """A pre-hook ``hook(module, args)`` that runs before every module's forward."""
+    return _add_hook(_global_forward_pre_hooks, hook)
+
+
+def register_module_forward_hook(hook: Callable) -> RemovableHandle:
+    """A hook ``hook(module, args, output)`` that runs after every module's forward."""
+    return _add_hook(_global_forward_hooks, hook)
+
+
+class Module:
+    """Base class of every layer and model.
+
+    >>> import flopcount.runtime as rt
+    >>> class Net(rt.nn.Module):
+    ...     def __init__(self):
+    ...         super().__init__()
+    ...         self.fc = rt.nn.Linear(4, 2)
+    ...     def forward(self, x):
+    ...         return self.fc(x).relu()
+    >>> [name for name, _ in Net().named_parameters()]
+    ['fc.weight', 'fc.bias']
+    """
+
+    training: bool
+
+    def __init__(self, *args, **kwargs) -> None:
+        if args or kwargs:
+            raise TypeError(f"{type(self).__name__}.__init__() got unexpected arguments")
+        d = self.__dict__
+        d["training"] = True
+        d["_parameters"] = OrderedDict()
+        d["_buffers"] = OrderedDict()
+        d["_non_persistent_buffers"] = set()
+        d["_modules"] = OrderedDict()
+        d["_forward_pre_hooks"] = OrderedDict()
+        d["_forward_hooks"] = OrderedDict()
+
+    def forward(self, *args, **kwargs):
+        raise NotImplementedError(f"{type(self).__name__} has no forward()")
+
+    # --- calling ---------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        stack = state.scope_stack
+        if not (self._forward_pre_hooks or self._forward_hooks or _global_forward_pre_hooks
+                or _global_forward_hooks):
+            stack.append(self)
+            try:
+                return self.forward(*args, **kwargs)
+            finally:
+                stack.pop()
+        for hook in itertools.chain(list(_global_forward_pre_hooks.values()),
+                                    list(self._forward_pre_hooks.values())):
+            result = hook(self, args)
+            if result is not None:
+                args = result if isinstance(result, tuple) else (result,)
+        stack.append(self)
+        try:
+            output = self.forward(*args, **kwargs)
+        finally:
+            stack.pop()
+        for hook in itertools.chain(list(_global_forward_hooks.values()), list(self._forward_hooks.values())):
+            result = hook(self, args, output)
+            if result is not None:
+                output = result
+        return output
+
+    def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, args)`` before forward; a non-None result replaces the args."""
+        return _add_hook(self._forward_pre_hooks, hook)
+
+    def register_forward_hook(self, hook: Callable) -> RemovableHandle:
+        """``hook(module, args, output)`` after forward; a non-None result replaces the output."""
+        return _add_hook(self._forward_hooks, hook)
+
+    # --- attribute registration ------------------------------------------------------------
+    def __setattr__(self, name: str, value) -> None:
+        d = self.__dict__
+        params, buffers, modules = d.get("_parameters"), d.get("_buffers"), d.get("_modules")
+        if params is None:
+            raise AttributeError("cannot assign attributes before Module.__init__() is called")
+        if isinstance(value, Parameter):
+            self._drop(name)
+            params[name] = value
+        elif isinstance(value, Module):
+            self._drop(name)
+            modules[name] = value
+        elif isinstance(value, Buffer):
+            self._drop(name)
+            self.register_buffer(name, Tensor._make(value.data, value.shape, value.dtype, value.device),
+                                 persistent=value.persistent)
+        elif name in params:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__} as parameter '{name}' "
+                                f"(nn.Parameter or None expected)")
+            params[name] = None
+        elif name in modules:
+            if value is not None:
+                raise TypeError(f"cannot assign {type(value).__name__} as child module '{name}'")
+            modules[name] = None
+        elif name in buffers:
+            if value is not None and not isinstance(value, Tensor):
+                raise TypeError(f"cannot assign {type(value).__name__} as buffer '{name}'")
+            buffers[name] = value
+        else:
+            object.__setattr__(self, name, value)
+
+    def _drop(self, name: str) -> None:
+        d = self.__dict__
+        d.pop(name, None)
+        for store in ("_parameters", "_buffers", "_modules"):
+            d[store].pop(name, None)
+        d["_non_persistent_buffers"].discard(name)
+
+    def __getattr__(self, name: str):
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            table = d.get(store)
+            if table is not None and name in table:
+                return table[name]
+        raise AttributeError(f"'{type(self).__name__}' object has no attribute '{name}'")
+
+    def __delattr__(self, name: str) -> None:
+        d = self.__dict__
+        for store in ("_parameters", "_buffers", "_modules"):
+            if name in d[store]:
+                del d[store][name]
+                d["_non_persistent_buffers"].discard(name)
+                return
+        object.__delattr__(self, name)
+
+    def __dir__(self):
+        return sorted(set(super().__dir__()) | set(self._parameters) | set(self._buffers) | set(self._modules))
+
+    def register_buffer(self, name: str, tensor: Tensor | None, persistent: bool = True) -> None:
+        """A tensor that is state but not a parameter (e.g. batch norm's running mean)."""
+        if "." in name or not name:
+            raise KeyError(f"buffer name {name!r} must be non-empty and contain no '.'")
+        if tensor is not None and not isinstance(tensor, Tensor):
+            raise TypeError(f"buffer '{name}' must be a Tensor or None, got {type(tensor).__name__}")
+        self._drop(name)
+        self._buffers[name] = tensor
+        if not persistent:
+            self._non_persistent_buffers.add(name)
+
+    def register_parameter(self, name: str, param: Parameter | None) -> None:
+        if param is not None and not isinstance(param, Parameter):
+            raise TypeError(f"parameter '{name}' must be an nn.Parameter or None, got {type(param).__name__}")
+        self._drop(name)
+        self._parameters[name] = param
+
+    def add_module(self, name: str, module: "Module | None") -> None:
+        if module is not None and not isinstance(module, Module):
+            raise TypeError(f"{type(module).__name__} is not a Module subclass")
+        self._drop(name)
+        self._modules[name] = module
+
+    register_module = add_module
+
+    # --- traversal -------------------------------------------------------------------------
+    def named_modules(self, memo: set | None = None, prefix: str = "", remove_duplicate: bool = True
+                      ) -> Iterator[tuple[str, "Module"]]:
+        """Every module in the tree with its dotted path ('' for the root), each once."""
+        if memo is None:
+            memo = set()
+        if remove_duplicate:
+            if id(self) in memo:
+                return
+            memo.add(id(self))
+        yield prefix, self
+        for name, child in self._modules.items():
+            if child is None:
+                continue
+            yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
+
+    def modules(self) -> Iterator["Module"]:
+        for _, m in self.named_modules():
+            yield m
+
+    def named_children(self) -> Iterator[tuple[str, "Module"]]:
+        seen = set()
+        for name, child in self._modules.items():
+            if child is not None and id(child) not in seen:
+                seen.add(id(child))
+                yield name, child
+
+    def children(self) -> Iterator["Module"]:
+        for _, m in self.named_children():
+            yield m
+
+    def _named_members(self, store: str, prefix: str, recurse: bool, remove_duplicate: bool = True):
+        seen = set()
+        modules = self.named_modules(prefix=prefix, remove_duplicate=remove_duplicate) if recurse else [(prefix, self)]
+        for mod_prefix, module in modules:
+            for name, value in getattr(module, store).items():
+                if value is None or (remove_duplicate and id(value) in seen):
+                    continue
+                seen.add(id(value))
+                yield (f"{mod_prefix}.{name}" if mod_prefix else name), value
+
+    def named_parameters(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+                         ) -> Iterator[tuple[str, Parameter]]:
+        """Parameters with dotted names; a shared parameter appears once (first name)."""
+        yield from self._named_members("_parameters", prefix, recurse, remove_duplicate)
+
+    def parameters(self, recurse: bool = True) -> Iterator[Parameter]:
+        for _, p in self.named_parameters(recurse=recurse):
+            yield p
+
+    def named_buffers(self, prefix: str = "", recurse: bool = True, remove_duplicate: bool = True
+                      ) -> Iterator[tuple[str, Tensor]]:
+        yield from self._named_members("_buffers", prefix, recurse, remove_duplicate)
+
+    def buffers(self, recurse: bool = True) -> Iterator[Tensor]:
+        for _, b in self.named_buffers(recurse=recurse):
+            yield b
+
+    def get_submodule(self, target: str) -> "Module":
+        module = self
+        if not target:
+            return module
+        for part in target.split("."):
+            if part not in module._modules:
+                raise AttributeError(f"{type(module).__name__} has no submodule '{part}' (in '{target}')")
+            module = module._modules[part]
+        return module
+
+    def get_parameter(self, target: str) -> Parameter:
+        path, _, name = target.rpartition(".")
+        module = self.get_submodule(path)
+        if name not in module._parameters:
+            raise AttributeError(f"no parameter '{target}'")
+        return module._parameters[name]
+
+    # --- state -----------------------------------------------------------------------------
+    def state_dict(self, destination=None, prefix: str = "", keep_vars: bool = False) -> "OrderedDict[str, Tensor]":
+        """Parameters and persistent buffers by dotted name (shared tensors under every name)."""
+        out = OrderedDict() if destination is None else destination
+        for name, p in self._parameters.items():
+            if p is not None:
+                out[prefix + name] = p if keep_vars else p.detach()
+        for name, b in self._buffers.items():
+            if b is not None and name not in self._non_persistent_buffers:
+                out[prefix + name] = b if keep_vars else b.detach()
+        for name, child in self._modules.items():
+            if child is not None:
+                child.state_dict(out, prefix + name + ".", keep_vars)
+        return out
+
+    def load_state_dict(self, state_dict, strict: bool = True, assign: bool = False) -> IncompatibleKeys:
+        """Copy tensors (or numpy arrays) into parameters and buffers, checking names and shapes.
+
+        With ``strict=True`` a missing or unexpected key raises, listing them all.
+        """
+        own = self.state_dict(keep_vars=True)
+        missing = [k for k in own if k not in state_dict]
+        unexpected = [k for k in state_dict if k not in own]
+        errors = []
+        if strict and (missing or unexpected):
+            if missing:
+                errors.append(f"missing keys: {missing}")
+            if unexpected:
+                errors.append(f"unexpected keys: {unexpected}")
+        for key, target in own.items():
+            if key not in state_dict:
+                continue
+            value = state_dict[key]
+            shape = tuple(value.shape) if hasattr(value, "shape") else np.shape(value)
+            if shape != tuple(target.shape):
+                errors.append(f"size mismatch for {key}: expected {tuple(target.shape)}, got {shape}")
+                continue
+            if target.data is None:
+                continue  # a meta model takes only the shapes
+            src = value.numpy() if isinstance(value, Tensor) else np.asarray(value)
+            target.copy_(Tensor._make(src, shape, target.dtype, _cpu()) if src.dtype == target.dtype.np
+                         else Tensor._make(src.astype(target.dtype.np), shape, target.dtype, _cpu()))
+        if errors:
+            raise ShapeError(f"load_state_dict for {type(self).__name__}: " + "; ".join(errors))
+        return IncompatibleKeys(missing, unexpected)
+
+    def train(self, mode: bool = True) -> "Module":
+        for m in self.modules():
+            m.__dict__["training"] = mode
+        return self
+
+    def eval(self) -> "Module":
+        return self.train(False)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Module":
+        for p in self.parameters():
+            p.requires_grad_(requires_grad)
+        return self
+
+    def zero_grad(self, set_to_none: bool = True) -> None:
+        for p in self.parameters():
+            if p.grad is not None:
+                p.grad = None if set_to_none else p.grad.detach().zero_()
+
+    def apply(self, fn: Callable[["Module"], None]) -> "Module":
+        """Call ``fn`` on every submodule (children first), then on this module."""
+        for child in self.children():
+            child.apply(fn)
+        fn(self)
+        return self
+
+    # --- devices and dtypes ----------------------------------------------------------------
+    def _apply_tensors(self, convert: Callable[[Tensor], Tensor]) -> "Module":
+        """Replace every parameter's and buffer's contents in place (objects keep identity)."""
+        for module in self.modules():
+            for store in (module._parameters, module._buffers):
+                for name, t in store.items():
+                    if t is None:
+                        continue
+                    new = convert(t)
+                    if new is not t:
+                        t.data, t.shape, t.dtype, t.device = new.data, new.shape, new.dtype, new.device
+                        if t.grad is not None:
+                            t.grad = convert(t.grad)
+        return self
+
+    def to(self, *args, **kwargs) -> "Module":
+        """Move parameters and buffers to a device and/or floating dtype, in place."""
+        def convert(t: Tensor) -> Tensor:
+            out = t.to(*args, **kwargs)
+            if out.dtype is not t.dtype and not t.dtype.is_floating_point:
+                out = out.to(t.dtype)  # integer buffers keep their dtype, as in PyTorch
+            return out.detach() if out is not t else t
+
+        return self._apply_tensors(convert)
+
+    def to_empty(self, device) -> "Module":
+        """Give a meta model uninitialized storage on ``device`` (then load weights)."""
+        from ...factories import empty
+
+        return self._apply_tensors(lambda t: empty(*t.shape, dtype=t.dtype, device=device))
+
+    def cpu(self) -> "Module":
+        return self.to("cpu")
+
+    def cuda(self, index: int = 0) -> "Module":
+        return self.to(f"cuda:{index}")
+
+    def float(self) -> "Module":
+        from ... import dtypes
+
+        return self._apply_tensors(lambda t: t.to(dtypes.float32) if t.dtype.is_floating_point else t)
+
+    def half(self) -> "Module":
+        from ... import dtypes
+
+        return self._apply_tensors(lambda t: t.to(dtypes.float16) if t.dtype.is_floating_point else t)
+
+    def double(self) -> "Module":
+        from ... import dtypes
+
+        return self._apply_tensors(lambda t: t.to(dtypes.float64) if t.dtype.is_floating_point else t)
+
+    # --- printing --------------------------------------------------------------------------
+    def extra_repr(self) -> str:
+        return ""
+
+    def __repr__(self) -> str:
+        lines = []
+        for name, child in self._modules.items():
+            body = repr(child).replace("\n", "\n  ")
+            lines.append(f"({name}): {body}")
+        extra = self.extra_repr()
+        if not lines:
+            return f"{type(self).__name__}({extra})"
+        inner = "\n  ".join(([extra] if extra else []) + lines)
+        return f"{type(self).__name__}(\n  {inner}\n)"
+
+
+def _cpu():
+    from ...device import CPU
+
+    return CPU

@@ -1,0 +1,5 @@
+"""Upsample."""
+
+from __future__ import annotations
+
+__all__: list = []

@@ -1,0 +1,89 @@
+"""Small helpers the shape rules share: broadcasting, dim normalization, scalar operands."""
+
+from __future__ import annotations
+
+from .. import dtypes as _dt
+from ..errors import ShapeError
+from ..registry import Spec
+from ..tensor import Tensor
+
+
+def broadcast_shapes(op: str, a: tuple, b: tuple) -> tuple:
+    """NumPy/PyTorch broadcasting of two shapes; a ShapeError names the op and both shapes."""
+    if a == b:
+        return a
+    n = max(len(a), len(b))
+    pa = (1,) * (n - len(a)) + tuple(a)
+    pb = (1,) * (n - len(b)) + tuple(b)
+    out = []
+    for x, y in zip(pa, pb):
+        if x == y or y == 1:
+            out.append(x)
+        elif x == 1:
+            out.append(y)
+        else:
+            raise ShapeError(f"{op}: shapes {tuple(a)} and {tuple(b)} cannot be broadcast together")
+    return tuple(out)
+
+
+def norm_dim(op: str, dim: int, ndim: int) -> int:
+    """A dim in [-ndim, ndim) made non-negative; a ShapeError otherwise."""
+    if not -max(ndim, 1) <= dim < max(ndim, 1):
+        raise ShapeError(f"{op}: dim {dim} is out of range for a tensor with {ndim} dimension(s)")
+    return dim % max(ndim, 1)
+
+
+def norm_dims(op: str, dim, ndim: int) -> tuple:
+    """``None`` -> all dims; an int or a sequence -> a sorted tuple of non-negative dims."""
+    if dim is None:
+        return tuple(range(ndim))
+    if isinstance(dim, int):
+        dim = (dim,)
+    dims = tuple(sorted({norm_dim(op, d, ndim) for d in dim}))
+    return dims
+
+
+def as_tensor(value, like: Tensor, dtype=None) -> Tensor:
+    """Wrap a Python scalar as a 0-d tensor next to ``like`` (its device; dtype by PyTorch's rule).
+
+    On meta the value is still held, so a tracer can keep it as a constant of the graph.
+    """
+    if isinstance(value, Tensor):
+        return value
+    import numpy as np
+
+    dtype = dtype or _dt.scalar_dtype(value, like.dtype)
+    dev = like.device
+    if dev.type == "meta":
+        data = np.asarray(value, dtype=dtype.np)
+    else:
+        from ..device import backend
+
+        data = backend(dev).xp.asarray(value, dtype=dtype.np)
+    return Tensor._make(data, (), dtype, dev)
+
+
+def operands(op: str, a, b) -> tuple:
+    """Turn a binary op's arguments into two tensors (at least one must be a tensor)."""
+    a_is, b_is = isinstance(a, Tensor), isinstance(b, Tensor)
+    if a_is and b_is:
+        return a, b
+    if a_is:
+        return a, as_tensor(b, a)
+    if b_is:
+        return as_tensor(a, b), b
+    raise TypeError(f"{op}: expected at least one tensor, got {type(a).__name__} and {type(b).__name__}")
+
+
+def same_spec(x) -> Spec:
+    return Spec(x.shape, x.dtype, x.device)
+
+
+def float_dtype(dtype):
+    """The dtype a float-valued op returns for an input of ``dtype`` (ints become float32)."""
+    return dtype if dtype.is_floating_point else _dt.default_float
+
+
+def check_float(op: str, x) -> None:
+    if not x.dtype.is_floating_point:
+        raise ShapeError(f"{op}: expects a floating point tensor, got {x.dtype.name} of shape {x.shape}")

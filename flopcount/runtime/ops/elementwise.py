@@ -1,0 +1,553 @@
+"""Elementwise ops: binary arithmetic, comparisons, logic, where, clamp, cast and unary math.
+
+Cost (COUNTING.md): one FLOP per output element for each binary op, comparison and ``where``;
+unary math is ``flops_per_element`` FLOPs per element (1 for exp, log, sqrt, tanh, erf...).
+"""
+
+from __future__ import annotations
+
+__all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "where", "masked_fill", "clamp", "cast", "neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf", "floor", "ceil", "round", "logical_not", "isnan", "isinf"]  # the functional API (nn.functional re-exports it)
+
+from .. import dtypes as _dt
+from ..dispatch import apply
+from ..errors import ShapeError
+from ..registry import Op, Spec, io_cost, numel, register_op
+from ._erf import erf as _erf_kernel
+from ._helpers import as_tensor, broadcast_shapes, float_dtype, operands, same_spec
+
+
+# --- binary ------------------------------------------------------------------------------------
+
+class _Binary(Op):
+    """Cost shared by binary elementwise ops: 1 FLOP per output element. Each op sets its
+    shape rule with ``_binary_shape`` (broadcast, promote, and the op's name in errors)."""
+
+    def cost(out, a, b):
+        return io_cost(out, (a, b), flops=numel(out))
+
+
+def _binary_shape(name, result_dtype=None):
+    """A shape rule for binary op ``name``; ``result_dtype(promoted)`` picks the output dtype."""
+
+    def shape(a, b):
+        dtype = _dt.promote(a.dtype, b.dtype)
+        return Spec(broadcast_shapes(name, a.shape, b.shape),
+                    result_dtype(dtype) if result_dtype else dtype, a.device)
+
+    return shape
+
+
+@register_op("add")
+class Add(_Binary):
+    shape = _binary_shape("add")
+
+    def forward(xp, a, b):
+        return a + b
+
+    def vjp(g, out, a, b):
+        return g, g
+
+
+@register_op("sub")
+class Sub(_Binary):
+    shape = _binary_shape("sub")
+
+    def forward(xp, a, b):
+        return a - b
+
+    def vjp(g, out, a, b):
+        return g, (neg(g) if b.requires_grad else None)
+
+
+@register_op("mul")
+class Mul(_Binary):
+    shape = _binary_shape("mul")
+
+    def forward(xp, a, b):
+        return a * b
+
+    def vjp(g, out, a, b):
+        return (mul(g, b) if a.requires_grad else None), (mul(g, a) if b.requires_grad else None)
+
+
+@register_op("div")
+class Div(_Binary):
+    shape = _binary_shape("div", float_dtype)  # true division: integers give float32
+
+    def forward(xp, a, b):
+        return a / b
+
+    def vjp(g, out, a, b):
+        ga = div(g, b) if a.requires_grad else None
+        gb = neg(div(mul(g, out), b)) if b.requires_grad else None
+        return ga, gb
+
+
+@register_op("pow")
+class Pow(_Binary):
+    shape = _binary_shape("pow")
+
+    def forward(xp, a, b):
+        return a ** b
+
+    def vjp(g, out, a, b):
+        ga = mul(g, mul(b, pow(a, sub(b, 1)))) if a.requires_grad else None
+        gb = mul(g, mul(out, log(a))) if b.requires_grad else None
+        return ga, gb
+
+
+@register_op("maximum")
+class Maximum(_Binary):
+    shape = _binary_shape("maximum")
+
+    def forward(xp, a, b):
+        return xp.maximum(a, b)
+
+    def vjp(g, out, a, b):
+        return _select_grads(g, a, b, gt(a, b), eq(a, b))
+
+
+@register_op("minimum")
+class Minimum(_Binary):
+    shape = _binary_shape("minimum")
+
+    def forward(xp, a, b):
+        return xp.minimum(a, b)
+
+    def vjp(g, out, a, b):
+        return _select_grads(g, a, b, lt(a, b), eq(a, b))
+
+
+def _select_grads(g, a, b, a_wins, tie):
+    # As PyTorch: the winner takes the gradient, a tie splits it in halves.
+    half = mul(g, 0.5)
+    ga = where(a_wins, g, where(tie, half, 0.0)) if a.requires_grad else None
+    gb = where(a_wins, 0.0, where(tie, half, g)) if b.requires_grad else None
+    return ga, gb
+
+
+@register_op("floor_divide")
+class FloorDivide(_Binary):
+    shape = _binary_shape("floor_divide")
+    vjp = None  # piecewise constant: its gradient is zero almost everywhere
+
+    def forward(xp, a, b):
+        return xp.floor_divide(a, b)
+
+
+@register_op("remainder")
+class Remainder(_Binary):
+    shape = _binary_shape("remainder")
+
+    def forward(xp, a, b):
+        return xp.remainder(a, b)
+
+    def vjp(g, out, a, b):
+        gb = neg(mul(g, floor_divide(a, b))) if b.requires_grad else None
+        return g, gb
+
+
+def _make_compare(name, np_fn):
+    @register_op(name)
+    class Compare(_Binary):
+        shape = _binary_shape(name, lambda dtype: _dt.bool_)
+        vjp = None  # boolean output: nothing to differentiate
+
+        def forward(xp, a, b):
+            return getattr(xp, np_fn)(a, b)
+
+    Compare.__name__ = Compare.__qualname__ = name.title().replace("_", "")
+    return Compare
+
+
+Eq = _make_compare("eq", "equal")
+Ne = _make_compare("ne", "not_equal")
+Lt = _make_compare("lt", "less")
+Le = _make_compare("le", "less_equal")
+Gt = _make_compare("gt", "greater")
+Ge = _make_compare("ge", "greater_equal")
+LogicalAnd = _make_compare("logical_and", "logical_and")
+LogicalOr = _make_compare("logical_or", "logical_or")
+LogicalXor = _make_compare("logical_xor", "logical_xor")
+
+
+def add(a, b):
+    """``a + b`` with broadcasting."""
+    return apply(Add, *operands("add", a, b))
+
+
+def sub(a, b):
+    return apply(Sub, *operands("sub", a, b))
+
+
+def mul(a, b):
+    return apply(Mul, *operands("mul", a, b))
+
+
+def div(a, b, rounding_mode=None):
+    if rounding_mode == "floor":
+        return floor_divide(a, b)
+    if rounding_mode == "trunc":
+        q = div(a, b)
+        return where(lt(q, 0), ceil(q), floor(q))
+    return apply(Div, *operands("div", a, b))
+
+
+def pow(a, b):
+    return apply(Pow, *operands("pow", a, b))
+
+
+def maximum(a, b):
+    return apply(Maximum, *operands("maximum", a, b))
+
+
+def minimum(a, b):
+    return apply(Minimum, *operands("minimum", a, b))
+
+
+def floor_divide(a, b):
+    return apply(FloorDivide, *operands("floor_divide", a, b))
+
+
+def remainder(a, b):
+    return apply(Remainder, *operands("remainder", a, b))
+
+
+def eq(a, b):
+    return apply(Eq, *operands("eq", a, b))
+
+
+def ne(a, b):
+    return apply(Ne, *operands("ne", a, b))
+
+
+def lt(a, b):
+    return apply(Lt, *operands("lt", a, b))
+
+
+def le(a, b):
+    return apply(Le, *operands("le", a, b))
+
+
+def gt(a, b):
+    return apply(Gt, *operands("gt", a, b))
+
+
+def ge(a, b):
+    return apply(Ge, *operands("ge", a, b))
+
+
+def logical_and(a, b):
+    return apply(LogicalAnd, *operands("logical_and", a, b))
+
+
+def logical_or(a, b):
+    return apply(LogicalOr, *operands("logical_or", a, b))
+
+
+def logical_xor(a, b):
+    return apply(LogicalXor, *operands("logical_xor", a, b))
+
+
+# --- where, clamp, cast ------------------------------------------------------------------------
+
+@register_op("where")
+class Where(Op):
+    def shape(cond, a, b):
+        if cond.dtype is not _dt.bool_:
+            raise ShapeError(f"where: condition must be bool, got {cond.dtype.name}")
+        s = broadcast_shapes("where", broadcast_shapes("where", cond.shape, a.shape), b.shape)
+        return Spec(s, _dt.promote(a.dtype, b.dtype), a.device)
+
+    def forward(xp, cond, a, b):
+        return xp.where(cond, a, b)
+
+    def vjp(g, out, cond, a, b):
+        ga = where(cond, g, 0.0) if a.requires_grad else None
+        gb = where(cond, 0.0, g) if b.requires_grad else None
+        return None, ga, gb
+
+    def cost(out, cond, a, b):
+        return io_cost(out, (cond, a, b), flops=numel(out))  # one select per element
+
+
+def where(condition, a, b):
+    """Elements of ``a`` where ``condition`` holds, else of ``b`` (either may be a scalar)."""
+    from ..tensor import Tensor
+
+    like = a if isinstance(a, Tensor) else (b if isinstance(b, Tensor) else condition)
+    if not isinstance(a, Tensor) and not isinstance(b, Tensor) and like.dtype is _dt.bool_:
+        dtype = _dt.scalar_dtype(a, _dt.bool_)
+        dtype = _dt.promote(dtype, _dt.scalar_dtype(b, _dt.bool_))
+        a, b = as_tensor(a, like, dtype), as_tensor(b, like, dtype)
+    else:
+        a, b = operands("where", a, b) if not (isinstance(a, Tensor) and isinstance(b, Tensor)) else (a, b)
+    return apply(Where, condition, a, b)
+
+
+def masked_fill(x, mask, value):
+    """``x`` with ``value`` written where ``mask`` is True (a ``where``)."""
+    return where(mask, as_tensor(value, x), x)
+
+
+@register_op("clamp")
+class Clamp(Op):
+    def shape(x, *, min=None, max=None):
+        return same_spec(x)
+
+    def forward(xp, x, *, min=None, max=None):
+        return xp.clip(x, min, max)
+
+    def vjp(g, out, x, *, min=None, max=None):
+        inside = None
+        if min is not None:
+            inside = ge(x, min)
+        if max is not None:
+            upper = le(x, max)
+            inside = upper if inside is None else logical_and(inside, upper)
+        return where(inside, g, 0.0) if inside is not None else g
+
+    def cost(out, x, *, min=None, max=None):
+        return io_cost(out, (x,), flops=numel(out))  # one compare-select per element
+
+
+def clamp(x, min=None, max=None):
+    """Limit ``x`` to [min, max]; tensor bounds use ``maximum``/``minimum``."""
+    from ..tensor import Tensor
+
+    if isinstance(min, Tensor) or isinstance(max, Tensor):
+        out = x if min is None else maximum(x, min)
+        return out if max is None else minimum(out, max)
+    if min is None and max is None:
+        raise ValueError("clamp: at least one of min and max must be given")
+    return apply(Clamp, x, min=min, max=max)
+
+
+@register_op("cast")
+class Cast(Op):
+    def shape(x, *, dtype):
+        return Spec(x.shape, _dt.get_dtype(dtype), x.device)
+
+    def forward(xp, x, *, dtype):
+        return x.astype(_dt.get_dtype(dtype).np)
+
+    def vjp(g, out, x, *, dtype):
+        return cast(g, x.dtype) if x.dtype.is_floating_point else None
+
+    def cost(out, x, *, dtype):
+        return io_cost(out, (x,))  # a conversion moves bytes and does no arithmetic
+
+
+def cast(x, dtype):
+    """``x`` converted to ``dtype`` (``x.to(dtype)``)."""
+    dtype = _dt.get_dtype(dtype)
+    if dtype is x.dtype:
+        return x
+    return apply(Cast, x, dtype=dtype.name)
+
+
+# --- unary -------------------------------------------------------------------------------------
+
+def _unary(name, flops_per_element=1, float_only=False, bool_out=False):
+    """Class decorator for unary ops: registers with a shared shape rule and cost rule."""
+
+    def decorate(cls):
+        def shape(x):
+            dtype = _dt.bool_ if bool_out else (float_dtype(x.dtype) if float_only else x.dtype)
+            return Spec(x.shape, dtype, x.device)
+
+        def cost(out, x):
+            return io_cost(out, (x,), flops=numel(out) * flops_per_element)
+
+        cls.shape = shape
+        cls.cost = cost
+        cls.flops_per_element = flops_per_element
+        return register_op(name)(cls)
+
+    return decorate
+
+
+@_unary("neg")
+class Neg(Op):
+    def forward(xp, x):
+        return -x
+
+    def vjp(g, out, x):
+        return neg(g)
+
+
+@_unary("abs")
+class Abs(Op):
+    def forward(xp, x):
+        return xp.abs(x)
+
+    def vjp(g, out, x):
+        return mul(g, sign(x))
+
+
+@_unary("sign")
+class Sign(Op):
+    vjp = None  # piecewise constant
+
+    def forward(xp, x):
+        return xp.sign(x)
+
+
+@_unary("exp", float_only=True)
+class Exp(Op):
+    def forward(xp, x):
+        return xp.exp(x)
+
+    def vjp(g, out, x):
+        return mul(g, out)
+
+
+@_unary("log", float_only=True)
+class Log(Op):
+    def forward(xp, x):
+        return xp.log(x)
+
+    def vjp(g, out, x):
+        return div(g, x)
+
+
+@_unary("sqrt", float_only=True)
+class Sqrt(Op):
+    def forward(xp, x):
+        return xp.sqrt(x)
+
+    def vjp(g, out, x):
+        return div(mul(g, 0.5), out)
+
+
+# rsqrt = 1 / sqrt(x): counted as 1 FLOP, as hardware has a reciprocal-square-root instruction.
+@_unary("rsqrt", float_only=True)
+class Rsqrt(Op):
+    def forward(xp, x):
+        return 1.0 / xp.sqrt(x)
+
+    def vjp(g, out, x):
+        return mul(g, mul(-0.5, mul(out, mul(out, out))))
+
+
+@_unary("reciprocal", float_only=True)
+class Reciprocal(Op):
+    def forward(xp, x):
+        return 1.0 / x
+
+    def vjp(g, out, x):
+        return neg(mul(g, mul(out, out)))
+
+
+@_unary("sin", float_only=True)
+class Sin(Op):
+    def forward(xp, x):
+        return xp.sin(x)
+
+    def vjp(g, out, x):
+        return mul(g, cos(x))
+
+
+@_unary("cos", float_only=True)
+class Cos(Op):
+    def forward(xp, x):
+        return xp.cos(x)
+
+    def vjp(g, out, x):
+        return neg(mul(g, sin(x)))
+
+
+@_unary("tanh", float_only=True)
+class Tanh(Op):
+    def forward(xp, x):
+        return xp.tanh(x)
+
+    def vjp(g, out, x):
+        return mul(g, sub(1.0, mul(out, out)))
+
+
+@_unary("erf", float_only=True)
+class Erf(Op):
+    def forward(xp, x):
+        return _erf_kernel(xp, x)
+
+    def vjp(g, out, x):
+        # d/dx erf(x) = 2/sqrt(pi) * exp(-x^2)
+        return mul(g, mul(1.1283791670955126, exp(neg(mul(x, x)))))
+
+
+@_unary("floor")
+class Floor(Op):
+    vjp = None  # piecewise constant
+
+    def forward(xp, x):
+        return xp.floor(x)
+
+
+@_unary("ceil")
+class Ceil(Op):
+    vjp = None  # piecewise constant
+
+    def forward(xp, x):
+        return xp.ceil(x)
+
+
+@_unary("round")
+class Round(Op):
+    vjp = None  # piecewise constant
+
+    def forward(xp, x):
+        return xp.round(x)
+
+
+@_unary("logical_not", bool_out=True)
+class LogicalNot(Op):
+    vjp = None  # boolean output
+
+    def forward(xp, x):
+        return xp.logical_not(x)
+
+
+@_unary("isnan", bool_out=True)
+class IsNan(Op):
+    vjp = None  # boolean output
+
+    def forward(xp, x):
+        return xp.isnan(x)
+
+
+@_unary("isinf", bool_out=True)
+class IsInf(Op):
+    vjp = None  # boolean output
+
+    def forward(xp, x):
+        return xp.isinf(x)
+
+
+def _unary_fn(op):
+    def fn(x):
+        return apply(op, x)
+
+    fn.__name__ = op.name
+    fn.__doc__ = f"Elementwise {op.name}."
+    return fn
+
+
+neg = _unary_fn(Neg)
+abs = _unary_fn(Abs)
+sign = _unary_fn(Sign)
+exp = _unary_fn(Exp)
+log = _unary_fn(Log)
+sqrt = _unary_fn(Sqrt)
+rsqrt = _unary_fn(Rsqrt)
+reciprocal = _unary_fn(Reciprocal)
+sin = _unary_fn(Sin)
+cos = _unary_fn(Cos)
+tanh = _unary_fn(Tanh)
+erf = _unary_fn(Erf)
+floor = _unary_fn(Floor)
+ceil = _unary_fn(Ceil)
+round = _unary_fn(Round)
+logical_not = _unary_fn(LogicalNot)
+isnan = _unary_fn(IsNan)
+isinf = _unary_fn(IsInf)

@@ -1,0 +1,5 @@
+"""Embedding lookup."""
+
+from __future__ import annotations
+
+__all__: list = []  # the functional API (nn.functional re-exports it)

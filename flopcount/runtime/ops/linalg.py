@@ -1,0 +1,217 @@
+"""GEMM-class ops: matmul, linear, einsum (bmm and mm are matmul with stricter shapes).
+
+Cost (COUNTING.md): MACs = batch·m·k·n for a matmul, rows·in·out for linear; FLOPs = 2·MACs,
+plus one add per output element for a bias. Gradients are matmuls too, so a layer's backward
+is 2x its forward MACs when both operands need gradients and 1x when only one does.
+"""
+
+from __future__ import annotations
+
+__all__ = ["matmul", "mm", "bmm", "linear", "einsum"]  # the functional API (nn.functional re-exports it)
+
+import string
+from math import prod
+
+from ..dispatch import apply
+from ..errors import ShapeError
+from ..registry import Op, Spec, io_cost, numel, register_op
+from ._helpers import broadcast_shapes
+
+
+@register_op("matmul")
+class Matmul(Op):
+    """(..., m, k) @ (..., k, n) with broadcast batch dims (both operands at least 2-d)."""
+
+    def shape(a, b):
+        if a.ndim < 2 or b.ndim < 2:
+            raise ShapeError(f"matmul: op needs 2-d or more operands, got {a.shape} and {b.shape}")
+        if a.shape[-1] != b.shape[-2]:
+            raise ShapeError(f"matmul: shapes {a.shape} and {b.shape} do not match "
+                             f"({a.shape[-1]} != {b.shape[-2]})")
+        if a.dtype is not b.dtype:
+            raise ShapeError(f"matmul: dtypes differ ({a.dtype.name} and {b.dtype.name})")
+        batch = broadcast_shapes("matmul", a.shape[:-2], b.shape[:-2])
+        return Spec(batch + (a.shape[-2], b.shape[-1]), a.dtype, a.device)
+
+    def forward(xp, a, b):
+        return xp.matmul(a, b)
+
+    def vjp(g, out, a, b):
+        from .movement import transpose
+
+        ga = matmul(g, transpose(b, -1, -2)) if a.requires_grad else None
+        gb = matmul(transpose(a, -1, -2), g) if b.requires_grad else None
+        return ga, gb
+
+    def cost(out, a, b):
+        macs = prod(out.shape[:-2]) * a.shape[-2] * a.shape[-1] * b.shape[-1]
+        return io_cost(out, (a, b), macs=macs, flops=2 * macs)
+
+
+@register_op("linear")
+class Linear(Op):
+    """x (..., in) @ weight(out, in)ᵀ + bias(out)."""
+
+    def shape(x, weight, bias=None):
+        if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:
+            raise ShapeError(f"linear: input {x.shape} does not fit weight {weight.shape} "
+                             f"(expects (..., {weight.shape[-1] if weight.ndim else '?'}))")
+        if bias is not None and tuple(bias.shape) != (weight.shape[0],):
+            raise ShapeError(f"linear: bias {bias.shape} does not fit weight {weight.shape}")
+        if x.dtype is not weight.dtype:
+            raise ShapeError(f"linear: input dtype {x.dtype.name} differs from weight dtype {weight.dtype.name}")
+        return Spec(x.shape[:-1] + (weight.shape[0],), x.dtype, x.device)
+
+    def forward(xp, x, weight, bias=None):
+        out = xp.matmul(x, weight.T)
+        if bias is not None:
+            out += bias
+        return out
+
+    def vjp(g, out, x, weight, bias=None):
+        from .movement import reshape, transpose
+        from .reduction import sum as reduce_sum
+
+        gx = matmul(g, weight) if x.requires_grad else None
+        gw = gb = None
+        if weight.requires_grad:
+            g2 = reshape(g, (-1, weight.shape[0]))
+            x2 = reshape(x, (-1, weight.shape[1]))
+            gw = matmul(transpose(g2, 0, 1), x2)
+        if bias is not None and bias.requires_grad:
+            gb = reduce_sum(g, tuple(range(g.ndim - 1)))
+        return gx, gw, gb
+
+    def cost(out, x, weight, bias=None):
+        macs = prod(x.shape[:-1]) * weight.shape[1] * weight.shape[0]
+        flops = 2 * macs + (numel(out) if bias is not None else 0)
+        return io_cost(out, (x, weight, bias), macs=macs, flops=flops)
+
+
+def _parse_einsum(equation: str, shapes) -> tuple[list, str]:
+    """Explicit per-operand subscripts and output, with '...' expanded to letters."""
+    eq = equation.replace(" ", "")
+    lhs, arrow, rhs = eq.partition("->")
+    subs = lhs.split(",")
+    if len(subs) != len(shapes):
+        raise ShapeError(f"einsum: equation {equation!r} names {len(subs)} operands, got {len(shapes)}")
+    used = set(eq) - set(".,->")
+    free = [c for c in string.ascii_letters if c not in used]
+    ell_rank = max((len(s) - (len(sub) - 3) for sub, s in zip(subs, shapes) if "..." in sub), default=0)
+    ell = "".join(free[:ell_rank])
+    out_subs = []
+    for sub, s in zip(subs, shapes):
+        if "..." in sub:
+            n = len(s) - (len(sub) - 3)
+            sub = sub.replace("...", ell[ell_rank - n:] if n else "")
+        if len(sub) != len(s):
+            raise ShapeError(f"einsum: subscripts {sub!r} do not fit an operand of shape {tuple(s)}")
+        out_subs.append(sub)
+    if arrow:
+        out = rhs.replace("...", ell)
+    else:
+        letters = "".join(out_subs)
+        out = ell + "".join(sorted(c for c in set(letters) if letters.count(c) == 1 and c not in ell))
+    return out_subs, out
+
+
+def _einsum_sizes(op, subs, shapes) -> dict:
+    sizes: dict = {}
+    for sub, s in zip(subs, shapes):
+        for c, n in zip(sub, s):
+            if sizes.get(c, n) != n and n != 1 and sizes[c] != 1:
+                raise ShapeError(f"{op}: index {c!r} has sizes {sizes[c]} and {n} "
+                                 f"(shapes {[tuple(t) for t in shapes]})")
+            sizes[c] = max(sizes.get(c, n), n)
+    return sizes
+
+
+@register_op("einsum")
+class Einsum(Op):
+    """Einstein summation over explicit subscripts (``equation`` is normalized: no '...')."""
+
+    def shape(*xs, equation):
+        subs, out = equation.split("->")[0].split(","), equation.split("->")[1]
+        sizes = _einsum_sizes("einsum", subs, [t.shape for t in xs])
+        return Spec(tuple(sizes[c] for c in out), xs[0].dtype, xs[0].device)
+
+    def forward(xp, *xs, equation):
+        return xp.einsum(equation, *xs, optimize=len(xs) > 2)
+
+    def vjp(g, out, *xs, equation):
+        from .movement import expand, reshape
+
+        subs, out_sub = equation.split("->")[0].split(","), equation.split("->")[1]
+        grads = []
+        for i, x in enumerate(xs):
+            if not x.requires_grad:
+                grads.append(None)
+                continue
+            others = [s for j, s in enumerate(subs) if j != i]
+            available = set(out_sub).union(*others) if others else set(out_sub)
+            target = "".join(c for c in dict.fromkeys(subs[i]) if c in available)
+            if len(set(subs[i])) != len(subs[i]):
+                raise ShapeError(f"einsum: gradient of repeated subscripts {subs[i]!r} is not supported")
+            gi = einsum_normalized(f"{','.join([out_sub] + others)}->{target}", g, *[xs[j] for j in range(len(xs)) if j != i])
+            if target != subs[i]:  # letters summed away from this operand alone: broadcast back
+                gi = reshape(gi, tuple(gi.shape[target.index(c)] if c in target else 1 for c in subs[i]))
+                gi = expand(gi, x.shape)
+            grads.append(gi)
+        return tuple(grads)
+
+    def cost(out, *xs, equation):
+        subs = equation.split("->")[0].split(",")
+        sizes = _einsum_sizes("einsum", subs, [t.shape for t in xs])
+        if len(xs) == 1:  # a permutation or a reduction of one operand
+            reduced = numel(xs[0]) if set(subs[0]) - set(equation.split("->")[1]) else 0
+            return io_cost(out, xs, flops=reduced)
+        # the straightforward loop nest: one multiply-accumulate per point of the index space
+        # (for three or more operands a contraction order does fewer; we count the plain loop)
+        macs = prod(sizes.values())
+        return io_cost(out, xs, macs=macs, flops=2 * macs)
+
+
+def einsum_normalized(equation: str, *xs):
+    return apply(Einsum, *xs, equation=equation)
+
+
+# --- functional API ----------------------------------------------------------------------------
+
+def matmul(a, b):
+    """``a @ b`` with NumPy's rules for 1-d operands and broadcast batch dims."""
+    from .movement import reshape
+
+    if a.ndim == 0 or b.ndim == 0:
+        raise ShapeError(f"matmul: both arguments need at least 1 dim, got {a.shape} and {b.shape}")
+    a2 = reshape(a, (1, a.shape[0])) if a.ndim == 1 else a
+    b2 = reshape(b, (b.shape[0], 1)) if b.ndim == 1 else b
+    out = apply(Matmul, a2, b2)
+    if a.ndim == 1 or b.ndim == 1:
+        shape = out.shape[:-2] + (() if a.ndim == 1 else (out.shape[-2],)) + (() if b.ndim == 1 else (out.shape[-1],))
+        out = reshape(out, shape)
+    return out
+
+
+def mm(a, b):
+    if a.ndim != 2 or b.ndim != 2:
+        raise ShapeError(f"mm: expects two 2-d tensors, got {a.shape} and {b.shape}")
+    return apply(Matmul, a, b)
+
+
+def bmm(a, b):
+    if a.ndim != 3 or b.ndim != 3 or a.shape[0] != b.shape[0]:
+        raise ShapeError(f"bmm: expects two 3-d tensors with the same batch, got {a.shape} and {b.shape}")
+    return apply(Matmul, a, b)
+
+
+def linear(x, weight, bias=None):
+    """``x @ weight.T + bias`` (PyTorch's ``F.linear``)."""
+    return apply(Linear, x, weight, bias)
+
+
+def einsum(equation: str, *operands):
+    """``rt.einsum("bij,bjk->bik", a, b)``; '...' and implicit outputs follow NumPy."""
+    if len(operands) == 1 and isinstance(operands[0], (list, tuple)):
+        operands = tuple(operands[0])
+    subs, out = _parse_einsum(equation, [t.shape for t in operands])
+    return apply(Einsum, *operands, equation=f"{','.join(subs)}->{out}")

@@ -1,0 +1,307 @@
+"""Reductions: sum, mean, amax/amin, argmax/argmin, prod, all/any, cumsum, and composites built
+from them (max/min with indices, var, std, logsumexp, norm).
+
+Cost (COUNTING.md): a sum reads every input element once, numel(in) adds; a mean adds one
+division per output element; a max/min is numel(in) comparisons.
+"""
+
+from __future__ import annotations
+
+__all__ = ["sum", "mean", "amax", "amin", "argmax", "argmin", "max", "min", "prod", "all", "any", "cumsum", "var", "std", "logsumexp", "norm"]  # the functional API (nn.functional re-exports it)
+
+import builtins
+from collections import namedtuple
+from math import prod as _prod
+
+from .. import dtypes as _dt
+from ..dispatch import apply
+from ..registry import Op, Spec, io_cost, numel, register_op
+from ._helpers import check_float, float_dtype, norm_dim, norm_dims
+
+MaxMin = namedtuple("MaxMin", ["values", "indices"])  # as torch.return_types.max
+
+
+def _reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> tuple:
+    if keepdim:
+        return tuple(1 if i in dims else n for i, n in enumerate(shape))
+    return tuple(n for i, n in enumerate(shape) if i not in dims)
+
+
+def _expand_back(g, x, dims, keepdim):
+    """Broadcast a reduced gradient back to ``x``'s shape."""
+    from .movement import expand, reshape
+
+    if not keepdim:
+        g = reshape(g, _reduced_shape(x.shape, dims, True))
+    return expand(g, x.shape)
+
+
+class _Reduce(Op):
+    """Shape rule shared by reductions over ``dims`` (a normalized tuple) with ``keepdim``."""
+
+    def shape(x, *, dims, keepdim):
+        return Spec(_reduced_shape(x.shape, dims, keepdim), x.dtype, x.device)
+
+    def cost(out, x, *, dims, keepdim):
+        return io_cost(out, (x,), flops=numel(x))
+
+
+@register_op("sum")
+class Sum(_Reduce):
+    def shape(x, *, dims, keepdim):
+        # integer and bool sums widen to int64, as in PyTorch
+        dtype = x.dtype if x.dtype.is_floating_point else _dt.int64
+        return Spec(_reduced_shape(x.shape, dims, keepdim), dtype, x.device)
+
+    def forward(xp, x, *, dims, keepdim):
+        return xp.sum(x, axis=dims, keepdims=keepdim)
+
+    def vjp(g, out, x, *, dims, keepdim):
+        return _expand_back(g, x, dims, keepdim)
+
+
+@register_op("mean")
+class Mean(_Reduce):
+    def shape(x, *, dims, keepdim):
+        return Spec(_reduced_shape(x.shape, dims, keepdim), float_dtype(x.dtype), x.device)
+
+    def forward(xp, x, *, dims, keepdim):
+        return xp.mean(x, axis=dims, keepdims=keepdim)
+
+    def vjp(g, out, x, *, dims, keepdim):
+        from .elementwise import div
+
+        count = _prod(x.shape[d] for d in dims)
+        return _expand_back(div(g, count), x, dims, keepdim)
+
+    def cost(out, x, *, dims, keepdim):
+        return io_cost(out, (x,), flops=numel(x) + numel(out))  # the adds, then one divide per output
+
+
+def _extreme_vjp(g, out, x, dims, keepdim):
+    # Ties share the gradient evenly, as PyTorch's amax/amin backward.
+    from .elementwise import cast, div, eq, mul
+
+    out_full = _expand_back(out, x, dims, keepdim)
+    mask = cast(eq(x, out_full), x.dtype)
+    count = sum(mask, dims, keepdim=True)
+    return mul(_expand_back(g, x, dims, keepdim), div(mask, _expand_back(count, x, dims, True)))
+
+
+@register_op("amax")
+class Amax(_Reduce):
+    def forward(xp, x, *, dims, keepdim):
+        return xp.max(x, axis=dims, keepdims=keepdim)
+
+    def vjp(g, out, x, *, dims, keepdim):
+        return _extreme_vjp(g, out, x, dims, keepdim)
+
+
+@register_op("amin")
+class Amin(_Reduce):
+    def forward(xp, x, *, dims, keepdim):
+        return xp.min(x, axis=dims, keepdims=keepdim)
+
+    def vjp(g, out, x, *, dims, keepdim):
+        return _extreme_vjp(g, out, x, dims, keepdim)
+
+
+@register_op("argmax")
+class Argmax(Op):
+    vjp = None  # integer output: no gradient
+
+    def shape(x, *, dim, keepdim):
+        if dim is None:
+            return Spec((1,) * x.ndim if keepdim else (), _dt.int64, x.device)
+        return Spec(_reduced_shape(x.shape, (dim,), keepdim), _dt.int64, x.device)
+
+    def forward(xp, x, *, dim, keepdim):
+        if dim is None:
+            r = xp.argmax(x)
+            return r.reshape((1,) * x.ndim) if keepdim else r
+        return xp.argmax(x, axis=dim, keepdims=keepdim)
+
+    def cost(out, x, *, dim, keepdim):
+        return io_cost(out, (x,), flops=numel(x))  # one comparison per element
+
+
+@register_op("argmin")
+class Argmin(Op):
+    vjp = None  # integer output: no gradient
+    shape = Argmax.shape
+    cost = Argmax.cost
+
+    def forward(xp, x, *, dim, keepdim):
+        if dim is None:
+            r = xp.argmin(x)
+            return r.reshape((1,) * x.ndim) if keepdim else r
+        return xp.argmin(x, axis=dim, keepdims=keepdim)
+
+
+@register_op("prod")
+class Prod(_Reduce):
+    def forward(xp, x, *, dims, keepdim):
+        return xp.prod(x, axis=dims, keepdims=keepdim)
+
+    def vjp(g, out, x, *, dims, keepdim):
+        from .elementwise import div, mul
+
+        # d prod / dx_i = prod / x_i (inputs with zeros are not handled, as in simple kernels)
+        return mul(_expand_back(g, x, dims, keepdim), div(_expand_back(out, x, dims, keepdim), x))
+
+
+@register_op("all")
+class All(_Reduce):
+    vjp = None  # boolean output
+
+    def shape(x, *, dims, keepdim):
+        return Spec(_reduced_shape(x.shape, dims, keepdim), _dt.bool_, x.device)
+
+    def forward(xp, x, *, dims, keepdim):
+        return xp.all(x, axis=dims, keepdims=keepdim)
+
+
+@register_op("any")
+class Any(_Reduce):
+    vjp = None  # boolean output
+    shape = All.shape
+
+    def forward(xp, x, *, dims, keepdim):
+        return xp.any(x, axis=dims, keepdims=keepdim)
+
+
+@register_op("cumsum")
+class Cumsum(Op):
+    def shape(x, *, dim):
+        dtype = x.dtype if x.dtype.is_floating_point else _dt.int64
+        return Spec(x.shape, dtype, x.device)
+
+    def forward(xp, x, *, dim):
+        return xp.cumsum(x, axis=dim)
+
+    def vjp(g, out, x, *, dim):
+        from .movement import flip
+
+        return flip(cumsum(flip(g, (dim,)), dim), (dim,))
+
+    def cost(out, x, *, dim):
+        return io_cost(out, (x,), flops=numel(x))  # one add per element
+
+
+# --- functional API ----------------------------------------------------------------------------
+
+def sum(x, dim=None, keepdim: bool = False, dtype=None):
+    """Sum over ``dim`` (an int, a tuple, or None for all)."""
+    if dtype is not None:
+        from .elementwise import cast
+
+        x = cast(x, dtype)
+    return apply(Sum, x, dims=norm_dims("sum", dim, x.ndim), keepdim=keepdim)
+
+
+def mean(x, dim=None, keepdim: bool = False):
+    return apply(Mean, x, dims=norm_dims("mean", dim, x.ndim), keepdim=keepdim)
+
+
+def amax(x, dim=None, keepdim: bool = False):
+    return apply(Amax, x, dims=norm_dims("amax", dim, x.ndim), keepdim=keepdim)
+
+
+def amin(x, dim=None, keepdim: bool = False):
+    return apply(Amin, x, dims=norm_dims("amin", dim, x.ndim), keepdim=keepdim)
+
+
+def argmax(x, dim=None, keepdim: bool = False):
+    return apply(Argmax, x, dim=None if dim is None else norm_dim("argmax", dim, x.ndim), keepdim=keepdim)
+
+
+def argmin(x, dim=None, keepdim: bool = False):
+    return apply(Argmin, x, dim=None if dim is None else norm_dim("argmin", dim, x.ndim), keepdim=keepdim)
+
+
+def max(x, dim=None, keepdim: bool = False):
+    """``max(x)`` is the largest element; ``max(x, dim)`` gives (values, indices)."""
+    from ..tensor import Tensor
+
+    if isinstance(dim, Tensor):  # torch.max(a, b) is the elementwise maximum
+        from .elementwise import maximum
+
+        return maximum(x, dim)
+    if dim is None:
+        return amax(x)
+    return MaxMin(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+
+
+def min(x, dim=None, keepdim: bool = False):
+    """``min(x)`` is the smallest element; ``min(x, dim)`` gives (values, indices)."""
+    from ..tensor import Tensor
+
+    if isinstance(dim, Tensor):
+        from .elementwise import minimum
+
+        return minimum(x, dim)
+    if dim is None:
+        return amin(x)
+    return MaxMin(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+
+
+def prod(x, dim=None, keepdim: bool = False):
+    return apply(Prod, x, dims=norm_dims("prod", dim, x.ndim), keepdim=keepdim)
+
+
+def all(x, dim=None, keepdim: bool = False):
+    return apply(All, x, dims=norm_dims("all", dim, x.ndim), keepdim=keepdim)
+
+
+def any(x, dim=None, keepdim: bool = False):
+    return apply(Any, x, dims=norm_dims("any", dim, x.ndim), keepdim=keepdim)
+
+
+def cumsum(x, dim: int):
+    return apply(Cumsum, x, dim=norm_dim("cumsum", dim, x.ndim))
+
+
+def var(x, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
+    """Variance: mean, subtract, square, sum, divide by (n - correction)."""
+    from .elementwise import div, mul, sub
+
+    check_float("var", x)
+    dims = norm_dims("var", dim, x.ndim)
+    if correction is None:
+        correction = 1 if unbiased else 0
+    count = _prod(x.shape[d] for d in dims)
+    centered = sub(x, mean(x, dims, keepdim=True))
+    return div(sum(mul(centered, centered), dims, keepdim), builtins.max(count - correction, 0))
+
+
+def std(x, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
+    from .elementwise import sqrt
+
+    return sqrt(var(x, dim, unbiased=unbiased, keepdim=keepdim, correction=correction))
+
+
+def logsumexp(x, dim, keepdim: bool = False):
+    """log(sum(exp(x))) computed stably around the maximum."""
+    from .elementwise import add, exp, log, sub
+
+    dims = norm_dims("logsumexp", dim, x.ndim)
+    m = amax(x, dims, keepdim=True).detach()
+    out = add(log(sum(exp(sub(x, m)), dims, keepdim=True)), m)
+    if not keepdim:
+        from .movement import reshape
+
+        out = reshape(out, _reduced_shape(x.shape, dims, False))
+    return out
+
+
+def norm(x, p=2, dim=None, keepdim: bool = False):
+    """The p-norm over ``dim`` (p = 1, 2 or inf)."""
+    from .elementwise import abs as _abs, mul, sqrt
+
+    if p in ("fro", 2):
+        return sqrt(sum(mul(x, x), dim, keepdim))
+    if p == 1:
+        return sum(_abs(x), dim, keepdim)
+    if p == float("inf"):
+        return amax(_abs(x), dim, keepdim)
+    raise ValueError(f"norm: p={p!r} is not supported (use 1, 2 or inf)")

@@ -1,0 +1,1 @@
+"""Optimizers: SGD (momentum, nesterov, weight decay), Adam, AdamW."""

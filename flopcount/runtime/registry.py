@@ -1,0 +1,149 @@
+"""The op registry: every operator defined once, its four rules side by side.
+
+    @register_op("relu")
+    class Relu(Op):
+        def shape(x): ...                  # output Spec(s); raises ShapeError quoting shapes
+        def forward(xp, x): ...            # kernel on arrays (numpy or cupy)
+        def vjp(g, out, x): ...            # gradients, written with registered ops
+        def cost(out, x): ...              # shape-only Cost (macs, flops, bytes)
+
+A rule that an op deliberately lacks is declared ``None`` with a comment (``vjp = None`` for
+argmax). ``register_op`` refuses a duplicate name and an op that leaves a rule out.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Iterable
+
+from .dtypes import DType
+from .device import Device
+
+RULES = ("shape", "forward", "vjp", "cost")
+
+
+class Spec:
+    """Shape, dtype and device of a value: what shape rules take and return.
+
+    Tensors have the same three attributes, so rules accept tensors and specs alike.
+    """
+
+    __slots__ = ("shape", "dtype", "device")
+
+    def __init__(self, shape: tuple, dtype: DType, device: Device):
+        self.shape = shape
+        self.dtype = dtype
+        self.device = device
+
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, Spec) and self.shape == other.shape and self.dtype is other.dtype
+                and self.device == other.device)
+
+    def __repr__(self) -> str:
+        return f"Spec({self.shape}, {self.dtype.name}, {self.device})"
+
+
+def numel(spec) -> int:
+    return prod(spec.shape)
+
+
+def nbytes(spec) -> int:
+    return prod(spec.shape) * spec.dtype.itemsize
+
+
+class Cost:
+    """What one op costs, from shapes alone (see COUNTING.md for the rule of each op)."""
+
+    __slots__ = ("macs", "flops", "bytes_read", "bytes_written")
+
+    def __init__(self, macs: int = 0, flops: int = 0, bytes_read: int = 0, bytes_written: int = 0):
+        self.macs = macs
+        self.flops = flops
+        self.bytes_read = bytes_read
+        self.bytes_written = bytes_written
+
+    def __add__(self, other: "Cost") -> "Cost":
+        return Cost(self.macs + other.macs, self.flops + other.flops,
+                    self.bytes_read + other.bytes_read, self.bytes_written + other.bytes_written)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Cost) and self.as_tuple() == other.as_tuple()
+
+    def as_tuple(self) -> tuple:
+        return (self.macs, self.flops, self.bytes_read, self.bytes_written)
+
+    def __repr__(self) -> str:
+        return (f"Cost(macs={self.macs}, flops={self.flops}, bytes_read={self.bytes_read}, "
+                f"bytes_written={self.bytes_written})")
+
+
+def io_cost(out, inputs: Iterable, macs: int = 0, flops: int = 0) -> Cost:
+    """A Cost whose bytes are every input read once and every output written once."""
+    read = sum(nbytes(t) for t in inputs if t is not None)
+    outs = out if isinstance(out, (tuple, list)) else (out,)
+    written = sum(nbytes(o) for o in outs)
+    return Cost(macs=macs, flops=flops, bytes_read=read, bytes_written=written)
+
+
+ZERO_COST = Cost()
+
+
+def no_cost(out, *inputs, **attrs) -> Cost:
+    """Cost rule of a view (reshape, transpose, expand): no arithmetic and no bytes moved."""
+    return ZERO_COST
+
+
+class Op:
+    """Base of every registered op. Subclasses define ``shape``, ``forward``, ``vjp``, ``cost``
+    as plain functions (no ``self``); ``kernels`` maps a device type to a faster kernel."""
+
+    name: str = "?"
+    kernels: dict = {}
+    random: bool = False  # draws random numbers: never folded to a constant while tracing
+
+
+_REGISTRY: dict[str, type] = {}
+
+
+def register_op(name: str):
+    """Class decorator: check the op has its four rules and add it to the registry."""
+
+    def decorate(cls):
+        if name in _REGISTRY:
+            raise ValueError(f"op {name!r} is already registered (by {_REGISTRY[name].__qualname__})")
+        missing = [rule for rule in RULES if not hasattr(cls, rule)]
+        if missing:
+            raise TypeError(f"op {name!r} ({cls.__qualname__}) lacks rule(s) {missing}; "
+                            f"define them, or set one to None on purpose with a comment")
+        if cls.forward is None and "cpu" not in cls.kernels:
+            raise TypeError(f"op {name!r} has no forward kernel")
+        for rule in RULES:
+            fn = cls.__dict__.get(rule)
+            if isinstance(fn, staticmethod):
+                setattr(cls, rule, fn.__func__)
+        cls.name = name
+        cls._kernel_by_device = {"cpu": cls.forward, "cuda": cls.forward, **cls.kernels}
+        _REGISTRY[name] = cls
+        return cls
+
+    return decorate
+
+
+def get_op(name: str):
+    """The op class registered under ``name`` (KeyError naming it when absent)."""
+    try:
+        return _REGISTRY[name]
+    except KeyError:
+        raise KeyError(f"no op named {name!r} is registered") from None
+
+
+def registered_ops() -> dict[str, type]:
+    """A copy of the registry: op name -> op class."""
+    return dict(_REGISTRY)

@@ -1,0 +1,736 @@
+"""The Tensor: data (numpy, cupy, or None on meta), shape, dtype, device and autograd state.
+
+Every operator and method that computes something calls a registered op, so all arithmetic goes
+through the dispatcher. In-place methods (``add_``, ``zero_``, ``copy_``...) write the data
+directly and are meant for initialization and optimizers, under ``no_grad``.
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+import numpy as np
+
+from . import dtypes as _dt
+from .device import META, Device, backend, device as parse_device
+from .errors import DeviceError, ShapeError
+
+
+class Tensor:
+    """An n-dimensional array with autograd, on ``cpu``, ``cuda`` or ``meta``.
+
+    >>> import flopcount.runtime as rt
+    >>> x = rt.tensor([[1.0, 2.0], [3.0, 4.0]], requires_grad=True)
+    >>> (x * x).sum().backward()
+    >>> x.grad.tolist()
+    [[2.0, 4.0], [6.0, 8.0]]
+    """
+
+    __slots__ = ("data", "shape", "dtype", "device", "requires_grad", "grad", "_node", "_value",
+                 "__weakref__")
+    __array_priority__ = 1000  # numpy scalars on the left defer to our operators
+
+    def __init__(self, data, dtype=None, device=None, requires_grad: bool = False):
+        t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
+        self.data, self.shape, self.dtype, self.device = t.data, t.shape, t.dtype, t.device
+        self.requires_grad, self.grad, self._node, self._value = requires_grad, None, None, None
+
+    @classmethod
+    def _make(cls, data, shape: tuple, dtype, device: Device, requires_grad: bool = False):
+        t = object.__new__(cls)
+        t.data = data
+        t.shape = shape
+        t.dtype = dtype
+        t.device = device
+        t.requires_grad = requires_grad
+        t.grad = None
+        t._node = None
+        t._value = None
+        return t
+
+    # --- information ---------------------------------------------------------------------
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    def dim(self) -> int:
+        return len(self.shape)
+
+    def size(self, dim: int | None = None):
+        return self.shape if dim is None else self.shape[dim]
+
+    def numel(self) -> int:
+        return prod(self.shape)
+
+    def nelement(self) -> int:
+        return prod(self.shape)
+
+    def element_size(self) -> int:
+        return self.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return prod(self.shape) * self.dtype.itemsize
+
+    @property
+    def is_leaf(self) -> bool:
+        return self._node is None
+
+    @property
+    def grad_fn(self):
+        return self._node
+
+    @property
+    def is_meta(self) -> bool:
+        return self.device.type == "meta"
+
+    @property
+    def is_cuda(self) -> bool:
+        return self.device.type == "cuda"
+
+    def is_floating_point(self) -> bool:
+        return self.dtype.is_floating_point
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __repr__(self) -> str:
+        grad = ", requires_grad=True" if self.requires_grad else ""
+        dev = "" if self.device.type == "cpu" else f", device='{self.device}'"
+        if self.data is None:
+            return f"tensor(..., size={self.shape}, dtype={self.dtype.name}{dev}{grad})"
+        body = np.array2string(self.numpy(), separator=", ", prefix="tensor(", threshold=100)
+        return f"tensor({body}, dtype={self.dtype.name}{dev}{grad})"
+
+    # --- data out ------------------------------------------------------------------------
+    def _need_data(self, what: str):
+        if self.data is None:
+            raise DeviceError(f"{what}: a meta tensor (shape {self.shape}) has no data")
+        return self.data
+
+    def numpy(self) -> np.ndarray:
+        """The data as a numpy array (copied from the GPU when needed)."""
+        if self.requires_grad and self._node is not None:
+            pass  # reading values of a non-leaf is fine; it does not detach the graph
+        return backend(self.device).to_numpy(self._need_data("numpy()"))
+
+    def item(self):
+        """The value of a one-element tensor as a Python number."""
+        if self.numel() != 1:
+            raise ShapeError(f"item(): only one-element tensors have an item, got shape {self.shape}")
+        return self.numpy().reshape(()).item()
+
+    def tolist(self):
+        return self.numpy().tolist()
+
+    def __array__(self, dtype=None, copy=None):
+        arr = self.numpy()
+        return arr.astype(dtype) if dtype is not None else arr
+
+    def __float__(self) -> float:
+        return float(self.item())
+
+    def __int__(self) -> int:
+        return int(self.item())
+
+    def __index__(self) -> int:
+        if self.dtype._rank > 1:
+            raise TypeError("only integer tensors can be used as an index")
+        return int(self.item())
+
+    def __bool__(self) -> bool:
+        if self.numel() != 1:
+            raise RuntimeError(f"the truth value of a tensor with shape {self.shape} is ambiguous")
+        return bool(self.item())
+
+    def __iter__(self):
+        if not self.shape:
+            raise TypeError("iteration over a 0-d tensor")
+        return (self[i] for i in range(self.shape[0]))
+
+    # --- moving and converting -------------------------------------------------------------
+    def to(self, *args, **kwargs) -> "Tensor":
+        """``t.to("cuda")``, ``t.to(rt.float16)``, ``t.to("cpu", rt.float64)``, ``t.to(other)``."""
+        dev = kwargs.pop("device", None)
+        dtype = kwargs.pop("dtype", None)
+        kwargs.pop("non_blocking", None)
+        kwargs.pop("copy", None)
+        if kwargs:
+            raise TypeError(f"to(): unexpected arguments {sorted(kwargs)}")
+        for a in args:
+            if isinstance(a, Tensor):
+                dev, dtype = a.device, a.dtype
+            elif isinstance(a, Device) or (isinstance(a, str) and a.partition(":")[0] in ("cpu", "cuda", "meta")):
+                dev = a
+            else:
+                dtype = a
+        out = self
+        if dtype is not None and _dt.get_dtype(dtype) is not self.dtype:
+            out = _ew.cast(out, _dt.get_dtype(dtype))
+        if dev is not None:
+            out = out._to_device(parse_device(dev))
+        return out
+
+    def _to_device(self, dev: Device) -> "Tensor":
+        if dev == self.device:
+            return self
+        if dev.type == "meta" or self.data is None:
+            data = None if dev.type == "meta" else backend(dev).xp.zeros(self.shape, self.dtype.np)
+            if self.data is None and dev.type != "meta":
+                raise DeviceError(f"cannot move a meta tensor (shape {self.shape}) to {dev}: it has no data")
+        else:
+            data = backend(dev).asarray(backend(self.device).to_numpy(self.data), self.dtype)
+        out = Tensor._make(data, self.shape, self.dtype, dev, self.requires_grad and self._node is None)
+        return out
+
+    def cpu(self) -> "Tensor":
+        return self.to("cpu")
+
+    def cuda(self, index: int = 0) -> "Tensor":
+        return self.to(f"cuda:{index}")
+
+    def float(self) -> "Tensor":
+        return self.to(_dt.float32)
+
+    def double(self) -> "Tensor":
+        return self.to(_dt.float64)
+
+    def half(self) -> "Tensor":
+        return self.to(_dt.float16)
+
+    def long(self) -> "Tensor":
+        return self.to(_dt.int64)
+
+    def int(self) -> "Tensor":
+        return self.to(_dt.int32)
+
+    def bool(self) -> "Tensor":
+        return self.to(_dt.bool_)
+
+    def type_as(self, other: "Tensor") -> "Tensor":
+        return self.to(other.dtype)
+
+    def detach(self) -> "Tensor":
+        """The same data, cut from the autograd graph."""
+        return Tensor._make(self.data, self.shape, self.dtype, self.device)
+
+    def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
+        if requires_grad and not self.dtype.is_floating_point:
+            raise ShapeError(f"only floating point tensors can require gradients, got {self.dtype.name}")
+        self.requires_grad = requires_grad
+        return self
+
+    def backward(self, gradient=None, retain_graph: bool = False, create_graph: bool = False) -> None:
+        """Compute gradients of this tensor with respect to the leaves that require grad."""
+        _autograd.backward(self, gradient, retain_graph=retain_graph, create_graph=create_graph)
+
+    def clone(self) -> "Tensor":
+        return _mv.contiguous(self, force_copy=True)
+
+    def contiguous(self) -> "Tensor":
+        return _mv.contiguous(self)
+
+    # --- in-place data writes (initializers, optimizers) -------------------------------------
+    def _write(self, array) -> "Tensor":
+        if self.data is None:
+            return self
+        xp = backend(self.device).xp
+        arr = xp.asarray(array, dtype=self.dtype.np)
+        if arr.shape != self.shape:
+            arr = xp.broadcast_to(arr, self.shape)
+        self.data[...] = arr
+        return self
+
+    def _other_data(self, other):
+        if isinstance(other, Tensor):
+            if other.data is None:
+                return None
+            return other.data if other.device == self.device else backend(self.device).asarray(
+                other.numpy(), self.dtype)
+        return other
+
+    def copy_(self, src) -> "Tensor":
+        if self.data is None:
+            return self
+        if isinstance(src, Tensor) and tuple(src.shape) != self.shape and prod(src.shape) != prod(self.shape):
+            raise ShapeError(f"copy_(): source shape {src.shape} does not fit {self.shape}")
+        return self._write(self._other_data(src))
+
+    def zero_(self) -> "Tensor":
+        return self._write(0)
+
+    def fill_(self, value) -> "Tensor":
+        return self._write(value)
+
+    def add_(self, other, alpha=1) -> "Tensor":
+        if self.data is not None:
+            self.data += alpha * self._other_data(other) if alpha != 1 else self._other_data(other)
+        return self
+
+    def sub_(self, other, alpha=1) -> "Tensor":
+        return self.add_(other, alpha=-alpha)
+
+    def mul_(self, other) -> "Tensor":
+        if self.data is not None:
+            self.data *= self._other_data(other)
+        return self
+
+    def div_(self, other) -> "Tensor":
+        if self.data is not None:
+            self.data /= self._other_data(other)
+        return self
+
+    def clamp_(self, min=None, max=None) -> "Tensor":
+        if self.data is not None:
+            backend(self.device).xp.clip(self.data, min, max, out=self.data)
+        return self
+
+    def uniform_(self, a: float = 0.0, b: float = 1.0) -> "Tensor":
+        if self.data is not None:
+            # drawn on the CPU generator, so a seed gives the same weights on every device
+            self._write(_fac.random_array("cpu", "uniform", self.shape, self.dtype, a, b))
+        return self
+
+    def normal_(self, mean: float = 0.0, std: float = 1.0) -> "Tensor":
+        if self.data is not None:
+            self._write(_fac.random_array("cpu", "normal", self.shape, self.dtype, mean, std))
+        return self
+
+    # --- Python operators ------------------------------------------------------------------
+    def __add__(self, other):
+        return _ew.add(self, other)
+
+    def __radd__(self, other):
+        return _ew.add(other, self)
+
+    def __sub__(self, other):
+        return _ew.sub(self, other)
+
+    def __rsub__(self, other):
+        return _ew.sub(other, self)
+
+    def __mul__(self, other):
+        return _ew.mul(self, other)
+
+    def __rmul__(self, other):
+        return _ew.mul(other, self)
+
+    def __truediv__(self, other):
+        return _ew.div(self, other)
+
+    def __rtruediv__(self, other):
+        return _ew.div(other, self)
+
+    def __floordiv__(self, other):
+        return _ew.floor_divide(self, other)
+
+    def __mod__(self, other):
+        return _ew.remainder(self, other)
+
+    def __pow__(self, other):
+        return _ew.pow(self, other)
+
+    def __rpow__(self, other):
+        return _ew.pow(other, self)
+
+    def __matmul__(self, other):
+        return _la.matmul(self, other)
+
+    def __rmatmul__(self, other):
+        return _la.matmul(other, self)
+
+    def __neg__(self):
+        return _ew.neg(self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return _ew.abs(self)
+
+    def __invert__(self):
+        return _ew.logical_not(self)
+
+    def __and__(self, other):
+        return _ew.logical_and(self, other)
+
+    def __or__(self, other):
+        return _ew.logical_or(self, other)
+
+    def __xor__(self, other):
+        return _ew.logical_xor(self, other)
+
+    # In-place operators rebind the name to a new tensor (``out += x``): the graph stays valid.
+    __iadd__ = __add__
+    __isub__ = __sub__
+    __imul__ = __mul__
+    __itruediv__ = __truediv__
+
+    def __eq__(self, other):
+        return _ew.eq(self, other)
+
+    def __ne__(self, other):
+        return _ew.ne(self, other)
+
+    def __lt__(self, other):
+        return _ew.lt(self, other)
+
+    def __le__(self, other):
+        return _ew.le(self, other)
+
+    def __gt__(self, other):
+        return _ew.gt(self, other)
+
+    def __ge__(self, other):
+        return _ew.ge(self, other)
+
+    __hash__ = object.__hash__
+
+    def __getitem__(self, index):
+        return _ix.getitem(self, index)
+
+    def __setitem__(self, index, value) -> None:
+        _ix.setitem_(self, index, value)
+
+    # --- methods that forward to ops ----------------------------------------------------------
+    @property
+    def T(self):
+        return _mv.permute(self, tuple(reversed(range(self.ndim))))
+
+    @property
+    def mT(self):
+        return _mv.transpose(self, -2, -1)
+
+    def reshape(self, *shape):
+        return _mv.reshape(self, _shape_args(shape))
+
+    def view(self, *shape):
+        if len(shape) == 1 and not isinstance(shape[0], (int, tuple, list)) and not hasattr(shape[0], "__index__"):
+            return self.to(shape[0])  # view(dtype) is not supported as reinterpretation; cast
+        return _mv.reshape(self, _shape_args(shape))
+
+    def view_as(self, other):
+        return _mv.reshape(self, other.shape)
+
+    def reshape_as(self, other):
+        return _mv.reshape(self, other.shape)
+
+    def permute(self, *dims):
+        return _mv.permute(self, _shape_args(dims))
+
+    def transpose(self, dim0: int, dim1: int):
+        return _mv.transpose(self, dim0, dim1)
+
+    def t(self):
+        if self.ndim > 2:
+            raise ShapeError(f"t(): expects a tensor with <= 2 dimensions, got shape {self.shape}")
+        return _mv.transpose(self, 0, 1) if self.ndim == 2 else self
+
+    def flatten(self, start_dim: int = 0, end_dim: int = -1):
+        return _mv.flatten(self, start_dim, end_dim)
+
+    def unflatten(self, dim: int, sizes):
+        return _mv.unflatten(self, dim, sizes)
+
+    def squeeze(self, dim=None):
+        return _mv.squeeze(self, dim)
+
+    def unsqueeze(self, dim: int):
+        return _mv.unsqueeze(self, dim)
+
+    def expand(self, *sizes):
+        return _mv.expand(self, _shape_args(sizes))
+
+    def expand_as(self, other):
+        return _mv.expand(self, other.shape)
+
+    def repeat(self, *sizes):
+        return _mv.repeat(self, _shape_args(sizes))
+
+    def split(self, split_size, dim: int = 0):
+        return _mv.split(self, split_size, dim)
+
+    def chunk(self, chunks: int, dim: int = 0):
+        return _mv.chunk(self, chunks, dim)
+
+    def narrow(self, dim: int, start: int, length: int):
+        return _mv.narrow(self, dim, start, length)
+
+    def flip(self, dims):
+        return _mv.flip(self, dims)
+
+    def roll(self, shifts, dims=None):
+        return _mv.roll(self, shifts, dims)
+
+    def gather(self, dim: int, index):
+        return _ix.gather(self, dim, index)
+
+    def masked_fill(self, mask, value):
+        return _ew.masked_fill(self, mask, value)
+
+    def index_select(self, dim: int, index):
+        return _ix.index_select(self, dim, index)
+
+    def sum(self, dim=None, keepdim: bool = False, dtype=None):
+        return _red.sum(self, dim, keepdim, dtype=dtype)
+
+    def mean(self, dim=None, keepdim: bool = False):
+        return _red.mean(self, dim, keepdim)
+
+    def max(self, dim=None, keepdim: bool = False):
+        return _red.max(self, dim, keepdim)
+
+    def min(self, dim=None, keepdim: bool = False):
+        return _red.min(self, dim, keepdim)
+
+    def amax(self, dim=None, keepdim: bool = False):
+        return _red.amax(self, dim, keepdim)
+
+    def amin(self, dim=None, keepdim: bool = False):
+        return _red.amin(self, dim, keepdim)
+
+    def argmax(self, dim=None, keepdim: bool = False):
+        return _red.argmax(self, dim, keepdim)
+
+    def argmin(self, dim=None, keepdim: bool = False):
+        return _red.argmin(self, dim, keepdim)
+
+    def var(self, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
+        return _red.var(self, dim, unbiased=unbiased, keepdim=keepdim, correction=correction)
+
+    def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
+        return _red.std(self, dim, unbiased=unbiased, keepdim=keepdim, correction=correction)
+
+    def logsumexp(self, dim, keepdim: bool = False):
+        return _red.logsumexp(self, dim, keepdim)
+
+    def prod(self, dim=None, keepdim: bool = False):
+        return _red.prod(self, dim, keepdim)
+
+    def all(self, dim=None, keepdim: bool = False):
+        return _red.all(self, dim, keepdim)
+
+    def any(self, dim=None, keepdim: bool = False):
+        return _red.any(self, dim, keepdim)
+
+    def norm(self, p=2, dim=None, keepdim: bool = False):
+        return _red.norm(self, p, dim, keepdim)
+
+    def cumsum(self, dim: int):
+        return _red.cumsum(self, dim)
+
+    def matmul(self, other):
+        return _la.matmul(self, other)
+
+    def mm(self, other):
+        return _la.matmul(self, other)
+
+    def bmm(self, other):
+        return _la.bmm(self, other)
+
+    def exp(self):
+        return _ew.exp(self)
+
+    def log(self):
+        return _ew.log(self)
+
+    def sqrt(self):
+        return _ew.sqrt(self)
+
+    def rsqrt(self):
+        return _ew.rsqrt(self)
+
+    def abs(self):
+        return _ew.abs(self)
+
+    def neg(self):
+        return _ew.neg(self)
+
+    def sin(self):
+        return _ew.sin(self)
+
+    def cos(self):
+        return _ew.cos(self)
+
+    def tanh(self):
+        return _ew.tanh(self)
+
+    def sigmoid(self):
+        return _act.sigmoid(self)
+
+    def relu(self):
+        return _act.relu(self)
+
+    def erf(self):
+        return _ew.erf(self)
+
+    def reciprocal(self):
+        return _ew.reciprocal(self)
+
+    def square(self):
+        return _ew.mul(self, self)
+
+    def pow(self, exponent):
+        return _ew.pow(self, exponent)
+
+    def clamp(self, min=None, max=None):
+        return _ew.clamp(self, min, max)
+
+    clip = clamp
+
+    def floor(self):
+        return _ew.floor(self)
+
+    def ceil(self):
+        return _ew.ceil(self)
+
+    def round(self):
+        return _ew.round(self)
+
+    def sign(self):
+        return _ew.sign(self)
+
+    def add(self, other, alpha=1):
+        return _ew.add(self, other if alpha == 1 else _ew.mul(other, alpha))
+
+    def sub(self, other, alpha=1):
+        return _ew.sub(self, other if alpha == 1 else _ew.mul(other, alpha))
+
+    def mul(self, other):
+        return _ew.mul(self, other)
+
+    def div(self, other):
+        return _ew.div(self, other)
+
+    def maximum(self, other):
+        return _ew.maximum(self, other)
+
+    def minimum(self, other):
+        return _ew.minimum(self, other)
+
+    def eq(self, other):
+        return _ew.eq(self, other)
+
+    def ne(self, other):
+        return _ew.ne(self, other)
+
+    def lt(self, other):
+        return _ew.lt(self, other)
+
+    def gt(self, other):
+        return _ew.gt(self, other)
+
+    def le(self, other):
+        return _ew.le(self, other)
+
+    def ge(self, other):
+        return _ew.ge(self, other)
+
+    def logical_not(self):
+        return _ew.logical_not(self)
+
+    def isnan(self):
+        return _ew.isnan(self)
+
+    def isinf(self):
+        return _ew.isinf(self)
+
+    def softmax(self, dim: int):
+        return _act.softmax(self, dim)
+
+    def log_softmax(self, dim: int):
+        return _act.log_softmax(self, dim)
+
+    def where(self, condition, other):
+        return _ew.where(condition, self, other)
+
+    def tril(self, diagonal: int = 0):
+        return _ix.tril(self, diagonal)
+
+    def triu(self, diagonal: int = 0):
+        return _ix.triu(self, diagonal)
+
+    def new_zeros(self, *size, dtype=None, device=None):
+        return _fac.zeros(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_ones(self, *size, dtype=None, device=None):
+        return _fac.ones(*size, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_full(self, size, fill_value, dtype=None, device=None):
+        return _fac.full(size, fill_value, dtype=dtype or self.dtype, device=device or self.device)
+
+    def new_tensor(self, data, dtype=None, device=None):
+        return tensor(data, dtype=dtype or self.dtype, device=device or self.device)
+
+
+def _shape_args(shape) -> tuple:
+    """Accept ``f(2, 3)``, ``f((2, 3))`` and ``f([2, 3])`` alike."""
+    if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
+        shape = shape[0]
+    return tuple(int(s) for s in shape)
+
+
+def _infer_dtype(data):
+    if isinstance(data, bool):
+        return _dt.bool_
+    if isinstance(data, (int, np.integer)):
+        return _dt.int64
+    if isinstance(data, (float, np.floating)):
+        return _dt.default_float
+    return None
+
+
+def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor:
+    """A new tensor holding a copy of ``data`` (lists, scalars, numpy or cupy arrays, Tensors).
+
+    Python floats become float32 and ints int64; numpy arrays keep their dtype.
+
+    >>> tensor([1, 2, 3]).dtype
+    flopcount.int64
+    """
+    from .dispatch import state
+
+    dev = parse_device(device) if device is not None else state.default_device
+    if isinstance(data, Tensor):
+        out = data.detach().to(dev)
+        if dtype is not None:
+            out = out.to(dtype)
+        if out is data or out.data is data.data:
+            out = out.clone().detach()
+        return out.requires_grad_(requires_grad) if requires_grad else out
+    if dtype is None:
+        dtype = _infer_dtype(data)
+    if dtype is None:
+        arr = np.asarray(data) if not hasattr(data, "__cuda_array_interface__") else data
+        if arr.dtype == np.float64 and not isinstance(data, np.ndarray) and not hasattr(data, "__cuda_array_interface__"):
+            dtype = _dt.default_float  # nested Python floats, as in PyTorch
+        elif arr.dtype.kind in "iu" and arr.dtype not in (np.uint8, np.int8, np.int16, np.int32, np.int64):
+            dtype = _dt.int64
+        else:
+            dtype = _dt.get_dtype(arr.dtype)
+    dtype = _dt.get_dtype(dtype)
+    shape = tuple(np.shape(data)) if not hasattr(data, "shape") else tuple(data.shape)
+    if dev.type == "meta":
+        # A meta tensor may carry a small constant value for the tracer; it is never computed on.
+        arr = np.array(data.get() if hasattr(data, "get") else data, dtype=dtype.np, copy=True)
+        t = Tensor._make(arr if arr.size <= 1 << 16 else None, arr.shape, dtype, META)
+    else:
+        be = backend(dev)
+        src = data.get() if (dev.type == "cpu" and hasattr(data, "get")) else data
+        arr = be.xp.array(src, dtype=dtype.np, copy=True)
+        t = Tensor._make(arr, tuple(arr.shape), dtype, dev)
+    if requires_grad:
+        t.requires_grad_(True)
+    return t
+
+
+from . import autograd as _autograd  # noqa: E402
+from . import factories as _fac  # noqa: E402
+from .ops import elementwise as _ew  # noqa: E402
+from .ops import movement as _mv  # noqa: E402
+from .ops import indexing as _ix  # noqa: E402
+from .ops import reduction as _red  # noqa: E402
+from .ops import linalg as _la  # noqa: E402
+from .ops import activations as _act  # noqa: E402

@@ -1,0 +1,34 @@
+"""Shared test setup: the helper modules in tests/ are importable, GPU tests skip cleanly."""
+
+import os
+import sys
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+
+def _gpu_available() -> bool:
+    try:
+        from flopcount.runtime import cuda
+
+        return cuda.is_available()
+    except Exception:
+        return False
+
+
+def pytest_collection_modifyitems(config, items):
+    if _gpu_available():
+        return
+    skip = pytest.mark.skip(reason="needs CuPy and an NVIDIA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _seed():
+    import flopcount.runtime as rt
+
+    rt.manual_seed(0)
+    yield
