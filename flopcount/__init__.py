@@ -1,0 +1,16 @@
+"""flopcount: what does this model cost? FLOPs, MACs, parameters, memory and latency.
+
+    import flopcount
+    macs, params = flopcount.get_model_complexity_info(model, (1, 3, 224, 224))
+    report = flopcount.profile("resnet50")
+"""
+
+from __future__ import annotations
+
+__version__ = "0.1.0"
+
+from .runtime.errors import DeviceError, FlopcountError, ModelFileError, ShapeError, UnsupportedOpError
+from . import runtime
+
+__all__ = ["__version__", "runtime", "FlopcountError", "ShapeError", "ModelFileError", "UnsupportedOpError",
+           "DeviceError"]
