@@ -1,0 +1,192 @@
+"""Building blocks shared by several zoo models, as torchvision's ``ops/misc.py`` defines them.
+
+Module paths and parameter names match torchvision's, so a torchvision state dict loads into a
+model built from these blocks unchanged:
+
+    block = Conv2dNormActivation(3, 32, kernel_size=3, stride=2)   # 0: Conv2d, 1: BatchNorm2d, 2: ReLU
+    [name for name, _ in block.named_parameters()]                  # ['0.weight', '1.weight', '1.bias']
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Sequence
+
+import flopcount.runtime as rt
+from flopcount.runtime import nn
+
+F = nn.functional
+
+__all__ = ["make_divisible", "Conv2dNormActivation", "SqueezeExcitation", "StochasticDepth",
+           "stochastic_depth", "MLP", "Permute"]
+
+
+def make_divisible(v: float, divisor: int, min_value: int | None = None) -> int:
+    """``v`` rounded to the nearest multiple of ``divisor``, never more than 10% below ``v``.
+
+    The channel rounding of the MobileNet/EfficientNet/RegNet papers (torchvision's
+    ``_make_divisible``).
+
+    >>> make_divisible(32 * 0.75, 8), make_divisible(10, 8)
+    (24, 16)
+    """
+    if min_value is None:
+        min_value = divisor
+    new_v = max(min_value, int(v + divisor / 2) // divisor * divisor)
+    if new_v < 0.9 * v:
+        new_v += divisor
+    return new_v
+
+
+class Conv2dNormActivation(nn.Sequential):
+    """Conv2d, then a norm layer, then an activation: children ``0``, ``1``, ``2``.
+
+    ``padding=None`` keeps the spatial size at stride 1 (``(k - 1) // 2 * dilation``); the conv
+    has a bias only when there is no norm layer (unless ``bias`` says otherwise).
+
+    >>> block = Conv2dNormActivation(16, 32, kernel_size=1, activation_layer=None)
+    >>> [type(m).__name__ for m in block]
+    ['Conv2d', 'BatchNorm2d']
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: int | tuple = 3,
+                 stride: int | tuple = 1, padding: int | tuple | str | None = None, groups: int = 1,
+                 norm_layer: Callable[..., nn.Module] | None = nn.BatchNorm2d,
+                 activation_layer: Callable[..., nn.Module] | None = nn.ReLU,
+                 dilation: int | tuple = 1, inplace: bool | None = True, bias: bool | None = None):
+        if padding is None:
+            if isinstance(kernel_size, int) and isinstance(dilation, int):
+                padding = (kernel_size - 1) // 2 * dilation
+            else:
+                ks = (kernel_size,) * 2 if isinstance(kernel_size, int) else tuple(kernel_size)
+                dil = (dilation,) * 2 if isinstance(dilation, int) else tuple(dilation)
+                padding = tuple((k - 1) // 2 * d for k, d in zip(ks, dil))
+        if bias is None:
+            bias = norm_layer is None
+        layers = [nn.Conv2d(in_channels, out_channels, kernel_size, stride, padding,
+                            dilation=dilation, groups=groups, bias=bias)]
+        if norm_layer is not None:
+            layers.append(norm_layer(out_channels))
+        if activation_layer is not None:
+            params = {} if inplace is None else {"inplace": inplace}
+            layers.append(activation_layer(**params))
+        super().__init__(*layers)
+        self.out_channels = out_channels
+
+
+class SqueezeExcitation(nn.Module):
+    """Squeeze-and-Excitation: ``x * scale_activation(fc2(activation(fc1(avgpool(x)))))``.
+
+    ``fc1`` and ``fc2`` are 1x1 convolutions with bias, as in torchvision.
+
+    >>> se = SqueezeExcitation(64, 16)
+    >>> se.fc1.weight.shape, se.fc2.weight.shape
+    ((16, 64, 1, 1), (64, 16, 1, 1))
+    """
+
+    def __init__(self, input_channels: int, squeeze_channels: int,
+                 activation: Callable[..., nn.Module] = nn.ReLU,
+                 scale_activation: Callable[..., nn.Module] = nn.Sigmoid):
+        super().__init__()
+        self.avgpool = nn.AdaptiveAvgPool2d(1)
+        self.fc1 = nn.Conv2d(input_channels, squeeze_channels, 1)
+        self.fc2 = nn.Conv2d(squeeze_channels, input_channels, 1)
+        self.activation = activation()
+        self.scale_activation = scale_activation()
+
+    def _scale(self, x):
+        scale = self.avgpool(x)
+        scale = self.activation(self.fc1(scale))
+        return self.scale_activation(self.fc2(scale))
+
+    def forward(self, x):
+        return self._scale(x) * x
+
+
+def stochastic_depth(x, p: float, mode: str, training: bool = True):
+    """Zero whole residual branches with probability ``p`` and rescale the survivors.
+
+    ``mode="row"`` draws one keep/drop per sample, ``"batch"`` one for the whole batch. Outside
+    training (or with ``p == 0``) the input comes back unchanged and no op runs.
+
+    >>> x = rt.ones(4, 3)
+    >>> stochastic_depth(x, 0.5, "row", training=False) is x
+    True
+    """
+    if not 0.0 <= p <= 1.0:
+        raise ValueError(f"stochastic_depth: drop probability must be in [0, 1], got {p}")
+    if mode not in ("batch", "row"):
+        raise ValueError(f"stochastic_depth: mode must be 'batch' or 'row', got {mode!r}")
+    if not training or p == 0.0:
+        return x
+    size = (x.shape[0],) + (1,) * (x.ndim - 1) if mode == "row" else (1,) * x.ndim
+    # Dropout of a ones tensor is exactly the rescaled Bernoulli keep mask, drawn by the
+    # registered random op (so graphs keep it random and it is counted like any dropout).
+    noise = F.dropout(rt.ones(*size, dtype=x.dtype, device=x.device), p=p, training=True)
+    return x * noise
+
+
+class StochasticDepth(nn.Module):
+    """Module form of :func:`stochastic_depth` (no parameters).
+
+    >>> StochasticDepth(0.1, "row")
+    StochasticDepth(p=0.1, mode=row)
+    """
+
+    def __init__(self, p: float, mode: str):
+        super().__init__()
+        self.p = p
+        self.mode = mode
+
+    def forward(self, x):
+        return stochastic_depth(x, self.p, self.mode, self.training)
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(p={self.p}, mode={self.mode})"
+
+
+class MLP(nn.Sequential):
+    """Linear layers with (norm,) activation and dropout between them, dropout at the end.
+
+    Children are numbered as torchvision numbers them: for ``hidden_channels=[h, out]`` without
+    norm, ``0`` Linear, ``1`` activation, ``2`` Dropout, ``3`` Linear, ``4`` Dropout.
+
+    >>> mlp = MLP(8, [32, 8], activation_layer=nn.GELU)
+    >>> [type(m).__name__ for m in mlp]
+    ['Linear', 'GELU', 'Dropout', 'Linear', 'Dropout']
+    """
+
+    def __init__(self, in_channels: int, hidden_channels: Sequence[int],
+                 norm_layer: Callable[..., nn.Module] | None = None,
+                 activation_layer: Callable[..., nn.Module] | None = nn.ReLU,
+                 inplace: bool | None = None, bias: bool = True, dropout: float = 0.0):
+        params = {} if inplace is None else {"inplace": inplace}
+        layers = []
+        in_dim = in_channels
+        for hidden_dim in hidden_channels[:-1]:
+            layers.append(nn.Linear(in_dim, hidden_dim, bias=bias))
+            if norm_layer is not None:
+                layers.append(norm_layer(hidden_dim))
+            layers.append(activation_layer(**params))
+            layers.append(nn.Dropout(dropout, **params))
+            in_dim = hidden_dim
+        layers.append(nn.Linear(in_dim, hidden_channels[-1], bias=bias))
+        layers.append(nn.Dropout(dropout, **params))
+        super().__init__(*layers)
+
+
+class Permute(nn.Module):
+    """Permute the dimensions of the input (a view: no arithmetic, no bytes).
+
+    >>> Permute([0, 2, 3, 1])(rt.zeros(1, 3, 4, 5)).shape
+    (1, 4, 5, 3)
+    """
+
+    def __init__(self, dims: Sequence[int]):
+        super().__init__()
+        self.dims = list(dims)
+
+    def forward(self, x):
+        return rt.permute(x, self.dims)
+
+    def extra_repr(self) -> str:
+        return f"dims={self.dims}"
