@@ -1,1 +1,7 @@
-"""Optimizers: SGD (momentum, nesterov, weight decay), Adam, AdamW."""
+"""Optimizers: SGD (momentum, nesterov, weight decay), Adam (amsgrad), AdamW, as in torch.optim."""
+
+from .optimizer import Optimizer
+from .sgd import SGD
+from .adam import Adam, AdamW
+
+__all__ = ["Optimizer", "SGD", "Adam", "AdamW"]
