@@ -190,3 +190,58 @@ class Permute(nn.Module):
 
     def extra_repr(self) -> str:
         return f"dims={self.dims}"
+
+
+# --- GoogLeNet / Inception v3 ----------------------------------------------------------------
+
+__all__ += ["BasicConv2d", "imagenet_to_unit_range", "trunc_normal_init_"]
+
+
+class BasicConv2d(nn.Module):
+    """Conv2d without bias -> BatchNorm2d(eps=0.001) -> ReLU: the unit of GoogLeNet and Inception v3.
+
+    >>> block = BasicConv2d(3, 8, kernel_size=3, padding=1)
+    >>> [name for name, _ in block.named_parameters()]
+    ['conv.weight', 'bn.weight', 'bn.bias']
+    """
+
+    def __init__(self, in_channels: int, out_channels: int, **kwargs) -> None:
+        super().__init__()
+        self.conv = nn.Conv2d(in_channels, out_channels, bias=False, **kwargs)
+        self.bn = nn.BatchNorm2d(out_channels, eps=0.001)
+
+    def forward(self, x):
+        return F.relu(self.bn(self.conv(x)), inplace=True)
+
+
+_IMAGENET_MEAN = (0.485, 0.456, 0.406)
+_IMAGENET_STD = (0.229, 0.224, 0.225)
+
+
+def imagenet_to_unit_range(x):
+    """Turn an ImageNet-normalized batch (N, 3, H, W) into the ``(pixel - 0.5) / 0.5`` scaling.
+
+    torchvision's ``transform_input`` of GoogLeNet and Inception v3: their ported weights expect
+    inputs in [-1, 1], while the usual preprocessing gives mean/std-normalized ones.
+
+    >>> [round(v, 3) for v in imagenet_to_unit_range(rt.zeros(1, 3, 2, 2))[0, :, 0, 0].tolist()]
+    [-0.03, -0.088, -0.188]
+    """
+    channels = [rt.unsqueeze(x[:, c], 1) * (std / 0.5) + (mean - 0.5) / 0.5
+                for c, (mean, std) in enumerate(zip(_IMAGENET_MEAN, _IMAGENET_STD))]
+    return rt.cat(channels, 1)
+
+
+def trunc_normal_init_(model: nn.Module, std: float) -> None:
+    """torchvision's initialization of GoogLeNet and Inception v3, in place.
+
+    Conv2d and Linear weights: normal(0, std) truncated to [-2, 2] (absolute bounds, as
+    torchvision passes them), where a module's own ``stddev`` attribute overrides ``std``; their
+    biases keep the layer default. BatchNorm2d: weight 1, bias 0.
+    """
+    for m in model.modules():
+        if isinstance(m, (nn.Conv2d, nn.Linear)):
+            nn.init.trunc_normal_(m.weight, mean=0.0, std=float(getattr(m, "stddev", std)), a=-2, b=2)
+        elif isinstance(m, nn.BatchNorm2d):
+            nn.init.constant_(m.weight, 1)
+            nn.init.constant_(m.bias, 0)
