@@ -12,7 +12,7 @@ from .dispatch import state
 class Node:
     """One recorded op: its inputs and outputs, attrs, and the module that ran it."""
 
-    __slots__ = ("op", "inputs", "attrs", "outputs", "module")
+    __slots__ = ("op", "inputs", "attrs", "outputs", "module", "released")
 
     def __init__(self, op, inputs, attrs, outputs, module):
         self.op = op
@@ -20,10 +20,12 @@ class Node:
         self.attrs = attrs
         self.outputs = outputs
         self.module = module
+        self.released = False
 
     def release(self) -> None:
         """Drop references so the tape's memory goes once the gradient has been taken."""
         self.inputs = self.outputs = ()
+        self.released = True
 
     def __repr__(self) -> str:
         return f"<Node {self.op.name}>"
@@ -88,11 +90,16 @@ def backward(root, grad=None, retain_graph: bool = False, create_graph: bool = F
         root.grad = grad if root.grad is None else add(root.grad, grad)
         return
 
+    retain_graph = retain_graph or create_graph  # as PyTorch: a graph of the gradient keeps the graph
     grads = {id(root): grad}
     previous = (state.phase, state.grad_enabled, state.backward_module)
     state.phase, state.grad_enabled = "backward", create_graph
     try:
         for node in reversed(_topological_order(root._node)):
+            if node.released:
+                raise RuntimeError(f"backward(): trying to backward through the graph a second time "
+                                   f"(op '{node.op.name}' has freed its saved tensors); pass "
+                                   f"retain_graph=True to the first backward")
             outs = node.outputs
             gouts = [grads.pop(id(o), None) for o in outs]
             if all(g is None for g in gouts):
