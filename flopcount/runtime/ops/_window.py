@@ -1,0 +1,158 @@
+"""Sliding windows over the spatial dims of (N, C, *spatial) arrays, shared by convolution and
+pooling: output sizes, the view one kernel position reads (``windows``), im2col and col2im.
+
+Everything loops over kernel positions (9 for a 3x3 window), never over pixels, and is written
+against the array module ``xp`` so the same code runs on numpy and CuPy.
+
+Strided windows: a kernel position of a stride-2 window reads every other element, and strided
+copies are slow. When the kernel touches every phase (e.g. 3x3 or 7x7 at stride 2), the padded
+input is first split once into its stride phases, ``x[..., u·s + a] -> phase[a][..., u]``, and
+each kernel position becomes a stride-1 slice of one phase.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+# im2col buffers larger than this are built a few images at a time: the column buffer of a
+# whole batch can be hundreds of MB, and a buffer that fits in cache is faster to fill and read.
+CHUNK_BYTES = 16 * 2**20
+
+_LEAD = (slice(None), slice(None))
+
+
+def out_size(size: int, kernel: int, stride: int, padding: int, dilation: int,
+             ceil_mode: bool = False) -> int:
+    """Output length of a window sliding over ``size`` (PyTorch's formula for conv and pooling).
+
+    With ``ceil_mode`` a last partial window counts, unless it would start in the right padding.
+    """
+    room = size + 2 * padding - dilation * (kernel - 1) - 1
+    if not ceil_mode:
+        return room // stride + 1
+    n = -(-room // stride) + 1
+    if (n - 1) * stride >= size + padding:
+        n -= 1
+    return n
+
+
+def transpose_out_size(size: int, kernel: int, stride: int, padding: int, output_padding: int,
+                       dilation: int) -> int:
+    """Output length of a transposed convolution (the input length of the matching conv)."""
+    return (size - 1) * stride - 2 * padding + dilation * (kernel - 1) + output_padding + 1
+
+
+def positions(kernel: tuple):
+    """Every kernel position, e.g. (0, 0), (0, 1), ... (2, 2) for a 3x3 window."""
+    return itertools.product(*(range(k) for k in kernel))
+
+
+def _reach(kernel, out, stride, dilation) -> tuple:
+    # how far into the padded input the windows read, per dim
+    return tuple((o - 1) * s + d * (k - 1) + 1 for k, o, s, d in zip(kernel, out, stride, dilation))
+
+
+def _phased(kernel, stride, dilation) -> bool:
+    # split into phases when the kernel reads every phase of every strided dim
+    return any(s > 1 for s in stride) and all(
+        len({(i * d) % s for i in range(k)}) == s for k, s, d in zip(kernel, stride, dilation))
+
+
+def padded(xp, x, before: tuple, total: tuple, value: float = 0.0):
+    """(N, C, *total) with ``x`` placed at offset ``before`` and ``value`` around it (what lies
+    beyond ``total`` is cut off)."""
+    spatial = x.shape[2:]
+    if tuple(before) == (0,) * len(before) and tuple(total) == tuple(spatial):
+        return x
+    shape = x.shape[:2] + tuple(total)
+    out = xp.zeros(shape, dtype=x.dtype) if value == 0 else xp.full(shape, value, dtype=x.dtype)
+    keep = tuple(min(n, t - b) for n, b, t in zip(spatial, before, total))
+    out[_LEAD + tuple(slice(b, b + k) for b, k in zip(before, keep))] = \
+        x[_LEAD + tuple(slice(0, k) for k in keep)]
+    return out
+
+
+def _split_phases(xp, xpad, stride):
+    """(N, C, *U·s) -> (N, C, *s, *U): element u·s + a of each dim goes to phase a, place u."""
+    n, c = xpad.shape[:2]
+    units = tuple(t // s for t, s in zip(xpad.shape[2:], stride))
+    nd = len(stride)
+    split = xpad.reshape((n, c) + tuple(v for u, s in zip(units, stride) for v in (u, s)))
+    order = (0, 1) + tuple(3 + 2 * i for i in range(nd)) + tuple(2 + 2 * i for i in range(nd))
+    return xp.ascontiguousarray(split.transpose(order)), units
+
+
+def _merge_phases(xp, phases, stride):
+    """The inverse of ``_split_phases``: (N, C, *s, *U) -> (N, C, *U·s)."""
+    nd = len(stride)
+    n, c = phases.shape[:2]
+    units = phases.shape[2 + nd:]
+    order = (0, 1) + tuple(v for i in range(nd) for v in (2 + nd + i, 2 + i))
+    return phases.transpose(order).reshape((n, c) + tuple(u * s for u, s in zip(units, stride)))
+
+
+def _phase_key(pos, out, stride, dilation) -> tuple:
+    """Where kernel position ``pos`` reads in the phase layout: phase index, then unit slices."""
+    phase = tuple((k * d) % s for k, s, d in zip(pos, stride, dilation))
+    units = tuple(slice((k * d) // s, (k * d) // s + o) for k, o, s, d in zip(pos, out, stride, dilation))
+    return phase + units
+
+
+def window_slices(pos: tuple, out: tuple, stride: tuple, dilation: tuple) -> tuple:
+    """Slices of a padded input that kernel position ``pos`` reads, one per output element."""
+    return tuple(slice(k * d, k * d + s * (o - 1) + 1, s)
+                 for k, o, s, d in zip(pos, out, stride, dilation))
+
+
+def windows(xp, x, kernel: tuple, out: tuple, stride: tuple, padding: tuple, dilation: tuple,
+            value: float = 0.0):
+    """Yield ``(pos, view)`` for every kernel position: the (N, C, *out) elements of ``x``,
+    padded with ``value``, that position ``pos`` of each window reads."""
+    reach = _reach(kernel, out, stride, dilation)
+    if _phased(kernel, stride, dilation):
+        total = tuple(-(-r // s) * s for r, s in zip(reach, stride))
+        src, _ = _split_phases(xp, padded(xp, x, padding, total, value), stride)
+        for pos in positions(kernel):
+            yield pos, src[_LEAD + _phase_key(pos, out, stride, dilation)]
+    else:
+        src = padded(xp, x, padding, reach, value)
+        for pos in positions(kernel):
+            yield pos, src[_LEAD + window_slices(pos, out, stride, dilation)]
+
+
+def im2col(xp, x, kernel: tuple, out: tuple, stride: tuple, padding: tuple, dilation: tuple):
+    """Columns (N, C, *kernel, *out) of ``x`` (N, C, *spatial): one copy per kernel position,
+    so the inner (output-width) axis is contiguous for the matmul that follows."""
+    cols = xp.empty(x.shape[:2] + tuple(kernel) + tuple(out), dtype=x.dtype)
+    for pos, view in windows(xp, x, kernel, out, stride, padding, dilation):
+        cols[_LEAD + pos] = view
+    return cols
+
+
+def col2im(xp, cols, size: tuple, stride: tuple, padding: tuple, dilation: tuple):
+    """The adjoint of ``im2col``: scatter-add columns (N, C, *kernel, *inp) into (N, C, *size).
+
+    Each kernel position adds one slice; the slices of one position never overlap, so ``+=`` is
+    exact. Strided windows accumulate into the phase layout (stride-1 slices) and merge once.
+    """
+    nd = len(size)
+    kernel, inp = tuple(cols.shape[2:2 + nd]), tuple(cols.shape[2 + nd:])
+    # what the windows do not reach (a transposed conv's output_padding) stays zero
+    full = tuple(max(n + 2 * p, r) for n, p, r in zip(size, padding, _reach(kernel, inp, stride, dilation)))
+    crop = _LEAD + tuple(slice(p, p + n) for p, n in zip(padding, size))
+    if _phased(kernel, stride, dilation):
+        units = tuple(-(-f // s) for f, s in zip(full, stride))
+        acc = xp.zeros(cols.shape[:2] + tuple(stride) + units, dtype=cols.dtype)
+        for pos in positions(kernel):
+            acc[_LEAD + _phase_key(pos, inp, stride, dilation)] += cols[_LEAD + pos]
+        return _merge_phases(xp, acc, stride)[crop]
+    acc = xp.zeros(cols.shape[:2] + full, dtype=cols.dtype)
+    for pos in positions(kernel):
+        acc[_LEAD + window_slices(pos, inp, stride, dilation)] += cols[_LEAD + pos]
+    return acc[crop]
+
+
+def batch_chunks(n: int, bytes_per_item: int) -> list:
+    """(start, stop) ranges over a batch of ``n`` so each chunk's buffer stays near CHUNK_BYTES."""
+    step = max(1, CHUNK_BYTES // max(bytes_per_item, 1))
+    return [(i, min(i + step, n)) for i in range(0, n, step)]
