@@ -1,0 +1,107 @@
+"""What a counting convention is: module rules (eager view) and op rules (graph view).
+
+A module rule is ``rule(module, inputs, output) -> Cost`` where ``inputs`` are the positional
+arguments of the call and ``output`` its result, with every tensor replaced by its ``Spec``
+(shape, dtype, device): rules read shapes and the module's attributes, never data. A module
+rule covers the module's whole subtree. An op rule is ``rule(out, *inputs, **attrs) -> Cost``
+over specs, like an op's own ``cost``.
+
+Module rules match the module's type exactly (a subclass of ``Linear`` with its own forward is
+not a ``Linear``); the lookup resolves class names in ``flopcount.runtime.nn`` when first used,
+so layers that do not exist (yet) are simply absent.
+"""
+
+from __future__ import annotations
+
+from math import prod
+from typing import Callable
+
+from ..runtime.registry import Cost
+
+
+def numel(spec) -> int:
+    return prod(spec.shape)
+
+
+def first_tensor(value):
+    """The first spec in a (possibly nested) output: ``(out, (h, c))`` gives ``out``."""
+    if isinstance(value, (tuple, list)):
+        for v in value:
+            found = first_tensor(v)
+            if found is not None:
+                return found
+        return None
+    return value if hasattr(value, "shape") else None
+
+
+class Convention:
+    """A named set of module rules and op rules.
+
+    ``module_rules`` maps a class name of ``flopcount.runtime.nn`` (or a class) to a rule;
+    ``op_rule(op)`` returns the rule for a registered op class, or ``None`` when the convention
+    has none (the op is then listed as unsupported).
+    """
+
+    name = "?"
+
+    def __init__(self, module_rules: dict, overrides: dict | None = None):
+        self._named_rules = dict(module_rules)
+        self._overrides = dict(overrides or {})
+        self._by_type: dict | None = None
+
+    # --- module rules ---------------------------------------------------------------------
+    def _resolve(self) -> dict:
+        if self._by_type is None:
+            from ..runtime import nn
+
+            table = {}
+            for key, rule in self._named_rules.items():
+                cls = getattr(nn, key, None) if isinstance(key, str) else key
+                if isinstance(cls, type):
+                    table[cls] = rule
+            table.update(self._overrides)
+            self._by_type = table
+        return self._by_type
+
+    def module_rule(self, module) -> Callable | None:
+        """The rule for ``module``'s exact type, or ``None``."""
+        return self._resolve().get(type(module))
+
+    def module_types(self) -> list:
+        """The classes this convention has a module rule for."""
+        return list(self._resolve())
+
+    def with_modules(self, custom: dict | None = None, ignore=()) -> "Convention":
+        """A copy with extra module rules (``{cls: rule}``) and types counted as zero."""
+        overrides = dict(self._overrides)
+        overrides.update(custom or {})
+        for cls in ignore:
+            overrides[cls] = zero_rule
+        clone = type(self).__new__(type(self))
+        clone.__dict__.update(self.__dict__)
+        clone._overrides = overrides
+        clone._by_type = None
+        return clone
+
+    # --- op rules -------------------------------------------------------------------------
+    def op_rule(self, op) -> Callable | None:
+        raise NotImplementedError
+
+    def op_cost(self, op, out, inputs, attrs) -> Cost | None:
+        """The op's cost in this convention; bytes always come from the op's own rule."""
+        rule = self.op_rule(op)
+        if rule is None:
+            return None
+        own = op.cost(out, *inputs, **attrs) if op.cost is not None else Cost()
+        counted = rule(out, *inputs, **attrs)
+        return Cost(counted.macs, counted.flops, own.bytes_read, own.bytes_written)
+
+
+def zero_rule(module, inputs, output) -> Cost:
+    """A module that costs nothing (containers, views, ignored types)."""
+    return Cost()
+
+
+def macs_only(macs: int) -> Cost:
+    """A ptflops-style count: MACs, and FLOPs as 2 per MAC."""
+    return Cost(macs=int(macs), flops=2 * int(macs))

@@ -1,0 +1,130 @@
+"""The ``ptflops`` convention's op rules: what flowflops' graph mode counts, per runtime op.
+
+Each rule returns ptflops "MACs" (FLOPs = 2 per MAC): GEMM-class ops as ptflops' layer hooks
+count them (bias adds included), elementwise arithmetic and activations one per output element,
+norms as the matching module rule, pooling one per input element, movement and selection zero.
+Ops with no entry (reductions, cumulative sums, losses...) have no ptflops rule: they count
+zero and are listed as unsupported. Ops that exist only in a backward pass count their own MACs
+(ptflops has no backward; the GEMM work is what there is to count).
+"""
+
+from __future__ import annotations
+
+from math import prod
+
+from .base import macs_only, numel
+
+
+def _first(out):
+    return out[0] if isinstance(out, tuple) else out
+
+
+def linear(out, x, weight, bias=None):
+    # rows·(in·out + out): the bias add counts as MACs, as in ptflops' Linear hook
+    rows = prod(x.shape[:-1])
+    return macs_only(rows * (weight.shape[1] * weight.shape[0] + (weight.shape[0] if bias is not None else 0)))
+
+
+def matmul(out, a, b):
+    # batch·m·k·n over the broadcast batch
+    return macs_only(prod(out.shape[:-2]) * a.shape[-2] * a.shape[-1] * b.shape[-1])
+
+
+def conv(out, x, weight, bias=None, **attrs):
+    # every output element: (Cin/g)·prod(K) MACs, + 1 for the bias (the Conv hook's formula)
+    per_output = weight.shape[1] * prod(weight.shape[2:])
+    return macs_only(numel(out) * per_output + (numel(out) if bias is not None else 0))
+
+
+def conv_transpose(out, x, weight, bias=None, **attrs):
+    # every input element meets (Cout/g)·prod(K) weights; the bias covers the output
+    per_input = weight.shape[1] * prod(weight.shape[2:])
+    return macs_only(numel(x) * per_input + (numel(out) if bias is not None else 0))
+
+
+def attention(out, q, k, v, attn_mask=None, **attrs):
+    # MultiheadAttention's per-head part: q scaling, QKᵀ, softmax, AV (projections are linears)
+    scores = numel(_first(out)) // v.shape[-1] * k.shape[-2]
+    return macs_only(numel(q) + scores * (q.shape[-1] + 1 + v.shape[-1]))
+
+
+def numel_out(out, *inputs, **attrs):
+    # elementwise arithmetic, activations, softmax: one per output element
+    return macs_only(numel(_first(out)))
+
+
+def numel_in(out, x, *inputs, **attrs):
+    # pooling: one per input element
+    return macs_only(numel(x))
+
+
+def batch_norm(out, x, weight=None, bias=None, *rest, **attrs):
+    # as the BatchNorm hook: one per element, two with an affine transform
+    return macs_only(numel(x) * (2 if weight is not None else 1))
+
+
+def group_norm(out, x, weight=None, bias=None, **attrs):
+    # as the GroupNorm/InstanceNorm hook
+    return macs_only(numel(x) * (2 if weight is not None else 1))
+
+
+def layer_norm(out, x, weight=None, bias=None, **attrs):
+    # as the LayerNorm hook, which never sees the affine flag
+    return macs_only(numel(x))
+
+
+def upsample(out, x, *inputs, **attrs):
+    # as the Upsample hook: the elements of the first sample of the output
+    o = _first(out)
+    return macs_only(prod(o.shape[1:]) if o.ndim > 1 else 1)
+
+
+def zero(out, *inputs, **attrs):
+    # movement, indexing, selection, casts, comparisons: no arithmetic in ptflops' tables
+    return macs_only(0)
+
+
+def own_macs(op):
+    """Backward-only ops: their own MACs (the GEMM work), nothing for the elementwise rest."""
+
+    def rule(out, *inputs, **attrs):
+        return macs_only(op.cost(out, *inputs, **attrs).macs)
+
+    return rule
+
+
+_ARITHMETIC = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder",
+               "neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf",
+               "sign", "floor", "ceil", "round", "clamp")
+_ACTIVATIONS = ("relu", "hardtanh", "leaky_relu", "prelu", "elu", "gelu", "silu", "hardsigmoid",
+                "hardswish", "softplus", "mish", "sigmoid", "softmax", "log_softmax")
+_ZERO = ("reshape", "permute", "expand", "contiguous", "cat", "flip", "repeat", "pad", "getitem",
+         "index", "index_put", "gather", "embedding", "dropout", "where", "cast", "eq", "ne", "lt",
+         "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
+         "tril", "triu", "argmax", "argmin")
+
+OP_RULES = {
+    "linear": linear, "matmul": matmul, "conv": conv, "conv_transpose": conv_transpose,
+    "scaled_dot_product_attention": attention,
+    "batch_norm": batch_norm, "group_norm": group_norm, "instance_norm": group_norm, "layer_norm": layer_norm,
+    **{name: numel_out for name in _ARITHMETIC + _ACTIVATIONS},
+    **{name: zero for name in _ZERO},
+}
+_POOL_PREFIXES = ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool", "lp_pool")
+_UPSAMPLE_PREFIXES = ("upsample", "interpolate")
+_BACKWARD_SUFFIXES = ("_backward", "_grad")
+
+
+def op_rule(op):
+    """The ptflops rule for a registered op class, or None when ptflops has none."""
+    name = op.name
+    rule = OP_RULES.get(name)
+    if rule is not None:
+        return rule
+    if name.startswith(_POOL_PREFIXES):
+        return numel_in
+    if name.startswith(_UPSAMPLE_PREFIXES):
+        return upsample
+    if name.endswith(_BACKWARD_SUFFIXES):
+        return own_macs(op)
+    return None

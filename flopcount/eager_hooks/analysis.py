@@ -1,0 +1,263 @@
+"""Price a recorded run: module rules, functional parts, rows, op records, coverage.
+
+Rules of attribution:
+* a call of a module with a module rule costs what the rule says and covers its whole subtree
+  (its children's rows are shown, marked covered, and not added again);
+* a call of a module without a rule costs its children's calls plus its *functional part*: the
+  ops its own ``forward`` dispatched directly. Under ``flopcount`` those are priced with the
+  op's rule; under ``ptflops`` they are "seen, not counted" (priced with ptflops' op rules so
+  the gap is visible), exactly as ptflops' hooks miss them;
+* backward ops are attributed to the module whose forward made them and priced with the
+  convention's op rules (no module rule describes a backward pass).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from ..report.model import OpRecord, Row, Unsupported
+from ..runtime.registry import Cost, nbytes
+from .params import parameter_counts
+
+_ZERO = Cost()
+
+
+def _shapes(specs) -> list:
+    out = []
+    for s in specs if isinstance(specs, tuple) else (specs,):
+        if hasattr(s, "shape"):
+            out.append(tuple(s.shape))
+        elif isinstance(s, tuple):
+            out.extend(_shapes(s))
+    return out
+
+
+def _spec_bytes(value) -> int:
+    if hasattr(value, "shape") and hasattr(value, "dtype"):
+        return nbytes(value)
+    if isinstance(value, tuple):
+        return sum(_spec_bytes(v) for v in value)
+    if isinstance(value, dict):
+        return sum(_spec_bytes(v) for v in value.values())
+    return 0
+
+
+class Priced:
+    """The priced run: per-call costs, per-event costs, and what is covered or not counted."""
+
+    def __init__(self, recorder, convention):
+        self.rec = recorder
+        self.convention = convention
+        calls, events = recorder.calls, recorder.events
+        self.rules = [convention.module_rule(c.module) for c in calls]
+        self.covered = [False] * len(calls)
+        for i, c in enumerate(calls):  # parents are recorded before their children
+            p = c.parent
+            self.covered[i] = p >= 0 and (self.covered[p] or self.rules[p] is not None)
+        self.rule_cost = [None] * len(calls)
+        for i, (c, rule) in enumerate(zip(calls, self.rules)):
+            if rule is not None and c.output is not None:
+                self.rule_cost[i] = rule(c.module, c.inputs, c.output)
+        # every event: its cost under the convention's op rules (None: no rule)
+        self.op_cost = []
+        self.own_cost = []
+        for e in events:
+            self.own_cost.append(e.op.cost(e.output_spec, *e.inputs, **e.attrs) if e.op.cost else _ZERO)
+            self.op_cost.append(convention.op_cost(e.op, e.output_spec, e.inputs, e.attrs))
+        # an event is covered when some call of its stack has a module rule
+        self.event_covered = [False] * len(events)
+        for i, e in enumerate(events):
+            if e.phase == "forward" and e.call >= 0:
+                self.event_covered[i] = self.rules[e.call] is not None or self.covered[e.call]
+        self.counts_functional = convention.name != "ptflops"
+
+    def event_counted(self, i: int) -> bool:
+        """Is forward event ``i`` part of the eager total (directly or through a module rule)?"""
+        return self.event_covered[i] or self.counts_functional
+
+    def call_values(self) -> list:
+        """Forward Cost of every call: its rule, or its children's values plus its functional part."""
+        calls, events = self.rec.calls, self.rec.events
+        values = [None] * len(calls)
+        direct = defaultdict(list)
+        for i, e in enumerate(events):
+            if e.phase == "forward":
+                direct[e.call].append(i)
+        children = defaultdict(list)
+        for i, c in enumerate(calls):
+            children[c.parent].append(i)
+        for i in range(len(calls) - 1, -1, -1):  # children come after their parent
+            if self.rule_cost[i] is not None:
+                values[i] = self.rule_cost[i]
+                continue
+            total = Cost()
+            for child in children[i]:
+                total = total + values[child]
+            if self.counts_functional:
+                for ev in direct[i]:
+                    total = total + _macs_flops(self.op_cost[ev])
+            values[i] = total
+        return values
+
+    def functional(self) -> dict:
+        """Per call: the Cost of the ops its forward ran directly (uncovered calls only)."""
+        out = defaultdict(Cost)
+        for i, e in enumerate(self.rec.events):
+            if e.phase == "forward" and e.call >= 0 and not self.event_covered[i]:
+                out[e.call] = out[e.call] + _macs_flops(self.op_cost[i])
+        return out
+
+    def top_level(self) -> Cost:
+        """Counted ops dispatched outside every call of the model (e.g. on its inputs)."""
+        total = Cost()
+        if self.counts_functional:
+            for i, e in enumerate(self.rec.events):
+                if e.phase == "forward" and e.call < 0:
+                    total = total + _macs_flops(self.op_cost[i])
+        return total
+
+
+def _macs_flops(cost) -> Cost:
+    return _ZERO if cost is None else Cost(cost.macs, cost.flops)
+
+
+def build_rows(model, priced: Priced, timings: dict | None = None, backward_timings: dict | None = None) -> list:
+    """One Row per module of ``model`` (tree order, root first), priced and rolled up."""
+    rec = priced.rec
+    calls, events = rec.calls, rec.events
+    values = priced.call_values()
+    functional = priced.functional()
+    params = parameter_counts(model)
+    modules = list(model.named_modules())
+    rows: dict = {}
+    for path, module in modules:
+        depth = 0 if path == "" else path.count(".") + 1
+        parent = None if path == "" else path.rpartition(".")[0]
+        p = params[path]
+        rows[path] = Row(name=path, type=type(module).__name__, depth=depth, parent=parent,
+                         params=p.total, params_own=p.own, trainable_params=p.trainable,
+                         frozen_params=p.frozen)
+    uncovered_seen: dict = defaultdict(bool)
+    for i, c in enumerate(calls):
+        row = rows[c.path]
+        row.calls += 1
+        if not priced.covered[i]:
+            uncovered_seen[c.path] = True
+        row.input_shapes = row.input_shapes or _shapes(c.inputs)
+        row.output_shapes = row.output_shapes or _shapes(c.output)
+        row.output_bytes += _spec_bytes(c.output)
+    # MACs/FLOPs: a module's uncovered calls; a module only ever seen covered shows its
+    # standalone value, marked covered
+    for i, c in enumerate(calls):
+        row = rows[c.path]
+        if priced.covered[i] and uncovered_seen[c.path]:
+            continue
+        row.macs += values[i].macs
+        row.flops += values[i].flops
+        f = functional.get(i)
+        if f is not None:
+            row.functional_macs += f.macs
+            row.functional_flops += f.flops
+        row.counted_by = "covered" if priced.covered[i] else ("rule" if priced.rules[i] is not None else "ops")
+    extra = priced.top_level()
+    rows[""].macs += extra.macs
+    rows[""].flops += extra.flops
+    # bytes: every op in the call's range (the subtree), whatever the convention
+    for i, c in enumerate(calls):
+        row = rows[c.path]
+        if priced.covered[i] and uncovered_seen[c.path]:
+            continue
+        for ev in range(c.start, c.end):
+            if events[ev].phase == "forward":
+                own = priced.own_cost[ev]
+                row.bytes_read += own.bytes_read
+                row.bytes_written += own.bytes_written
+    # backward: attributed to the forward module, rolled up the module tree
+    for i, e in enumerate(events):
+        if e.phase != "backward":
+            continue
+        cost = _macs_flops(priced.op_cost[i])
+        path = e.path if e.path in rows else ""
+        while path is not None:
+            rows[path].backward_macs += cost.macs
+            rows[path].backward_flops += cost.flops
+            path = rows[path].parent
+    if timings:
+        for path, (median, minimum) in timings.items():
+            if path in rows:
+                rows[path].latency_ms, rows[path].latency_min_ms = median, minimum
+    if backward_timings:
+        for path, ms in backward_timings.items():
+            if path in rows:
+                rows[path].backward_latency_ms = ms
+    return list(rows.values())
+
+
+def op_records(priced: Priced, op_latency: list | None = None, op_start: list | None = None) -> tuple:
+    """(every op as an OpRecord, the seen-not-counted ones) in execution order."""
+    records, seen = [], []
+    counters: Counter = Counter()
+    for i, e in enumerate(priced.rec.events):
+        cost = priced.op_cost[i]
+        own = priced.own_cost[i]
+        base = f"{e.path}/{e.op.name}" if e.path else e.op.name
+        counters[base] += 1
+        name = base if counters[base] == 1 else f"{base}_{counters[base] - 1}"
+        counted = e.phase == "backward" or priced.event_counted(i)
+        r = OpRecord(
+            name=name, op=e.op.name, scope=e.path, phase=e.phase,
+            macs=cost.macs if cost is not None else 0, flops=cost.flops if cost is not None else 0,
+            bytes_read=own.bytes_read, bytes_written=own.bytes_written, params=e.param_elems,
+            param_bytes=e.param_bytes,
+            input_shapes=[None if s is None else tuple(s.shape) for s in e.inputs],
+            input_dtypes=[None if s is None else s.dtype.name for s in e.inputs],
+            output_shapes=[tuple(s.shape) for s in e.outputs],
+            output_dtypes=[s.dtype.name for s in e.outputs],
+            counted=counted,
+            latency_ms=op_latency[i] if op_latency is not None else None,
+            start_ms=op_start[i] if op_start is not None else None)
+        records.append(r)
+        if not counted:
+            seen.append(r)
+    return records, seen
+
+
+def unsupported(priced: Priced, module_latency: dict | None = None, total_ms: float | None = None,
+                op_latency: list | None = None) -> list:
+    """What the convention has no rule for, with call counts (and latency share when timed).
+
+    Under ``flopcount``: ops with no cost rule outside every module rule. Under ``ptflops``:
+    leaf modules without a rule that ran ops themselves (ptflops treats them as zero-op).
+    """
+    rec = priced.rec
+    out = []
+    if priced.counts_functional:
+        calls: Counter = Counter()
+        spent: dict = defaultdict(float)
+        for i, e in enumerate(rec.events):
+            if e.phase == "forward" and not priced.event_covered[i] and priced.op_cost[i] is None:
+                calls[e.op.name] += 1
+                if op_latency is not None and op_latency[i] is not None:
+                    spent[e.op.name] += op_latency[i]
+        whole = sum(x for x in (op_latency or []) if x is not None)
+        for name, n in sorted(calls.items()):
+            out.append(Unsupported("op", name, n, spent[name] / whole if op_latency and whole else None))
+        return out
+    direct = {e.call for e in rec.events if e.phase == "forward" and e.call >= 0}
+    has_children = {c.parent for c in rec.calls}
+    calls = Counter()
+    spent = defaultdict(float)
+    for i, c in enumerate(rec.calls):
+        if priced.rules[i] is None and not priced.covered[i] and i in direct and i not in has_children \
+                and next(c.module.children(), None) is None:
+            name = type(c.module).__name__
+            calls[name] += 1
+            if module_latency and c.path in module_latency:
+                spent[name] += module_latency[c.path][0] / max(1, _calls_of(rec, c.path))
+    for name, n in sorted(calls.items()):
+        out.append(Unsupported("module", name, n, spent[name] / total_ms if total_ms and module_latency else None))
+    return out
+
+
+def _calls_of(rec, path: str) -> int:
+    return sum(1 for c in rec.calls if c.path == path)

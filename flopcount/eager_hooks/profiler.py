@@ -1,0 +1,176 @@
+"""The eager view: run the model once with hooks and an observer, then price what happened.
+
+    report = profile_eager(model, (x,), convention="ptflops")
+
+One counting run records every module call and op (``recorder.py``); pricing happens after the
+run (``analysis.py``), so the hooks cost little. With ``latency=True`` separate timed runs
+follow (``timing.py``); on a real device the activation peak is also measured
+(``memory.py``). The model's flags and gradients are put back afterwards (``state.py``).
+"""
+
+from __future__ import annotations
+
+from ..report.model import Memory, Report
+from ..runtime.device import backend
+from ..runtime.dispatch import enable_grad, no_grad
+from ..runtime.factories import ones_like
+from ..runtime.tensor import Tensor
+from ..conventions import get as get_convention
+from . import analysis, memory as mem, timing
+from .params import bytes_by_dtype
+from .recorder import Recorder
+from .state import preserved
+
+
+def tensors_in(value) -> list:
+    """Every Tensor in a (nested) model output."""
+    if isinstance(value, Tensor):
+        return [value]
+    if isinstance(value, (tuple, list)):
+        return [t for v in value for t in tensors_in(v)]
+    if isinstance(value, dict):
+        return [t for v in value.values() for t in tensors_in(v)]
+    return []
+
+
+def backward_seed(output):
+    """The first floating output that needs a gradient (``None`` when there is none)."""
+    for t in tensors_in(output):
+        if t.dtype.is_floating_point and t.requires_grad:
+            return t
+    return None
+
+
+def run_step(model, args, kwargs, backward: bool):
+    """One forward (inference: no grad) or forward + backward (seeded with ones)."""
+    if not backward:
+        with no_grad():
+            return model(*args, **kwargs)
+    for p in model.parameters():
+        p.grad = None  # each step starts clean, so every step dispatches the same ops
+    with enable_grad():
+        out = model(*args, **kwargs)
+        seed = backward_seed(out)
+        if seed is not None:
+            seed.backward(ones_like(seed))
+    return out
+
+
+def _device_of(model, args) -> object:
+    for t in tensors_in(list(args)):
+        return t.device
+    for p in model.parameters():
+        return p.device
+    from ..runtime.device import CPU
+
+    return CPU
+
+
+def _dtype_of(model, args) -> str:
+    for t in tensors_in(list(args)):
+        if t.dtype.is_floating_point:
+            return t.dtype.name
+    for p in model.parameters():
+        return p.dtype.name
+    return ""
+
+
+def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention="flopcount",
+                  latency: bool = False, backward: bool = False, warmup: int = 1, repeat: int = 5,
+                  measure_memory: bool = True, name: str = "") -> Report:
+    """Profile ``model(*args, **kwargs)`` with module hooks: a :class:`Report` of modules.
+
+    >>> import flopcount.runtime as rt
+    >>> report = profile_eager(rt.nn.Linear(3, 2), (rt.ones(4, 3),))
+    >>> report.macs, report.flops, report.params
+    (24, 56, 8)
+    """
+    kwargs = kwargs or {}
+    conv = get_convention(convention)
+    device = _device_of(model, args)
+    real = device.type != "meta"
+    step = lambda: run_step(model, args, kwargs, backward)  # noqa: E731
+    with preserved(model):
+        model.train(backward)
+        recorder = Recorder(model)
+        with recorder.attached():
+            out = step()
+        output_ids = [id(t) for t in tensors_in(out)]
+        priced = analysis.Priced(recorder, conv)
+        events = recorder.events
+
+        memory = Memory(parameters=bytes_by_dtype(model.parameters()), buffers=bytes_by_dtype(model.buffers()))
+        memory.activations = sum(priced.own_cost[i].bytes_written for i, e in enumerate(events)
+                                 if e.phase == "forward")
+        memory.predicted_peak = mem.predicted_peak(events, priced.own_cost, output_ids)
+        if backward:
+            grad_bytes = sum(p.numel() * p.dtype.itemsize for p in model.parameters() if p.requires_grad)
+            memory.training_predicted_peak = mem.predicted_training_peak(events, priced.own_cost, grad_bytes,
+                                                                         output_ids)
+        del out
+        if real and measure_memory:
+            memory.measured_peak = _measure(model, args, kwargs, device, backward=False)
+            if backward:
+                memory.training_measured_peak = _measure(model, args, kwargs, device, backward=True)
+
+        module_times = op_latency = op_start = None
+        whole = (None, None)
+        backward_ms = None
+        backward_rows = None
+        if latency and real:
+            forward = lambda: run_step(model, args, kwargs, False)  # noqa: E731
+            whole = timing.median_min(timing.time_calls(forward, device, warmup, repeat))
+            module_times = timing.time_modules(model, forward, device, repeat)
+            op_latency, op_start = _op_timings(step, events, repeat)
+            if backward:
+                step_ms = timing.median_min(timing.time_calls(step, device, 0, repeat))[0]
+                backward_ms = None if step_ms is None or whole[0] is None else max(0.0, step_ms - whole[0])
+                backward_rows = _backward_by_module(events, op_latency)
+            if module_times and "" in module_times:
+                module_times[""] = whole
+
+    rows = analysis.build_rows(model, priced, module_times, backward_rows)
+    records, seen = analysis.op_records(priced, op_latency, op_start)
+    unsupported = analysis.unsupported(priced, module_times, whole[0], op_latency)
+    return Report(rows, convention=conv.name, mode="eager", device=str(device), dtype=_dtype_of(model, args),
+                  input_shapes=[tuple(t.shape) for t in tensors_in(list(args))], ops=records,
+                  unsupported=unsupported, seen_not_counted=seen, memory=memory, latency_ms=whole[0],
+                  latency_min_ms=whole[1], backward=backward, backward_latency_ms=backward_ms,
+                  model=name or type(model).__name__)
+
+
+def _measure(model, args, kwargs, device, backward: bool) -> int:
+    """Peak bytes the backend allocated during one step (the output included)."""
+    be = backend(device)
+    with be.track_memory() as tracker:
+        out = run_step(model, args, kwargs, backward)
+        del out
+    if backward:
+        for p in model.parameters():
+            p.grad = None
+    return tracker.peak
+
+
+def _op_timings(step, events, repeat: int) -> tuple:
+    """Per-event median latency (ms) and start offset, matched to the counting run's events."""
+    medians, starts = timing.time_ops(step, repeat)
+    if medians is None or len(medians) != len(events):
+        return None, None
+    return medians, starts
+
+
+def _backward_by_module(events, op_latency) -> dict | None:
+    """Backward latency per module path, rolled up to every ancestor."""
+    if op_latency is None:
+        return None
+    out: dict = {}
+    for e, ms in zip(events, op_latency):
+        if e.phase != "backward" or ms is None:
+            continue
+        path = e.path
+        while True:
+            out[path] = out.get(path, 0.0) + ms
+            if path == "":
+                break
+            path = path.rpartition(".")[0]
+    return out

@@ -1,0 +1,36 @@
+"""Leave no trace: what profiling may touch on a model, saved and put back.
+
+A profile switches train/eval mode and, for a training step, fills ``.grad``. ``ModelState``
+saves every module's ``training`` flag and every parameter's ``requires_grad`` and ``grad``
+before, and restores them afterwards (also when the forward raises).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from typing import Iterator
+
+
+class ModelState:
+    """A snapshot of the flags and gradients of a model's modules and parameters."""
+
+    def __init__(self, model):
+        self.training = [(m, m.training) for m in model.modules()]
+        self.params = [(p, p.requires_grad, p.grad) for _, p in model.named_parameters(remove_duplicate=True)]
+
+    def restore(self) -> None:
+        for m, flag in self.training:
+            m.__dict__["training"] = flag
+        for p, requires_grad, grad in self.params:
+            p.requires_grad = requires_grad
+            p.grad = grad
+
+
+@contextlib.contextmanager
+def preserved(model) -> Iterator[ModelState]:
+    """Run the block, then put the model's flags and gradients back as they were."""
+    state = ModelState(model)
+    try:
+        yield state
+    finally:
+        state.restore()

@@ -1,0 +1,117 @@
+"""Machine-readable renderers: JSON and CSV (raw integers, no human units).
+
+JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none renamed)::
+
+    {
+      "schema_version": 1,
+      "model": str,                      # zoo name, file or model class
+      "convention": "flopcount" | "ptflops",
+      "mode": "eager" | "graph",
+      "device": str, "dtype": str,
+      "input_shapes": [[int, ...], ...],
+      "totals": {
+        "macs": int, "flops": int, "params": int,
+        "trainable_params": int, "frozen_params": int,
+        "bytes_read": int, "bytes_written": int,
+        "latency_ms": float | null, "latency_min_ms": float | null,
+        "seen_not_counted_macs": int, "seen_not_counted_flops": int,
+        # with backward=True also:
+        "backward_macs": int, "backward_flops": int, "backward_latency_ms": float | null,
+        "training_macs": int, "training_flops": int
+      },
+      "memory": {"parameters": {dtype: bytes}, "buffers": {dtype: bytes},
+                 "parameter_bytes": int, "buffer_bytes": int, "activations": int,
+                 "predicted_peak": int | null, "measured_peak": int | null,
+                 "training_predicted_peak": int | null, "training_measured_peak": int | null},
+      "rows": [                          # tree order, root ("" name) first
+        {"name": str, "type": str, "depth": int, "parent": str | null,
+         "kind": "module" | "scope" | "op", "counted_by": "rule" | "ops" | "covered",
+         "macs": int, "flops": int, "params": int, "params_own": int,
+         "trainable_params": int, "frozen_params": int,
+         "bytes_read": int, "bytes_written": int, "output_bytes": int, "intensity": float | null,
+         "calls": int, "latency_ms": float | null, "latency_min_ms": float | null,
+         "backward_macs": int, "backward_flops": int, "backward_latency_ms": float | null,
+         "functional_macs": int, "functional_flops": int,
+         "input_shapes": [[int, ...]], "output_shapes": [[int, ...]]}
+      ],
+      "ops": [                           # execution order; forward then backward
+        {"name": str, "op": str, "scope": str, "phase": "forward" | "backward",
+         "macs": int, "flops": int, "bytes_read": int, "bytes_written": int,
+         "params": int, "param_bytes": int, "input_shapes": [[int, ...] | null], "input_dtypes": [str | null],
+         "output_shapes": [[int, ...]], "output_dtypes": [str],
+         "counted": bool, "latency_ms": float | null, "start_ms": float | null}
+      ],
+      "by_op_type": [{"op": str, "calls": int, "macs": int, "flops": int, "bytes_read": int,
+                      "bytes_written": int, "counted_calls": int, "latency_ms": float | null}],
+      "unsupported": [{"kind": "module" | "op", "name": str, "calls": int,
+                       "latency_share": float | null}],
+      "seen_not_counted": [ op records as in "ops" ]
+    }
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+SCHEMA_VERSION = 1
+
+ROW_COLUMNS = ("name", "type", "depth", "parent", "kind", "counted_by", "macs", "flops", "params",
+               "params_own", "trainable_params", "frozen_params", "bytes_read", "bytes_written",
+               "output_bytes", "intensity", "calls", "latency_ms", "latency_min_ms", "backward_macs",
+               "backward_flops", "backward_latency_ms", "functional_macs", "functional_flops",
+               "input_shapes", "output_shapes")
+OP_COLUMNS = ("name", "op", "scope", "phase", "macs", "flops", "bytes_read", "bytes_written", "params",
+              "input_shapes", "output_shapes", "counted", "latency_ms", "start_ms")
+
+
+def to_dict(report) -> dict:
+    """The report as plain Python data with the schema above."""
+    return {
+        "schema_version": SCHEMA_VERSION,
+        "model": report.model or report.root.type,
+        "convention": report.convention,
+        "mode": report.mode,
+        "device": report.device,
+        "dtype": report.dtype,
+        "input_shapes": [list(s) for s in report.input_shapes],
+        "totals": report.totals,
+        "memory": report.memory.to_dict(),
+        "rows": [r.to_dict() for r in report.rows],
+        "ops": [o.to_dict() for o in report.ops],
+        "by_op_type": [s.to_dict() for s in report.by_op_type(phase="forward")],
+        "unsupported": [{"kind": u.kind, "name": u.name, "calls": u.calls, "latency_share": u.latency_share}
+                        for u in report.unsupported],
+        "seen_not_counted": [o.to_dict() for o in report.seen_not_counted],
+    }
+
+
+def to_json(report, indent: int | None = 2) -> str:
+    return json.dumps(to_dict(report), indent=indent)
+
+
+def _cell(value):
+    if isinstance(value, (list, tuple)):
+        return ";".join("x".join(str(d) for d in s) if isinstance(s, (list, tuple)) else str(s) for s in value)
+    return "" if value is None else value
+
+
+def to_csv(report, by: str = "module") -> str:
+    """A header line, then one line per row (``by="op"``: one per op record). Shapes are
+    written as ``1x3x224x224`` joined by ``;``."""
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    if by == "op":
+        writer.writerow(OP_COLUMNS)
+        for o in report.ops:
+            d = o.to_dict()
+            writer.writerow([_cell(d[c]) for c in OP_COLUMNS])
+    elif by == "module":
+        writer.writerow(ROW_COLUMNS)
+        for r in report.rows:
+            d = r.to_dict()
+            writer.writerow([_cell(d[c]) for c in ROW_COLUMNS])
+    else:
+        raise ValueError(f"CSV is written by 'module' or 'op', not {by!r}")
+    return buffer.getvalue()

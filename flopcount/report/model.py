@@ -1,0 +1,317 @@
+"""The report model: rows (modules, scopes, ops), per-op records, totals and context.
+
+A ``Report`` is what both counters produce. The eager view fills one row per module; the graph
+view one row per node plus a row per module scope (dotted prefixes) that sums its nodes. Either
+way every row has ``name``, ``type``, ``depth``, ``parent``, ``macs``, ``flops``, ``params`` and
+``latency_ms``; totals are the root row's values.
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from dataclasses import dataclass, field, fields
+
+
+@dataclass
+class Row:
+    """One line of a report: a module, a module scope or one op (graph node).
+
+    ``macs``/``flops`` are forward counts of the whole subtree under the report's convention;
+    ``backward_*`` are the same for the backward pass; ``latency_ms`` is the median measured
+    time (``None`` when not timed); ``params`` counts each parameter of the subtree once.
+    """
+
+    name: str
+    type: str
+    depth: int = 0
+    parent: str | None = None
+    kind: str = "module"            # "module" (eager), "scope" (graph roll-up) or "op" (graph node)
+    macs: int = 0
+    flops: int = 0
+    params: int = 0
+    params_own: int = 0
+    trainable_params: int = 0
+    frozen_params: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    output_bytes: int = 0
+    calls: int = 0
+    latency_ms: float | None = None
+    latency_min_ms: float | None = None
+    backward_macs: int = 0
+    backward_flops: int = 0
+    backward_latency_ms: float | None = None
+    functional_macs: int = 0        # eager: ops run directly in this module's forward
+    functional_flops: int = 0
+    counted_by: str = "ops"         # "rule" (module rule), "ops", "covered" (inside a ruled parent)
+    input_shapes: list = field(default_factory=list)
+    output_shapes: list = field(default_factory=list)
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity: FLOPs per byte moved (``None`` when nothing moved)."""
+        moved = self.bytes_read + self.bytes_written
+        return self.flops / moved if moved else None
+
+    @property
+    def flops_per_second(self) -> float | None:
+        """Achieved FLOP/s from the measured latency."""
+        return self.flops / (self.latency_ms / 1e3) if self.latency_ms else None
+
+    @property
+    def bytes_per_second(self) -> float | None:
+        """Achieved bytes/s (read + written) from the measured latency."""
+        moved = self.bytes_read + self.bytes_written
+        return moved / (self.latency_ms / 1e3) if self.latency_ms else None
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["input_shapes"] = [list(s) for s in self.input_shapes]
+        out["output_shapes"] = [list(s) for s in self.output_shapes]
+        out["intensity"] = self.intensity
+        return out
+
+
+@dataclass
+class OpRecord:
+    """One dispatched op (eager) or graph node: the per-op view and the Chrome trace.
+
+    ``counted`` says whether the op's cost is part of the report's total (an op inside a module
+    with a module rule is covered by that rule; under ``ptflops`` eager, functional ops are seen
+    but not counted).
+    """
+
+    name: str
+    op: str
+    scope: str
+    phase: str = "forward"
+    macs: int = 0
+    flops: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    params: int = 0                 # parameter elements the op reads
+    param_bytes: int = 0
+    input_shapes: list = field(default_factory=list)
+    input_dtypes: list = field(default_factory=list)
+    output_shapes: list = field(default_factory=list)
+    output_dtypes: list = field(default_factory=list)
+    counted: bool = True
+    latency_ms: float | None = None
+    start_ms: float | None = None   # offset from the start of the timed run (for the trace)
+
+    @property
+    def output_bytes(self) -> int:
+        return self.bytes_written
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["input_shapes"] = [None if s is None else list(s) for s in self.input_shapes]
+        out["output_shapes"] = [list(s) for s in self.output_shapes]
+        return out
+
+
+@dataclass
+class Unsupported:
+    """A module type or op with no rule in the report's convention, and how often it ran."""
+
+    kind: str       # "module" or "op"
+    name: str
+    calls: int
+    latency_share: float | None = None
+
+    def __str__(self) -> str:
+        share = "" if self.latency_share is None else f", {100 * self.latency_share:.1f}% of latency"
+        return f"{self.kind} {self.name} ({self.calls} call{'s' if self.calls != 1 else ''}{share})"
+
+
+@dataclass
+class Memory:
+    """Memory in bytes: parameters and buffers by dtype, activation peaks predicted and measured."""
+
+    parameters: dict = field(default_factory=dict)   # dtype name -> bytes
+    buffers: dict = field(default_factory=dict)
+    activations: int = 0                             # bytes of every op output, summed
+    predicted_peak: int | None = None                # activations alive at once (liveness)
+    measured_peak: int | None = None                 # the backend's tracker, same run
+    training_predicted_peak: int | None = None       # what autograd keeps for backward
+    training_measured_peak: int | None = None
+
+    @property
+    def parameter_bytes(self) -> int:
+        return sum(self.parameters.values())
+
+    @property
+    def buffer_bytes(self) -> int:
+        return sum(self.buffers.values())
+
+    def to_dict(self) -> dict:
+        out = {f.name: getattr(self, f.name) for f in fields(self)}
+        out["parameter_bytes"] = self.parameter_bytes
+        out["buffer_bytes"] = self.buffer_bytes
+        return out
+
+
+class Report:
+    """What a model costs: rows, per-op records, totals, convention and context.
+
+    >>> import flopcount
+    >>> report = flopcount.profile("resnet18", input_shape=(1, 3, 224, 224))   # doctest: +SKIP
+    >>> report.macs, report.params                                               # doctest: +SKIP
+    (1814073344, 11689512)
+    >>> print(report.table(depth=2, sort="macs"))                                # doctest: +SKIP
+
+    Attributes: ``rows`` (list of :class:`Row`, tree order, root first), ``ops`` (list of
+    :class:`OpRecord`), ``totals`` (dict), ``convention``, ``mode``, ``device``, ``dtype``,
+    ``input_shapes``, ``unsupported`` (list of :class:`Unsupported`), ``seen_not_counted``
+    (ops observed but outside the convention's total), ``memory`` (:class:`Memory`),
+    ``latency_ms`` (whole forward, median), ``backward``.
+    """
+
+    def __init__(self, rows: list, *, convention: str, mode: str, device: str, dtype: str = "",
+                 input_shapes: list | None = None, ops: list | None = None,
+                 unsupported: list | None = None, seen_not_counted: list | None = None,
+                 memory: Memory | None = None, latency_ms: float | None = None,
+                 latency_min_ms: float | None = None, backward: bool = False,
+                 backward_latency_ms: float | None = None, model: str = ""):
+        self.rows = list(rows)
+        self.ops = list(ops or [])
+        self.convention = convention
+        self.mode = mode
+        self.device = str(device)
+        self.dtype = dtype
+        self.input_shapes = [tuple(s) for s in (input_shapes or [])]
+        self.unsupported = list(unsupported or [])
+        self.seen_not_counted = list(seen_not_counted or [])
+        self.memory = memory or Memory()
+        self.latency_ms = latency_ms
+        self.latency_min_ms = latency_min_ms
+        self.backward = backward
+        self.backward_latency_ms = backward_latency_ms
+        self.model = model
+        self._by_name = OrderedDict((r.name, r) for r in self.rows)
+        self._children: dict = {}
+        for r in self.rows:
+            if r.parent is not None:
+                self._children.setdefault(r.parent, []).append(r)
+
+    # --- the numbers ----------------------------------------------------------------------
+    @property
+    def root(self) -> Row:
+        return self.rows[0]
+
+    @property
+    def macs(self) -> int:
+        """Forward MACs of the whole model under the report's convention."""
+        return self.root.macs
+
+    @property
+    def flops(self) -> int:
+        """Forward FLOPs of the whole model under the report's convention."""
+        return self.root.flops
+
+    @property
+    def params(self) -> int:
+        """Every parameter once (trainable and frozen)."""
+        return self.root.params
+
+    @property
+    def totals(self) -> dict:
+        """Whole-model numbers: macs, flops, params (trainable/frozen), bytes, latency, backward."""
+        r = self.root
+        out = {
+            "macs": r.macs, "flops": r.flops, "params": r.params,
+            "trainable_params": r.trainable_params, "frozen_params": r.frozen_params,
+            "bytes_read": r.bytes_read, "bytes_written": r.bytes_written,
+            "latency_ms": self.latency_ms, "latency_min_ms": self.latency_min_ms,
+            "seen_not_counted_macs": sum(o.macs for o in self.seen_not_counted),
+            "seen_not_counted_flops": sum(o.flops for o in self.seen_not_counted),
+        }
+        if self.backward:
+            out.update(backward_macs=r.backward_macs, backward_flops=r.backward_flops,
+                       backward_latency_ms=self.backward_latency_ms,
+                       training_macs=r.macs + r.backward_macs, training_flops=r.flops + r.backward_flops)
+        return out
+
+    # --- navigation -----------------------------------------------------------------------
+    def row(self, name: str) -> Row:
+        """The row called ``name`` (a dotted module path, '' for the model itself)."""
+        try:
+            return self._by_name[name]
+        except KeyError:
+            raise KeyError(f"no row named {name!r} in the report") from None
+
+    def __contains__(self, name: str) -> bool:
+        return name in self._by_name
+
+    def children(self, name: str) -> list:
+        return list(self._children.get(name, []))
+
+    def __repr__(self) -> str:
+        from .units import flops_to_string, macs_to_string, params_to_string
+
+        return (f"<Report {self.model or self.root.type} [{self.mode}, {self.convention}] "
+                f"{macs_to_string(self.macs)}, {flops_to_string(self.flops)}, "
+                f"{params_to_string(self.params)} params>")
+
+    # --- views and renderers (each in its own module) -------------------------------------
+    def by_op_type(self, phase: str | None = "forward") -> list:
+        """One summary row per op type (fvcore's ``by_operator``), most MACs/FLOPs first."""
+        from .views import by_op_type
+
+        return by_op_type(self, phase)
+
+    def by_op(self, phase: str | None = None) -> list:
+        """Every op record (optionally of one phase), in execution order."""
+        return [o for o in self.ops if phase is None or o.phase == phase]
+
+    def table(self, depth: int | None = None, top: int | None = None, sort: str | None = None,
+              by: str = "module", width: int | None = None) -> str:
+        """A rich tree table as text (depth limit, top-k, sort key, share % columns)."""
+        from .table import rich_table_text
+
+        return rich_table_text(self, depth=depth, top=top, sort=sort, by=by, width=width)
+
+    def print(self, depth: int | None = None, top: int | None = None, sort: str | None = None,
+              by: str = "module", file=None) -> None:
+        """Print the rich tree table (to ``file``, default the terminal)."""
+        from .table import print_rich_table
+
+        print_rich_table(self, depth=depth, top=top, sort=sort, by=by, file=file)
+
+    def tabulate(self, fmt: str = "github", depth: int | None = None, top: int | None = None,
+                 sort: str | None = None, by: str = "module") -> str:
+        """A plain-text table: ``fmt`` is plain, github, grid or markdown."""
+        from .table import tabulate_text
+
+        return tabulate_text(self, fmt=fmt, depth=depth, top=top, sort=sort, by=by)
+
+    def markdown(self, **kwargs) -> str:
+        return self.tabulate("markdown", **kwargs)
+
+    def to_dict(self) -> dict:
+        from .export import to_dict
+
+        return to_dict(self)
+
+    def to_json(self, indent: int | None = 2) -> str:
+        """JSON with the schema documented in :mod:`flopcount.report.export`."""
+        from .export import to_json
+
+        return to_json(self, indent=indent)
+
+    def to_csv(self, by: str = "module") -> str:
+        """CSV: a header, then one line per row (``by="op"``: per op record)."""
+        from .export import to_csv
+
+        return to_csv(self, by=by)
+
+    def chrome_trace(self) -> dict:
+        """Per-op events in Chrome trace format, with onnxruntime's profiler field names."""
+        from .trace import chrome_trace
+
+        return chrome_trace(self)
+
+    def _repr_html_(self) -> str:
+        from .html import to_html
+
+        return to_html(self)

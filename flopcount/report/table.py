@@ -1,0 +1,171 @@
+"""Table renderers: a rich tree table for terminals and tabulate for plain text and markdown.
+
+Both draw the same cells (:func:`cells`), so the two only differ in how they are printed.
+"""
+
+from __future__ import annotations
+
+import io
+
+from .units import (bytes_to_string, flops_to_string, macs_to_string, params_to_string, percent,
+                    rate_to_string, time_to_string)
+from .views import VIEWS, by_op_type, tree_rows
+
+TABULATE_FORMATS = {"plain": "plain", "github": "github", "grid": "grid", "markdown": "pipe"}
+
+
+def _shapes(shapes) -> str:
+    return ", ".join("x".join(str(d) for d in s) if s is not None else "-" for s in shapes)
+
+
+def _module_cells(report, depth, top, sort) -> tuple:
+    total = report.root
+    timed = report.latency_ms is not None
+    headers = ["Module", "Type", "Params", "Params %", "MACs", "MACs %", "FLOPs", "FLOPs %", "Output"]
+    if timed:
+        headers += ["Latency", "Latency %"]
+    if report.backward:
+        headers += ["Bwd MACs", "Bwd FLOPs"]
+    body = []
+    flat = top is not None
+    for row, indent in tree_rows(report, depth=depth, top=top, sort=sort):
+        if row.name == "":
+            label = report.model or row.type
+        elif flat:
+            label = row.name
+        else:
+            label = "  " * (indent - 1) + "└ " + row.name.rsplit(".", 1)[-1].rsplit("/", 1)[-1]
+        note = " *" if row.counted_by == "covered" else ""
+        cells = [label, row.type + note, params_to_string(row.params), percent(row.params, total.params),
+                 macs_to_string(row.macs), percent(row.macs, total.macs),
+                 flops_to_string(row.flops), percent(row.flops, total.flops),
+                 bytes_to_string(row.output_bytes)]
+        if timed:
+            cells += [time_to_string(row.latency_ms), percent(row.latency_ms or 0.0, report.latency_ms)]
+        if report.backward:
+            cells += [macs_to_string(row.backward_macs), flops_to_string(row.backward_flops)]
+        body.append(cells)
+    return headers, body
+
+
+def _op_type_cells(report, top, sort) -> tuple:
+    summary = by_op_type(report)
+    if sort in ("latency",):
+        summary.sort(key=lambda s: s.latency_ms or 0.0, reverse=True)
+    elif sort == "macs":
+        summary.sort(key=lambda s: s.macs, reverse=True)
+    if top is not None:
+        summary = summary[:top]
+    total_macs = sum(s.macs for s in by_op_type(report))
+    total_flops = sum(s.flops for s in by_op_type(report))
+    total_ms = sum(s.latency_ms or 0.0 for s in by_op_type(report))
+    headers = ["Op", "Calls", "MACs", "MACs %", "FLOPs", "FLOPs %", "Bytes read", "Bytes written",
+               "Latency", "Latency %"]
+    body = [[s.op, str(s.calls), macs_to_string(s.macs), percent(s.macs, total_macs),
+             flops_to_string(s.flops), percent(s.flops, total_flops), bytes_to_string(s.bytes_read),
+             bytes_to_string(s.bytes_written), time_to_string(s.latency_ms),
+             percent(s.latency_ms or 0.0, total_ms)] for s in summary]
+    return headers, body
+
+
+def _op_cells(report, top, sort) -> tuple:
+    records = report.by_op("forward")
+    key = {"macs": "macs", "flops": "flops", "latency": "latency_ms", "memory": "bytes_written"}.get(sort or "")
+    if key is not None:
+        records = sorted(records, key=lambda r: getattr(r, key) or 0, reverse=True)
+    if top is not None:
+        records = records[:top]
+    headers = ["Node", "Op", "Scope", "Inputs", "Outputs", "MACs", "FLOPs", "Bytes R/W", "FLOP/B",
+               "Latency", "FLOP/s"]
+    body = []
+    for r in records:
+        moved = r.bytes_read + r.bytes_written
+        intensity = f"{r.flops / moved:.2f}" if moved else "-"
+        rate = r.flops / (r.latency_ms / 1e3) if r.latency_ms else None
+        body.append([r.name, r.op + ("" if r.counted else " (not counted)"), r.scope or "-",
+                     _shapes(r.input_shapes), _shapes(r.output_shapes), macs_to_string(r.macs),
+                     flops_to_string(r.flops), f"{bytes_to_string(r.bytes_read)} / {bytes_to_string(r.bytes_written)}",
+                     intensity, time_to_string(r.latency_ms), rate_to_string(rate, "FLOP")])
+    return headers, body
+
+
+def cells(report, depth=None, top=None, sort=None, by: str = "module") -> tuple:
+    """(headers, rows of strings) for the chosen view: module (tree), op-type, or op."""
+    if by not in VIEWS:
+        raise ValueError(f"unknown view {by!r}; choose one of {', '.join(VIEWS)}")
+    if by == "op-type":
+        return _op_type_cells(report, top, sort)
+    if by == "op":
+        return _op_cells(report, top, sort)
+    return _module_cells(report, depth, top, sort)
+
+
+def _footer(report) -> list:
+    lines = [f"convention: {report.convention} | mode: {report.mode} | device: {report.device}"
+             + (f" | dtype: {report.dtype}" if report.dtype else "")
+             + (f" | input: {_shapes(report.input_shapes)}" if report.input_shapes else "")]
+    t = report.totals
+    lines.append(f"total: {macs_to_string(t['macs'])}, {flops_to_string(t['flops'])}, "
+                 f"{params_to_string(t['params'])} params ({params_to_string(t['frozen_params'])} frozen)"
+                 + (f", {time_to_string(report.latency_ms)}" if report.latency_ms is not None else ""))
+    if report.backward:
+        lines.append(f"training step: {macs_to_string(t['training_macs'])}, {flops_to_string(t['training_flops'])} "
+                     f"(backward {macs_to_string(t['backward_macs'])})")
+    m = report.memory
+    if m.predicted_peak is not None or m.measured_peak is not None:
+        measured = bytes_to_string(m.measured_peak) if m.measured_peak is not None else "-"
+        predicted = bytes_to_string(m.predicted_peak) if m.predicted_peak is not None else "-"
+        lines.append(f"memory: params {bytes_to_string(m.parameter_bytes)}, buffers {bytes_to_string(m.buffer_bytes)}, "
+                     f"peak activations predicted {predicted} / measured {measured}")
+    if report.seen_not_counted:
+        lines.append(f"seen, not counted ({report.convention} convention): {len(report.seen_not_counted)} ops, "
+                     f"{macs_to_string(t['seen_not_counted_macs'])}")
+    if report.unsupported:
+        lines.append("no rule: " + "; ".join(str(u) for u in report.unsupported))
+    if any(r.counted_by == "covered" for r in report.rows):
+        lines.append("* inside a module with a module rule: shown, not added again")
+    return lines
+
+
+def tabulate_text(report, fmt: str = "github", depth=None, top=None, sort=None, by: str = "module") -> str:
+    """The table through ``tabulate`` in one of: plain, github, grid, markdown."""
+    from tabulate import tabulate
+
+    try:
+        tablefmt = TABULATE_FORMATS[fmt]
+    except KeyError:
+        raise ValueError(f"unknown table format {fmt!r}; choose one of {', '.join(TABULATE_FORMATS)}") from None
+    headers, body = cells(report, depth, top, sort, by)
+    text = tabulate(body, headers=headers, tablefmt=tablefmt, disable_numparse=True)
+    return text + "\n\n" + "\n".join(_footer(report)) + "\n"
+
+
+def _rich_table(report, depth, top, sort, by):
+    from rich.table import Table
+
+    headers, body = cells(report, depth, top, sort, by)
+    title = f"{report.model or report.root.type} — {report.mode} view, {report.convention} convention"
+    table = Table(title=title, caption="\n".join(_footer(report)), caption_justify="left")
+    for i, h in enumerate(headers):
+        table.add_column(h, justify="left" if i < (3 if by == "op" else 2) else "right",
+                         no_wrap=i == 0)
+    for cells_ in body:
+        table.add_row(*cells_)
+    return table
+
+
+def print_rich_table(report, depth=None, top=None, sort=None, by: str = "module", file=None) -> None:
+    """Print the rich table (colors when the output is a terminal)."""
+    from rich.console import Console
+
+    Console(file=file).print(_rich_table(report, depth, top, sort, by))
+
+
+def rich_table_text(report, depth=None, top=None, sort=None, by: str = "module", width: int | None = None) -> str:
+    """The rich table as plain text (no color codes)."""
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    Console(file=buffer, width=width or 200, color_system=None, force_terminal=False).print(
+        _rich_table(report, depth, top, sort, by))
+    return buffer.getvalue()

@@ -1,0 +1,92 @@
+"""Views of a report that renderers share: the tree walk (depth limit, sort, top-k) and the
+op-type summary (fvcore's ``by_operator``)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+
+SORT_KEYS = {"macs": "macs", "flops": "flops", "params": "params", "latency": "latency_ms",
+             "memory": "output_bytes"}
+VIEWS = ("module", "op-type", "op")
+
+
+def sort_attribute(sort: str | None) -> str | None:
+    """The Row attribute behind a sort key (macs|flops|params|latency|memory)."""
+    if sort is None:
+        return None
+    try:
+        return SORT_KEYS[sort]
+    except KeyError:
+        raise ValueError(f"unknown sort key {sort!r}; choose one of {', '.join(SORT_KEYS)}") from None
+
+
+def _key(row, attr: str) -> float:
+    value = getattr(row, attr)
+    return -1.0 if value is None else value
+
+
+def tree_rows(report, depth: int | None = None, top: int | None = None, sort: str | None = None) -> list:
+    """(row, indent) pairs to display.
+
+    The tree is walked depth-first from the root down to ``depth`` (the root is depth 0);
+    ``sort`` orders siblings, largest first. With ``top`` the view is flat: the ``top`` rows with
+    the largest sort key (MACs by default) among the rows that have no children shown at that
+    depth — the most expensive layers, not their containers.
+    """
+    attr = sort_attribute(sort)
+    limit = float("inf") if depth is None else depth
+    if top is not None:
+        attr = attr or "macs"
+        shown = [r for r in report.rows if r.depth <= limit]
+        leaves = [r for r in shown if r.depth == limit or not report.children(r.name)]
+        leaves.sort(key=lambda r: _key(r, attr), reverse=True)
+        return [(r, 0) for r in leaves[:top]]
+    out = []
+    stack = [report.root]
+    while stack:
+        row = stack.pop()
+        out.append((row, row.depth))
+        if row.depth >= limit:
+            continue
+        kids = report.children(row.name)
+        if attr is not None:
+            kids = sorted(kids, key=lambda r: _key(r, attr), reverse=True)
+        stack.extend(reversed(kids))
+    return out
+
+
+@dataclass
+class OpTypeSummary:
+    """All calls of one op type: counts, cost and measured time."""
+
+    op: str
+    calls: int = 0
+    macs: int = 0
+    flops: int = 0
+    bytes_read: int = 0
+    bytes_written: int = 0
+    counted_calls: int = 0
+    latency_ms: float | None = None
+
+    def to_dict(self) -> dict:
+        return {f.name: getattr(self, f.name) for f in fields(self)}
+
+
+def by_op_type(report, phase: str | None = "forward") -> list:
+    """One :class:`OpTypeSummary` per op name, sorted by FLOPs then MACs (largest first)."""
+    table: dict = {}
+    for rec in report.ops:
+        if phase is not None and rec.phase != phase:
+            continue
+        s = table.get(rec.op)
+        if s is None:
+            s = table[rec.op] = OpTypeSummary(rec.op)
+        s.calls += 1
+        s.macs += rec.macs
+        s.flops += rec.flops
+        s.bytes_read += rec.bytes_read
+        s.bytes_written += rec.bytes_written
+        s.counted_calls += 1 if rec.counted else 0
+        if rec.latency_ms is not None:
+            s.latency_ms = (s.latency_ms or 0.0) + rec.latency_ms
+    return sorted(table.values(), key=lambda s: (s.flops, s.macs, s.calls), reverse=True)
