@@ -35,6 +35,8 @@ from .ops.linalg import bmm, einsum, linear, matmul, mm
 from .ops.activations import log_softmax, relu, sigmoid, softmax
 from . import cuda, nn, optim
 from .nn import functional
+from .graph import Graph, get_mode, set_mode, trace
+from .io import load, load_state_dict, save
 
 clip = clamp
 float = float32

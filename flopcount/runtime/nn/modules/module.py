@@ -27,6 +27,10 @@ _global_forward_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
 _global_forward_hooks: "OrderedDict[int, Callable]" = OrderedDict()
 _hook_ids = itertools.count()
 
+# Set by runtime.graph.set_mode("graph"): a top-level call goes through a compiled graph (it
+# returns NotImplemented to decline, e.g. when hooks need the module calls).
+_graph_mode_call: Callable | None = None
+
 
 class RemovableHandle:
     """Returned by ``register_*_hook``; ``handle.remove()`` takes the hook out again."""
@@ -95,6 +99,10 @@ class Module:
     # --- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         stack = state.scope_stack
+        if _graph_mode_call is not None and not stack and state.tracer is None:
+            output = _graph_mode_call(self, args, kwargs)
+            if output is not NotImplemented:
+                return output
         if not (self._forward_pre_hooks or self._forward_hooks or _global_forward_pre_hooks
                 or _global_forward_hooks):
             stack.append(self)

@@ -1,0 +1,135 @@
+"""Run a Graph node by node through ``dispatch.apply``, so observers see every op with the
+node's scope, autograd records as in eager mode, and values are released at their last use
+(the graph's memory plan).
+"""
+
+from __future__ import annotations
+
+from ..device import CPU, META
+from ..dispatch import apply, state
+from ..errors import DeviceError, ShapeError
+from ..tensor import Tensor
+from .ir import type_str
+from .tree import flatten, unflatten
+
+
+class _Program:
+    """A graph lowered for running: every value gets a slot in a flat list."""
+
+    __slots__ = ("steps", "input_slots", "fixed", "output_slots", "n_slots")
+
+    def __init__(self, graph):
+        from .passes.memory_plan import plan_for
+
+        slot = {}
+        for v in graph.values():
+            slot.setdefault(v.name, len(slot))
+        plan = plan_for(graph)
+        self.n_slots = len(slot)
+        self.input_slots = [slot[v.name] for v in graph.inputs]
+        self.fixed = [(slot[name], name) for name in list(graph.parameters) + list(graph.constants)]
+        self.output_slots = [slot[v.name] for v in graph.outputs]
+        self.steps = []
+        for i, node in enumerate(graph.nodes):
+            ins = tuple(-1 if v is None else slot[v.name] for v in node.inputs)
+            outs = tuple(slot[v.name] for v in node.outputs)
+            free = tuple(slot[name] for name in plan.free_after[i])
+            self.steps.append((node, ins, outs, free))
+
+
+def _program(graph) -> _Program:
+    prog = graph._cache.get("program")
+    if prog is None:
+        prog = graph._cache["program"] = _Program(graph)
+    return prog
+
+
+def _bind(graph, args: tuple, kwargs: dict) -> list:
+    """The call's tensors in graph-input order, checked against the traced types."""
+    trace_kwargs = [k for k, _ in graph.input_tree["tuple"][1]["dict"]] if "tuple" in graph.input_tree else []
+    if set(kwargs) != set(trace_kwargs):
+        raise TypeError(f"graph {graph.name}: called with keyword arguments {sorted(kwargs)}, "
+                        f"traced with {sorted(trace_kwargs)}")
+    tensors = flatten((tuple(args), {k: kwargs[k] for k in trace_kwargs}), what="input")[0]
+    if len(tensors) != len(graph.inputs):
+        raise TypeError(f"graph {graph.name}: expects {len(graph.inputs)} tensor input(s) "
+                        f"({', '.join(v.name for v in graph.inputs)}), got {len(tensors)}")
+    for v, t in zip(graph.inputs, tensors):
+        if tuple(t.shape) != v.shape or t.dtype is not v.dtype:
+            raise ShapeError(f"graph {graph.name}: input %{v.name} expects {type_str(v.shape, v.dtype)}, "
+                             f"got {type_str(tuple(t.shape), t.dtype)} (a graph is specialized to its "
+                             f"traced shapes; trace again, or use rt.Graph(module) which retraces)")
+    return tensors
+
+
+def _device_of(graph, tensors):
+    for t in tensors:
+        return t.device
+    return graph.device
+
+
+def _fixed_tensors(graph, dev) -> dict:
+    """Parameters and constants as the run on ``dev`` needs them (cached per device)."""
+    key = ("fixed", str(dev))
+    cached = graph._cache.get(key)
+    if cached is not None:
+        return cached
+    out = {}
+    for name in graph.parameters:
+        t = graph.tensors[name]
+        if t.device != dev:
+            if dev.type != "meta":
+                raise DeviceError(f"graph {graph.name}: inputs are on {dev} but parameter {name!r} is on "
+                                  f"{t.device}; call graph.to({str(dev)!r}) first")
+            t = Tensor._make(None, t.shape, t.dtype, META)  # a meta run needs only the shapes
+        out[name] = t
+    for name in graph.constants:
+        t = graph.tensors[name]
+        out[name] = t if t.device == dev else _constant_on(t, dev)
+    graph._cache[key] = out
+    return out
+
+
+def _constant_on(t: Tensor, dev) -> Tensor:
+    if dev.type == "meta":  # keep a CPU value: shape rules may read small constants
+        return Tensor._make(t.data if t.device.type in ("cpu", "meta") else None, t.shape, t.dtype, META)
+    if t.device.type == "meta":  # a meta constant carries its value as a numpy array
+        t = Tensor._make(t.data, t.shape, t.dtype, CPU)
+    return t.to(dev)
+
+
+def run(graph, args: tuple, kwargs: dict, before=None, after=None):
+    """Execute ``graph`` on the call's arguments; returns outputs nested as traced."""
+    tensors = _bind(graph, args, kwargs)
+    prog = _program(graph)
+    fixed = _fixed_tensors(graph, _device_of(graph, tensors))
+    env: list = [None] * prog.n_slots
+    for slot, name in prog.fixed:
+        env[slot] = fixed[name]
+    for slot, t in zip(prog.input_slots, tensors):
+        env[slot] = t
+    stack = state.scope_stack
+    for node, ins, outs, free in prog.steps:
+        inputs = [None if i < 0 else env[i] for i in ins]
+        if before is not None:
+            before(node, inputs)
+        scope = node.scope
+        if scope:
+            stack.append(scope)
+        try:
+            result = apply(node.op, *inputs, **node.attrs)
+        finally:
+            if scope:
+                stack.pop()
+        if len(outs) == 1:
+            env[outs[0]] = result
+            results = (result,)
+        else:
+            results = result
+            for s, t in zip(outs, result):
+                env[s] = t
+        if after is not None:
+            after(node, results)
+        for s in free:
+            env[s] = None
+    return unflatten(graph.output_tree, [env[s] for s in prog.output_slots])

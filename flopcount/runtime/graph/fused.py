@@ -1,0 +1,188 @@
+"""The fused elementwise op: a chain of elementwise ops evaluated by one kernel.
+
+``steps`` lists the chain: ``(op_name, args, attrs)`` per step, where an arg ``a >= 0`` is the
+op's input ``a`` and ``a < 0`` is the result of step ``-1 - a``; the last step's result is the
+output. On the CPU the kernel runs numpy ufuncs with ``out=`` into the chain's own temporaries,
+so a chain of k ops allocates one array instead of k. CuPy ufuncs take ``out=`` too, so the same
+kernel serves the GPU; ``_forward_cuda`` is the place for a generated single-pass CUDA kernel.
+
+Cost (COUNTING.md): MACs and FLOPs are the sum of the steps' own cost rules; bytes are only the
+fused kernel's external inputs and its output, since intermediates never leave registers/cache.
+"""
+
+from __future__ import annotations
+
+__all__ = ["fused_elementwise"]
+
+import numpy as np
+
+from ..autograd import unbroadcast
+from ..dispatch import apply
+from ..registry import Op, get_op, io_cost, register_op
+
+
+def _ufunc2(name):
+    return lambda xp, out, a, b: getattr(xp, name)(a, b, out=out)
+
+
+def _ufunc1(name):
+    return lambda xp, out, a: getattr(xp, name)(a, out=out)
+
+
+def _rsqrt(xp, out, a):
+    xp.sqrt(a, out=out)
+    return xp.reciprocal(out, out=out)
+
+
+# Steps written into a buffer in place: the same ufuncs the ops' own kernels call, so results
+# are bit-identical to running the ops one by one.
+INPLACE = {
+    "add": _ufunc2("add"), "sub": _ufunc2("subtract"), "mul": _ufunc2("multiply"),
+    "div": _ufunc2("true_divide"), "pow": _ufunc2("power"), "maximum": _ufunc2("maximum"),
+    "minimum": _ufunc2("minimum"),
+    "neg": _ufunc1("negative"), "abs": _ufunc1("absolute"), "exp": _ufunc1("exp"), "log": _ufunc1("log"),
+    "sqrt": _ufunc1("sqrt"), "reciprocal": _ufunc1("reciprocal"), "sin": _ufunc1("sin"),
+    "cos": _ufunc1("cos"), "tanh": _ufunc1("tanh"), "rsqrt": _rsqrt,
+    "relu": lambda xp, out, a: xp.maximum(a, 0, out=out),
+    "clamp": lambda xp, out, a, min=None, max=None: xp.clip(a, min, max, out=out),
+}
+
+# Elementwise ops that may join a chain but run their own kernel (it allocates its result).
+OWN_KERNEL = {"sigmoid", "erf", "gelu", "silu", "leaky_relu", "relu6", "hardtanh", "elu", "selu",
+              "celu", "hardswish", "hardsigmoid", "softplus", "mish"}
+
+FUSABLE = set(INPLACE) | OWN_KERNEL
+
+
+def _arg(a: int, inputs, results):
+    return inputs[a] if a >= 0 else results[-1 - a]
+
+
+def _step_specs(xs, steps) -> list:
+    specs: list = []
+    for name, args, attrs in steps:
+        specs.append(get_op(name).shape(*[_arg(a, xs, specs) for a in args], **attrs))
+    return specs
+
+
+def _last_reads(steps) -> list:
+    """For each step, the index of the last step that reads its result (-1: none)."""
+    last = [-1] * len(steps)
+    for k, (_, args, _) in enumerate(steps):
+        for a in args:
+            if a < 0:
+                last[-1 - a] = k
+    return last
+
+
+def _evaluate(xp, arrays, steps, device_type: str):
+    """Run the chain, writing into a temporary of the chain once no later step reads it."""
+    last = _last_reads(steps)
+    results: list = []
+    owned: list = []  # results[j] is a buffer this kernel allocated
+    for k, (name, args, attrs) in enumerate(steps):
+        vals = [_arg(a, arrays, results) for a in args]
+        write = INPLACE.get(name)
+        if write is None:
+            res = get_op(name)._kernel_by_device[device_type](xp, *vals, **attrs)
+            fresh = getattr(res, "base", None) is None and all(res is not v for v in vals)
+        else:
+            shape = vals[0].shape if len(vals) == 1 else np.broadcast_shapes(*(v.shape for v in vals))
+            dtype = xp.result_type(*vals)
+            out = None
+            for a in args:
+                j = -1 - a
+                if a < 0 and owned[j] and last[j] == k:
+                    cand = results[j]
+                    if cand.shape == shape and cand.dtype == dtype:
+                        out = cand
+                        break
+            if out is None:
+                out = xp.empty(shape, dtype)
+            write(xp, out, *vals, **attrs)
+            res, fresh = out, True
+        results.append(res)
+        owned.append(fresh)
+    return results[-1]
+
+
+def _forward_cuda(xp, *xs, steps):
+    # The hook for a generated single-pass CUDA kernel (one cupy.ElementwiseKernel per chain);
+    # until then CuPy's ufuncs with out= run the chain with the same buffer reuse as the CPU.
+    return _evaluate(xp, xs, steps, "cuda")
+
+
+@register_op("fused_elementwise")
+class FusedElementwise(Op):
+    """A chain of elementwise ops as one kernel (made by the fuse_elementwise pass)."""
+
+    kernels = {"cuda": _forward_cuda}
+
+    def shape(*xs, steps):
+        return _step_specs(xs, steps)[-1]
+
+    def forward(xp, *xs, steps):
+        return _evaluate(xp, xs, steps, "cpu")
+
+    def vjp(g, out, *xs, steps):
+        # Recompute the chain's intermediates with registered ops, then run each step's own
+        # gradient rule backwards: the backward work is dispatched and counted like any other.
+        results, needs = [], []
+        for k, (name, args, attrs) in enumerate(steps):
+            op = get_op(name)
+            vals = [_arg(a, xs, results) for a in args]
+            need = op.vjp is not None and any(v.requires_grad for v in vals)
+            if k == len(steps) - 1:
+                r = out  # the last result is the op's output: no need to recompute it
+            else:
+                r = apply(op, *vals, **attrs)
+                r.requires_grad = need  # read by the later steps' vjp rules; no autograd node
+            results.append(r)
+            needs.append(need)
+        grads = {-len(steps): g}  # keyed by arg code: >= 0 inputs, < 0 step results
+        for k in range(len(steps) - 1, -1, -1):
+            gk = grads.pop(-1 - k, None)
+            if gk is None or not needs[k]:
+                continue
+            name, args, attrs = steps[k]
+            vals = [_arg(a, xs, results) for a in args]
+            gins = get_op(name).vjp(gk, results[k], *vals, **attrs)
+            gins = gins if isinstance(gins, tuple) else (gins,)
+            for a, v, gi in zip(args, vals, gins):
+                if gi is None or not v.requires_grad:
+                    continue
+                gi = unbroadcast(gi, v.shape)
+                grads[a] = gi if a not in grads else _add(grads[a], gi)
+        return tuple(grads.get(i) for i in range(len(xs)))
+
+    def cost(out, *xs, steps):
+        # the steps' own arithmetic; bytes of the external inputs and the output only
+        specs = _step_specs(xs, steps)
+        macs = flops = 0
+        for (name, args, attrs), spec in zip(steps, specs):
+            c = get_op(name).cost(spec, *[_arg(a, xs, specs) for a in args], **attrs)
+            macs += c.macs
+            flops += c.flops
+        return io_cost(out, xs, macs=macs, flops=flops)
+
+
+def _add(a, b):
+    from ..ops.elementwise import add
+
+    return add(a, b)
+
+
+def normalize_steps(steps) -> tuple:
+    """Steps as nested tuples with plain-dict attrs (the form the op's attrs use)."""
+    return tuple((str(name), tuple(int(a) for a in args), dict(attrs or {})) for name, args, attrs in steps)
+
+
+def fused_elementwise(*inputs, steps):
+    """Evaluate an elementwise chain as one op.
+
+    >>> import flopcount.runtime as rt
+    >>> x, y = rt.tensor([-1.0, 2.0]), rt.tensor([3.0, 3.0])
+    >>> fused_elementwise(x, y, steps=[("mul", (0, 1), {}), ("relu", (-1,), {})]).tolist()
+    [0.0, 6.0]
+    """
+    return apply(FusedElementwise, *inputs, steps=normalize_steps(steps))

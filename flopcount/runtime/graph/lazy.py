@@ -1,0 +1,114 @@
+"""Lazy graph mode: ``rt.Graph(module)`` and ``rt.set_mode("graph")``.
+
+A lazy graph traces and optimizes its module on the first call for each input signature
+(shapes, dtypes, devices, plain-Python arguments and the module's training flag), then runs the
+compiled graph; outputs equal the eager outputs. ``set_mode("graph")`` sends every call of a
+top-level module (none running around it) through such a graph, like MindSpore's switch from
+PyNative to Graph mode; a module with forward hooks, or any global module hook, still runs
+eagerly (hooks need the module calls).
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+
+from .ir import Graph
+from .passes import optimize
+from .trace import trace
+from .tree import flatten
+
+_MODES = ("eager", "graph")
+
+
+class LazyGraph:
+    """What ``rt.Graph(module)`` returns: compile on first call per signature, then run.
+
+    >>> import flopcount.runtime as rt
+    >>> net = rt.Graph(rt.nn.Linear(4, 2))
+    >>> net(rt.randn(3, 4)).shape
+    (3, 2)
+    >>> [n.op_name for n in net.graph.nodes]
+    ['linear']
+
+    ``fold_bn=True`` also folds inference batch norms into their convs; the folded weights are
+    a snapshot taken when compiling (recompile with ``reset()`` after changing the weights).
+    """
+
+    def __init__(self, module, fold_bn: bool = False, fuse: bool = True):
+        self.module = module
+        self.fold_bn = fold_bn
+        self.fuse = fuse
+        self._graphs: dict = {}
+        self.graph: Graph | None = None  # the graph of the latest call
+
+    def _key(self, args: tuple, kwargs: dict):
+        leaves, tree = flatten((args, kwargs), what="input")
+        return (json.dumps(tree, default=repr),
+                tuple((t.shape, t.dtype.name, str(t.device)) for t in leaves),
+                getattr(self.module, "training", None))
+
+    def graph_for(self, *args, **kwargs) -> Graph:
+        """The compiled graph for these arguments (traced and optimized on first use)."""
+        key = self._key(args, kwargs)
+        g = self._graphs.get(key)
+        if g is None:
+            g = self._graphs[key] = optimize(trace(self.module, *args, **kwargs),
+                                             fold_bn=self.fold_bn, fuse=self.fuse)
+        self.graph = g
+        return g
+
+    def __call__(self, *args, **kwargs):
+        return self.graph_for(*args, **kwargs)(*args, **kwargs)
+
+    def reset(self) -> None:
+        """Forget every compiled graph (the next call traces again)."""
+        self._graphs.clear()
+        self.graph = None
+
+    def __repr__(self) -> str:
+        name = type(self.module).__name__
+        if self.graph is None:
+            return f"LazyGraph({name}, not compiled yet)"
+        return repr(self.graph)
+
+
+_lazy_graphs: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
+
+
+def _call_in_graph_mode(module, args: tuple, kwargs: dict):
+    from ..nn.modules import module as _m
+
+    if (module._forward_pre_hooks or module._forward_hooks or _m._global_forward_pre_hooks
+            or _m._global_forward_hooks):
+        return NotImplemented
+    lazy = _lazy_graphs.get(module)
+    if lazy is None:
+        lazy = _lazy_graphs[module] = LazyGraph(module)
+    return lazy(*args, **kwargs)
+
+
+def set_mode(mode: str) -> str:
+    """``"graph"``: calls of top-level modules run compiled graphs; ``"eager"``: ops run as
+    called (the default). Returns the previous mode.
+
+    >>> import flopcount.runtime as rt
+    >>> previous = rt.set_mode("graph")
+    >>> rt.set_mode(previous)
+    'graph'
+    """
+    from ..nn.modules import module as _m
+
+    if mode not in _MODES:
+        raise ValueError(f"set_mode: mode must be one of {_MODES}, got {mode!r}")
+    previous = get_mode()
+    _m._graph_mode_call = _call_in_graph_mode if mode == "graph" else None
+    return previous
+
+
+def get_mode() -> str:
+    """The current mode, ``"eager"`` or ``"graph"``."""
+    from ..nn.modules import module as _m
+
+    return "graph" if _m._graph_mode_call is not None else "eager"
+

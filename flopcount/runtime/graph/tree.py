@@ -1,0 +1,55 @@
+"""Nested inputs and outputs (tensors inside tuples, lists and dicts) as a flat list of leaves
+plus a JSON-friendly description of the nesting, so a graph can rebuild them after a run and a
+file can store them.
+
+A tree is an int (the index of a tensor leaf), ``{"tuple": [...]}``, ``{"list": [...]}``,
+``{"dict": [[key, tree], ...]}`` or ``{"value": v}`` for a plain Python value kept as is.
+"""
+
+from __future__ import annotations
+
+from ..tensor import Tensor
+
+_LITERALS = (type(None), bool, int, float, str)
+
+
+def flatten(obj, leaves: list | None = None, what: str = "value") -> tuple[list, object]:
+    """(tensor leaves in order, tree). Non-tensor leaves must be plain Python values."""
+    leaves = [] if leaves is None else leaves
+    if isinstance(obj, Tensor):
+        leaves.append(obj)
+        return leaves, len(leaves) - 1
+    if isinstance(obj, tuple):
+        return leaves, {"tuple": [flatten(o, leaves, what)[1] for o in obj]}
+    if isinstance(obj, list):
+        return leaves, {"list": [flatten(o, leaves, what)[1] for o in obj]}
+    if isinstance(obj, dict):
+        return leaves, {"dict": [[k, flatten(v, leaves, what)[1]] for k, v in obj.items()]}
+    if isinstance(obj, _LITERALS):
+        return leaves, {"value": obj}
+    raise TypeError(f"graph {what}: a {type(obj).__name__} is not supported; use tensors, tuples, "
+                    f"lists, dicts and plain Python values (None, bool, int, float, str)")
+
+
+def unflatten(tree, leaves: list):
+    """The nested object ``tree`` describes, with its leaves taken from ``leaves``."""
+    if isinstance(tree, int):
+        return leaves[tree]
+    if "tuple" in tree:
+        return tuple(unflatten(t, leaves) for t in tree["tuple"])
+    if "list" in tree:
+        return [unflatten(t, leaves) for t in tree["list"]]
+    if "dict" in tree:
+        return {k: unflatten(t, leaves) for k, t in tree["dict"]}
+    return tree["value"]
+
+
+def tensor_leaves(obj) -> list:
+    """Only the tensors inside ``obj``, in the order ``flatten`` gives them."""
+    if isinstance(obj, Tensor):
+        return [obj]
+    if isinstance(obj, (tuple, list)):
+        return [t for o in obj for t in tensor_leaves(o)]
+    if isinstance(obj, dict):
+        return [t for v in obj.values() for t in tensor_leaves(v)]
+    return []
