@@ -1,18 +1,59 @@
 """Activations and softmax.
 
-Cost (COUNTING.md): relu-like ops 1 FLOP per element; sigmoid 4 (neg, exp, add, div);
-softmax and log_softmax 5 per element (max, subtract, exp, sum, divide).
+Cost (COUNTING.md): relu, leaky_relu, hardtanh (so relu6) 1 FLOP per element; sigmoid 4 (neg,
+exp, add, div); silu 5; gelu 5 (erf form) or 8 (tanh form); softmax and log_softmax 5 per
+element (max, subtract, exp, sum, divide). Activations without a COUNTING.md row count the
+arithmetic of a straightforward kernel, written next to each cost rule: prelu as leaky_relu (1);
+elu 4 (exp, subtract, multiply by alpha, select) + 1 for each non-unit scale; hardsigmoid 3 (add,
+clamp, divide); hardswish 4 (hardsigmoid, multiply); softplus 4 (exp, add, log, threshold select)
++ 2 when beta != 1; mish 5 (exp, add, log, tanh, multiply).
+
+relu6, selu, celu, logsigmoid, softsign, tanhshrink, softmin and glu are composites of these
+ops and the elementwise ones; their cost is the sum of their parts.
 """
 
 from __future__ import annotations
 
-__all__ = ["relu", "sigmoid", "softmax", "log_softmax"]  # the functional API (nn.functional re-exports it)
+__all__ = ["relu", "relu6", "leaky_relu", "prelu", "elu", "selu", "celu", "gelu", "silu", "mish",
+           "hardswish", "hardsigmoid", "hardtanh", "softplus", "logsigmoid", "softsign", "tanhshrink",
+           "glu", "sigmoid", "softmax", "softmin", "log_softmax"]  # the functional API (nn.functional re-exports it)
+
+import math
 
 from ..dispatch import apply
+from ..errors import ShapeError
 from ..registry import Op, io_cost, numel, register_op
+from ._erf import erf as _erf_kernel
 from ._helpers import check_float, norm_dim, same_spec
-from .elementwise import exp, gt, mul, sub, where
+from .elementwise import (abs as _abs, add, erf, exp, gt, le, logical_and, lt, mul, neg, sub, tanh,
+                          where)
 from .reduction import sum as reduce_sum
+
+SELU_ALPHA = 1.6732632423543772848170429916717
+SELU_SCALE = 1.0507009873554804934193349852946
+_SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
+_GELU_TANH_C = 0.044715
+
+
+def _stable_sigmoid(xp, x):
+    # 1 / (1 + exp(-x)) overflows for very negative x in float16/32; this form does not
+    e = xp.exp(-xp.abs(x))
+    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+
+
+def _softplus_kernel(xp, z):
+    """log(1 + exp(z)) without overflow: max(z, 0) + log1p(exp(-|z|))."""
+    return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
+
+
+def _float_shape(name):
+    """A shape rule for activation ``name``: floating point input, output of the same spec."""
+
+    def shape(x, **attrs):
+        check_float(name, x)
+        return same_spec(x)
+
+    return shape
 
 
 @register_op("relu")
@@ -30,16 +71,220 @@ class Relu(Op):
         return io_cost(out, (x,), flops=numel(out))  # one compare-select per element
 
 
-@register_op("sigmoid")
-class Sigmoid(Op):
-    def shape(x):
-        check_float("sigmoid", x)
+@register_op("hardtanh")
+class Hardtanh(Op):
+    shape = _float_shape("hardtanh")
+
+    def forward(xp, x, *, min_val, max_val):
+        return xp.clip(x, min_val, max_val)
+
+    def vjp(g, out, x, *, min_val, max_val):
+        # as PyTorch: no gradient at the bounds themselves
+        return where(logical_and(gt(x, min_val), lt(x, max_val)), g, 0.0)
+
+    def cost(out, x, *, min_val, max_val):
+        return io_cost(out, (x,), flops=numel(out))  # one clamp per element (COUNTING.md row)
+
+
+@register_op("leaky_relu")
+class LeakyRelu(Op):
+    shape = _float_shape("leaky_relu")
+
+    def forward(xp, x, *, negative_slope):
+        return xp.where(x > 0, x, x * negative_slope)
+
+    def vjp(g, out, x, *, negative_slope):
+        return where(gt(x, 0), g, mul(g, negative_slope))
+
+    def cost(out, x, *, negative_slope):
+        return io_cost(out, (x,), flops=numel(out))  # one select per element (COUNTING.md row)
+
+
+def _channel_view(w, x):
+    """PReLU's weight (C,) shaped to broadcast along dim 1 of ``x`` (one slope: a scalar view)."""
+    from .movement import reshape
+
+    if numel(w) == 1:
+        return reshape(w, ())
+    return reshape(w, (1, numel(w)) + (1,) * (x.ndim - 2))
+
+
+@register_op("prelu")
+class Prelu(Op):
+    """leaky_relu with learned slopes: one for all channels, or one per channel (dim 1)."""
+
+    def shape(x, weight):
+        check_float("prelu", x)
+        n = numel(weight)
+        if weight.ndim > 1 or (n != 1 and (x.ndim < 2 or x.shape[1] != n)):
+            raise ShapeError(f"prelu: weight {weight.shape} needs 1 element or one per channel "
+                             f"(dim 1) of the input {x.shape}")
         return same_spec(x)
 
+    def forward(xp, x, weight):
+        w = weight.reshape(()) if weight.size == 1 else weight.reshape((1, -1) + (1,) * (x.ndim - 2))
+        return xp.where(x > 0, x, x * w)
+
+    def vjp(g, out, x, weight):
+        positive = gt(x, 0)
+        gx = where(positive, g, mul(g, _channel_view(weight, x))) if x.requires_grad else None
+        gw = None
+        if weight.requires_grad:
+            from .movement import reshape
+
+            per_element = where(positive, 0.0, mul(g, x))
+            dims = tuple(d for d in range(x.ndim) if numel(weight) == 1 or d != 1)
+            gw = reshape(reduce_sum(per_element, dims), weight.shape)
+        return gx, gw
+
+    def cost(out, x, weight):
+        return io_cost(out, (x, weight), flops=numel(out))  # one select per element, as leaky_relu
+
+
+@register_op("elu")
+class Elu(Op):
+    """PyTorch's ELU kernel: scale·x for x > 0, else scale·alpha·(exp(input_scale·x) − 1).
+    ELU is (alpha, 1, 1), SELU (SELU_ALPHA, SELU_SCALE, 1), CELU (alpha, 1, 1/alpha)."""
+
+    shape = _float_shape("elu")
+
+    def forward(xp, x, *, alpha, scale, input_scale):
+        negative = alpha * xp.expm1(xp.minimum(x, 0) * input_scale)
+        return scale * xp.where(x > 0, x, negative)
+
+    def vjp(g, out, x, *, alpha, scale, input_scale):
+        # for x <= 0: d/dx = input_scale·scale·alpha·exp(input_scale·x) = input_scale·(out + scale·alpha)
+        negative = mul(g, add(out, scale * alpha))
+        if input_scale != 1:
+            negative = mul(negative, input_scale)
+        return where(gt(x, 0), mul(g, scale) if scale != 1 else g, negative)
+
+    def cost(out, x, *, alpha, scale, input_scale):
+        # exp, subtract 1, multiply by alpha, select; one more multiply for each non-unit scale
+        per_element = 4 + (scale != 1) + (input_scale != 1)
+        return io_cost(out, (x,), flops=per_element * numel(out))
+
+
+@register_op("gelu")
+class Gelu(Op):
+    """x·Φ(x) with the erf form of Φ (``approximate='none'``) or the tanh approximation."""
+
+    def shape(x, *, approximate):
+        check_float("gelu", x)
+        if approximate not in ("none", "tanh"):
+            raise ShapeError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+        return same_spec(x)
+
+    def forward(xp, x, *, approximate):
+        if approximate == "tanh":
+            inner = _SQRT_2_OVER_PI * (x + _GELU_TANH_C * x * x * x)
+            return 0.5 * x * (1 + xp.tanh(inner))
+        return 0.5 * x * (1 + _erf_kernel(xp, x * (1 / math.sqrt(2))))
+
+    def vjp(g, out, x, *, approximate):
+        if approximate == "tanh":
+            # t = tanh(k(x + c x³)); d/dx = ½(1 + t) + ½x(1 − t²)·k(1 + 3c x²)
+            x2 = mul(x, x)
+            t = tanh(mul(mul(x, add(mul(x2, _GELU_TANH_C), 1.0)), _SQRT_2_OVER_PI))
+            inner_grad = mul(add(mul(x2, 3 * _GELU_TANH_C), 1.0), _SQRT_2_OVER_PI)
+            grad = add(mul(add(t, 1.0), 0.5), mul(mul(mul(x, 0.5), sub(1.0, mul(t, t))), inner_grad))
+            return mul(g, grad)
+        # d/dx x·Φ(x) = Φ(x) + x·φ(x)
+        cdf = mul(add(erf(mul(x, 1 / math.sqrt(2))), 1.0), 0.5)
+        pdf = mul(exp(mul(mul(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
+        return mul(g, add(cdf, mul(x, pdf)))
+
+    def cost(out, x, *, approximate):
+        # COUNTING.md: erf form 5 per element (scale, erf, add, mul, mul); tanh form 8
+        return io_cost(out, (x,), flops=(8 if approximate == "tanh" else 5) * numel(out))
+
+
+@register_op("silu")
+class Silu(Op):
+    shape = _float_shape("silu")
+
     def forward(xp, x):
-        # 1 / (1 + exp(-x)) overflows for very negative x in float16/32; this form does not
-        e = xp.exp(-xp.abs(x))
-        return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+        return x * _stable_sigmoid(xp, x)
+
+    def vjp(g, out, x):
+        s = sigmoid(x)
+        return mul(g, mul(s, add(mul(x, sub(1.0, s)), 1.0)))  # s·(1 + x(1 − s))
+
+    def cost(out, x):
+        return io_cost(out, (x,), flops=5 * numel(out))  # sigmoid (4) and the multiply by x
+
+
+@register_op("hardsigmoid")
+class Hardsigmoid(Op):
+    shape = _float_shape("hardsigmoid")
+
+    def forward(xp, x):
+        return xp.clip(x + 3, 0, 6) / 6
+
+    def vjp(g, out, x):
+        return where(logical_and(gt(x, -3.0), lt(x, 3.0)), mul(g, 1 / 6), 0.0)
+
+    def cost(out, x):
+        return io_cost(out, (x,), flops=3 * numel(out))  # add 3, clamp to [0, 6], divide by 6
+
+
+@register_op("hardswish")
+class Hardswish(Op):
+    shape = _float_shape("hardswish")
+
+    def forward(xp, x):
+        return x * xp.clip(x + 3, 0, 6) / 6
+
+    def vjp(g, out, x):
+        # as PyTorch's hardswish_backward: 0 below -3, x/3 + 1/2 up to 3 (inclusive), 1 above
+        middle = mul(g, add(mul(x, 1 / 3), 0.5))
+        return where(lt(x, -3.0), 0.0, where(le(x, 3.0), middle, g))
+
+    def cost(out, x):
+        return io_cost(out, (x,), flops=4 * numel(out))  # hardsigmoid (3) and the multiply by x
+
+
+@register_op("softplus")
+class Softplus(Op):
+    """log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold (as PyTorch)."""
+
+    shape = _float_shape("softplus")
+
+    def forward(xp, x, *, beta, threshold):
+        z = x * beta
+        return xp.where(z > threshold, x, _softplus_kernel(xp, z) / beta)
+
+    def vjp(g, out, x, *, beta, threshold):
+        z = mul(x, beta) if beta != 1 else x
+        return where(gt(z, threshold), g, mul(g, sigmoid(z)))
+
+    def cost(out, x, *, beta, threshold):
+        # exp, add 1, log, threshold select; scaling by beta and back adds 2 when beta != 1
+        return io_cost(out, (x,), flops=(4 + 2 * (beta != 1)) * numel(out))
+
+
+@register_op("mish")
+class Mish(Op):
+    shape = _float_shape("mish")
+
+    def forward(xp, x):
+        return x * xp.tanh(_softplus_kernel(xp, x))
+
+    def vjp(g, out, x):
+        # d/dx x·tanh(sp(x)) = t + x·sigmoid(x)·(1 − t²), t = tanh(softplus(x))
+        t = tanh(softplus(x, 1.0, math.inf))
+        return mul(g, add(t, mul(mul(x, sigmoid(x)), sub(1.0, mul(t, t)))))
+
+    def cost(out, x):
+        return io_cost(out, (x,), flops=5 * numel(out))  # softplus (exp, add, log), tanh, multiply
+
+
+@register_op("sigmoid")
+class Sigmoid(Op):
+    shape = _float_shape("sigmoid")
+
+    def forward(xp, x):
+        return _stable_sigmoid(xp, x)
 
     def vjp(g, out, x):
         return mul(g, mul(out, sub(1.0, out)))
@@ -80,22 +325,153 @@ class LogSoftmax(_RowSoftmax):
         return sub(g, mul(exp(out), reduce_sum(g, dim, keepdim=True)))
 
 
-def relu(x, inplace: bool = False):
-    """max(x, 0). ``inplace`` is accepted for PyTorch compatibility; the result is a new tensor."""
-    return apply(Relu, x)
+# --- functional API ----------------------------------------------------------------------------
+# ``inplace`` is accepted for PyTorch compatibility; the result is always a new tensor.
+
+def relu(input, inplace: bool = False):
+    """max(x, 0).
+
+    >>> relu(rt.tensor([-1.0, 2.0])).tolist()
+    [0.0, 2.0]
+    """
+    return apply(Relu, input)
 
 
-def sigmoid(x):
-    return apply(Sigmoid, x)
+def hardtanh(input, min_val: float = -1.0, max_val: float = 1.0, inplace: bool = False):
+    """x clamped to [min_val, max_val]."""
+    if min_val > max_val:
+        raise ValueError(f"hardtanh: min_val {min_val} cannot be greater than max_val {max_val}")
+    return apply(Hardtanh, input, min_val=float(min_val), max_val=float(max_val))
 
 
-def softmax(x, dim: int, dtype=None):
+def relu6(input, inplace: bool = False):
+    """min(max(x, 0), 6): a hardtanh on [0, 6], as PyTorch computes it."""
+    return hardtanh(input, 0.0, 6.0)
+
+
+def leaky_relu(input, negative_slope: float = 0.01, inplace: bool = False):
+    """x for x > 0, else negative_slope·x."""
+    return apply(LeakyRelu, input, negative_slope=float(negative_slope))
+
+
+def prelu(input, weight):
+    """leaky_relu whose slope is the tensor ``weight`` (one value, or one per channel)."""
+    return apply(Prelu, input, weight)
+
+
+def elu(input, alpha: float = 1.0, inplace: bool = False):
+    """x for x > 0, else alpha·(exp(x) − 1)."""
+    return apply(Elu, input, alpha=float(alpha), scale=1.0, input_scale=1.0)
+
+
+def selu(input, inplace: bool = False):
+    """scale·elu(x, alpha) with the self-normalizing constants."""
+    return apply(Elu, input, alpha=SELU_ALPHA, scale=SELU_SCALE, input_scale=1.0)
+
+
+def celu(input, alpha: float = 1.0, inplace: bool = False):
+    """max(0, x) + min(0, alpha·(exp(x/alpha) − 1))."""
+    if alpha == 0:
+        raise ValueError("celu: alpha cannot be 0")
+    return apply(Elu, input, alpha=float(alpha), scale=1.0, input_scale=1.0 / alpha)
+
+
+def gelu(input, approximate: str = "none"):
+    """x·Φ(x); ``approximate='tanh'`` uses the tanh approximation.
+
+    >>> round(gelu(rt.tensor([1.0])).item(), 4)
+    0.8413
+    """
+    return apply(Gelu, input, approximate=approximate)
+
+
+def silu(input, inplace: bool = False):
+    """x·sigmoid(x) (also called swish)."""
+    return apply(Silu, input)
+
+
+def mish(input, inplace: bool = False):
+    """x·tanh(softplus(x))."""
+    return apply(Mish, input)
+
+
+def hardsigmoid(input, inplace: bool = False):
+    """relu6(x + 3) / 6."""
+    return apply(Hardsigmoid, input)
+
+
+def hardswish(input, inplace: bool = False):
+    """x·relu6(x + 3) / 6."""
+    return apply(Hardswish, input)
+
+
+def softplus(input, beta: float = 1.0, threshold: float = 20.0):
+    """log(1 + exp(beta·x)) / beta; linear where beta·x > threshold."""
+    return apply(Softplus, input, beta=float(beta), threshold=float(threshold))
+
+
+def logsigmoid(input):
+    """log(sigmoid(x)) = −softplus(−x), computed without overflow."""
+    return neg(softplus(neg(input), 1.0, math.inf))
+
+
+def softsign(input):
+    """x / (1 + |x|)."""
+    from .elementwise import div
+
+    return div(input, add(_abs(input), 1.0))
+
+
+def tanhshrink(input):
+    """x − tanh(x)."""
+    return sub(input, tanh(input))
+
+
+def glu(input, dim: int = -1):
+    """a·sigmoid(b) where a and b are the two halves of ``input`` along ``dim``."""
+    from .movement import chunk
+
+    d = norm_dim("glu", dim, input.ndim)
+    if input.shape[d] % 2:
+        raise ShapeError(f"glu: dim {dim} of the input {input.shape} must have an even size")
+    a, b = chunk(input, 2, d)
+    return mul(a, sigmoid(b))
+
+
+def sigmoid(input):
+    """1 / (1 + exp(−x))."""
+    return apply(Sigmoid, input)
+
+
+def _implicit_softmax_dim(ndim: int) -> int:
+    # PyTorch's legacy choice for calls that leave ``dim`` out
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def softmax(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
+    """exp(x) / sum(exp(x)) along ``dim``.
+
+    >>> softmax(rt.tensor([0.0, 0.0]), dim=0).tolist()
+    [0.5, 0.5]
+    """
     if dtype is not None:
-        x = x.to(dtype)
-    return apply(Softmax, x, dim=norm_dim("softmax", dim, x.ndim))
+        input = input.to(dtype)
+    if dim is None:
+        dim = _implicit_softmax_dim(input.ndim)
+    return apply(Softmax, input, dim=norm_dim("softmax", dim, input.ndim))
 
 
-def log_softmax(x, dim: int, dtype=None):
+def softmin(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
+    """softmax(−x) along ``dim``."""
     if dtype is not None:
-        x = x.to(dtype)
-    return apply(LogSoftmax, x, dim=norm_dim("log_softmax", dim, x.ndim))
+        input = input.to(dtype)
+    return softmax(neg(input), dim)
+
+
+def log_softmax(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
+    """log(softmax(x)) along ``dim``, computed stably."""
+    if dtype is not None:
+        input = input.to(dtype)
+    if dim is None:
+        dim = _implicit_softmax_dim(input.ndim)
+    return apply(LogSoftmax, input, dim=norm_dim("log_softmax", dim, input.ndim))

@@ -1,5 +1,128 @@
-"""Embedding lookup."""
+"""Embedding lookup and one_hot.
+
+Cost: a lookup does no arithmetic; it reads the gathered rows and the ids (not the whole
+table) and writes the rows. Its gradient is a scatter-add into a zero table: one add per
+element of the incoming gradient.
+"""
 
 from __future__ import annotations
 
-__all__: list = []  # the functional API (nn.functional re-exports it)
+__all__ = ["embedding", "one_hot"]  # the functional API (nn.functional re-exports it)
+
+from .. import dtypes as _dt
+from ..dispatch import apply
+from ..errors import ShapeError
+from ..registry import Cost, Op, Spec, io_cost, nbytes, numel, register_op
+from .indexing import _scatter_add
+
+
+def _check_ids(op: str, ids) -> None:
+    if ids.dtype._rank != 1:
+        raise ShapeError(f"{op}: ids must be an integer tensor, got {ids.dtype.name} of shape {ids.shape}")
+
+
+@register_op("embedding")
+class Embedding(Op):
+    """Rows of ``weight`` (num_embeddings, embedding_dim) picked by integer ``ids``."""
+
+    def shape(weight, ids, *, padding_idx=None, scale_grad_by_freq=False):
+        if weight.ndim != 2:
+            raise ShapeError(f"embedding: weight must be 2-d (num_embeddings, embedding_dim), got {weight.shape}")
+        _check_ids("embedding", ids)
+        return Spec(tuple(ids.shape) + (weight.shape[1],), weight.dtype, weight.device)
+
+    def forward(xp, weight, ids, *, padding_idx=None, scale_grad_by_freq=False):
+        if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= weight.shape[0]):
+            raise IndexError(f"embedding: ids must lie in [0, {weight.shape[0]}), got values in "
+                             f"[{int(ids.min())}, {int(ids.max())}]")
+        return weight[ids]
+
+    def vjp(g, out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False):
+        gw = apply(EmbeddingBackward, g, ids, num_weights=weight.shape[0], padding_idx=padding_idx,
+                   scale_grad_by_freq=scale_grad_by_freq)
+        return gw, None
+
+    def cost(out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False):
+        # a gather: reads the picked rows and the ids, writes the rows, computes nothing
+        return Cost(bytes_read=nbytes(out) + nbytes(ids), bytes_written=nbytes(out))
+
+
+@register_op("embedding_backward")
+class EmbeddingBackward(Op):
+    """Scatter-add of the rows' gradient into a zero table; the padding row gets none."""
+
+    def shape(g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False):
+        _check_ids("embedding_backward", ids)
+        if tuple(g.shape[:-1]) != tuple(ids.shape):
+            raise ShapeError(f"embedding_backward: gradient {g.shape} does not fit ids {ids.shape}")
+        return Spec((num_weights, g.shape[-1]), g.dtype, g.device)
+
+    def forward(xp, g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False):
+        flat_ids = ids.reshape(-1)
+        rows = g.reshape(-1, g.shape[-1])
+        if scale_grad_by_freq:  # each row's gradient divided by how often its id occurs
+            counts = xp.bincount(flat_ids, minlength=num_weights)
+            rows = rows / counts[flat_ids][:, None].astype(g.dtype)
+        out = xp.zeros((num_weights, g.shape[-1]), dtype=g.dtype)
+        _scatter_add(xp, out, (flat_ids,), rows)
+        if padding_idx is not None:
+            out[padding_idx] = 0
+        return out
+
+    def vjp(gg, out, g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False):
+        if scale_grad_by_freq:
+            raise NotImplementedError("embedding: double backward with scale_grad_by_freq is not supported")
+        from .elementwise import ne, where
+        from .movement import unsqueeze
+
+        gg_rows = apply(Embedding, gg, ids)
+        if padding_idx is not None:
+            gg_rows = where(unsqueeze(ne(ids, padding_idx), -1), gg_rows, 0.0)
+        return gg_rows, None
+
+    def cost(out, g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False):
+        return io_cost(out, (g, ids), flops=numel(g))  # one add per scattered element
+
+
+def embedding(input, weight, padding_idx: int | None = None, max_norm: float | None = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False):
+    """Rows of ``weight`` picked by the integer ids ``input``: shape ``input.shape + (dim,)``.
+
+    The row at ``padding_idx`` gets no gradient. ``sparse=True`` still gives a dense gradient
+    (the runtime has no sparse tensors); ``max_norm`` (renormalizing rows in place) is not
+    supported.
+
+    >>> embedding(rt.tensor([2, 0]), rt.tensor([[1.0], [2.0], [3.0]])).tolist()
+    [[3.0], [1.0]]
+    """
+    if max_norm is not None:
+        raise NotImplementedError("embedding: max_norm (renormalizing rows in place) is not supported")
+    if padding_idx is not None:
+        n = weight.shape[0]
+        if not -n <= padding_idx < n:
+            raise ShapeError(f"embedding: padding_idx {padding_idx} must be within num_embeddings {n}")
+        padding_idx = int(padding_idx) % n
+    return apply(Embedding, weight, input, padding_idx=padding_idx,
+                 scale_grad_by_freq=bool(scale_grad_by_freq))
+
+
+def one_hot(tensor, num_classes: int = -1):
+    """int64 tensor of shape ``tensor.shape + (num_classes,)`` with a 1 at each id.
+
+    ``num_classes=-1`` takes the largest id + 1, which needs the values (not on meta).
+
+    >>> one_hot(rt.tensor([0, 2]), 3).tolist()
+    [[1, 0, 0], [0, 0, 1]]
+    """
+    from ..factories import arange
+    from .elementwise import cast, eq
+    from .movement import unsqueeze
+
+    _check_ids("one_hot", tensor)
+    if num_classes < 0:
+        if tensor.data is None:
+            raise ShapeError(f"one_hot: num_classes must be given for a tensor without data "
+                             f"(shape {tensor.shape})")
+        num_classes = int(tensor.numpy().max()) + 1 if tensor.numel() else 0
+    classes = arange(num_classes, device=tensor.device)
+    return cast(eq(unsqueeze(tensor, -1), classes), _dt.int64)
