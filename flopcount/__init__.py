@@ -11,6 +11,8 @@ __version__ = "0.1.0"
 
 from .runtime.errors import DeviceError, FlopcountError, ModelFileError, ShapeError, UnsupportedOpError
 from . import runtime
+from .api import get_model_complexity_info, profile
+from .report import Report
 
 __all__ = ["__version__", "runtime", "FlopcountError", "ShapeError", "ModelFileError", "UnsupportedOpError",
-           "DeviceError"]
+           "DeviceError", "get_model_complexity_info", "profile", "Report"]

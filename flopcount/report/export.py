@@ -25,7 +25,7 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
                  "training_predicted_peak": int | null, "training_measured_peak": int | null},
       "rows": [                          # tree order, root ("" name) first
         {"name": str, "type": str, "depth": int, "parent": str | null,
-         "kind": "module" | "scope" | "op", "counted_by": "rule" | "ops" | "covered",
+         "kind": "module" | "scope" | "op", "counted_by": "rule" | "ops" | "covered" | "unsupported",
          "macs": int, "flops": int, "params": int, "params_own": int,
          "trainable_params": int, "frozen_params": int,
          "bytes_read": int, "bytes_written": int, "output_bytes": int, "intensity": float | null,

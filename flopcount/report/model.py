@@ -43,7 +43,8 @@ class Row:
     backward_latency_ms: float | None = None
     functional_macs: int = 0        # eager: ops run directly in this module's forward
     functional_flops: int = 0
-    counted_by: str = "ops"         # "rule" (module rule), "ops", "covered" (inside a ruled parent)
+    counted_by: str = "ops"         # "rule" (module rule), "ops", "covered" (inside a ruled parent),
+                                    # "unsupported" (an op with no rule in the convention: 0)
     input_shapes: list = field(default_factory=list)
     output_shapes: list = field(default_factory=list)
 

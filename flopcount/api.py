@@ -1,0 +1,291 @@
+"""The two entry points: ``profile`` (a full Report) and ``get_model_complexity_info``
+(ptflops/flowflops-compatible ``(macs, params)``). Both choose the eager or the graph view.
+
+    import flopcount
+    report = flopcount.profile("resnet50")                       # graph view, flopcount convention
+    macs, params = flopcount.get_model_complexity_info(model, (1, 3, 224, 224))   # "4.12 GMac"
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import Callable
+
+from . import conventions
+from .eager_hooks import profile_eager
+from .graph_parser import profile_graph
+from .report import Report
+from .report.units import macs_to_string, params_to_string
+from .runtime import errors
+from .runtime.graph import Graph
+from .runtime.nn.modules.module import Module
+from .runtime.tensor import Tensor
+
+MODES = ("eager", "graph")
+
+
+# --- models and inputs ---------------------------------------------------------------------------
+
+def _load_file(path: str):
+    from . import runtime as rt
+
+    if not os.path.exists(path):
+        raise errors.ModelFileError(f"{path}: no such file")
+    if path.lower().endswith(".onnx"):
+        onnx_io = getattr(rt, "onnx", None)
+        if onnx_io is None or not hasattr(onnx_io, "load"):
+            raise errors.ModelFileError(f"{path}: ONNX import is not available in this build")
+        return onnx_io.load(path)
+    return rt.load(path)
+
+
+def _load_factory(spec: str, device):
+    """``path/to/file.py:factory`` -> factory() (a Module)."""
+    import importlib.util
+
+    path, _, attr = spec.rpartition(":")
+    if not os.path.exists(path):
+        raise errors.ModelFileError(f"{path}: no such file")
+    loader = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
+    module = importlib.util.module_from_spec(loader)
+    loader.loader.exec_module(module)
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        raise errors.FlopcountError(f"{path} has no callable {attr!r}")
+    from .runtime.dispatch import default_device
+
+    with default_device(device):
+        return factory()
+
+
+def resolve_model(model, device="cpu") -> tuple:
+    """(Module or Graph, zoo name or None, display name) for a Module, Graph, zoo name or path."""
+    if isinstance(model, (Module, Graph)):
+        return model, None, ""
+    if not isinstance(model, str):
+        raise TypeError(f"profile: model must be a Module, a Graph, a zoo name or a file path, "
+                        f"got {type(model).__name__}")
+    from . import models
+    from .runtime.dispatch import default_device
+
+    if model.endswith(".py") or ".py:" in model:
+        return _load_factory(model, device), None, model
+    if os.path.sep in model or os.path.exists(model) or model.lower().endswith((".onnx", ".safetensors")):
+        graph = _load_file(model)
+        if str(device) != str(graph.device) and isinstance(graph, Graph):
+            graph.to(device)
+        return graph, None, os.path.basename(model)
+    with default_device(device):
+        net = models.get(model)
+    return net, model, model
+
+
+def _parameter_device(model):
+    if isinstance(model, Graph):
+        return model.device
+    for p in model.parameters():
+        return p.device
+    for b in model.buffers():
+        return b.device
+    return None
+
+
+def _as_shapes(input_shape) -> list:
+    if input_shape is None:
+        return []
+    if isinstance(input_shape, dict):
+        return [tuple(s) for s in input_shape.values()]
+    if input_shape and all(isinstance(d, int) for d in input_shape):
+        return [tuple(input_shape)]
+    return [tuple(s) for s in input_shape]
+
+
+def make_inputs(model, zoo_name, input_shape, device) -> tuple:
+    """Inputs when none are given: from ``input_shape`` (zoo dtypes kept), the zoo's default
+    input, or the graph's own input types."""
+    from . import models
+    from .runtime import factories
+
+    shapes = _as_shapes(input_shape)
+    if shapes:
+        specs = models.info(zoo_name).inputs if zoo_name else ()
+        out = []
+        for i, shape in enumerate(shapes):
+            dtype, high = ("float32", None) if i >= len(specs) else (specs[i][2], specs[i][3])
+            if str(device) == "meta":
+                out.append(factories.empty(*shape, dtype=dtype, device="meta"))
+            elif high is not None:
+                out.append(factories.randint(0, high, size=shape, dtype=dtype, device=device))
+            else:
+                out.append(factories.randn(*shape, dtype=dtype, device=device))
+        return tuple(out)
+    if zoo_name is not None:
+        value = models.example_input(zoo_name, device=device)
+        return value if isinstance(value, tuple) else (value,)
+    if isinstance(model, Graph):
+        return ()
+    raise ValueError("profile: give the model's inputs, or input_shape=(1, 3, 224, 224)")
+
+
+# --- profile -------------------------------------------------------------------------------------
+
+def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
+            backward: bool = False, convention: str = "flopcount", strict: bool = False,
+            warmup: int = 1, repeat: int = 5, measure_memory: bool = False, **kwargs) -> Report:
+    """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
+
+    ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file (``.onnx``, a
+    native file, or ``file.py:factory``). ``inputs`` are the model's inputs; without them
+    ``input_shape`` (a shape or a list of shapes) or the zoo's default input is used. A Module
+    is profiled where its parameters live; ``device`` places models built here and the inputs
+    made here (``"meta"`` counts without allocating). ``mode`` is ``"graph"`` (trace and parse
+    every op) or ``"eager"`` (module hooks on a real run). ``latency=True`` times warm-up plus
+    ``repeat`` synchronized runs; ``backward=True`` adds a training step's backward pass;
+    ``measure_memory=True`` measures the activation peak beside the prediction. ``strict=True``
+    raises UnsupportedOpError when anything ran that the convention has no rule for. Extra
+    keyword arguments go to the model's forward.
+
+    >>> import flopcount, flopcount.runtime as rt
+    >>> report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))
+    >>> report.macs, report.flops, report.params
+    (24, 56, 8)
+    """
+    if mode not in MODES:
+        raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
+    net, zoo_name, label = resolve_model(model, device)
+    if not inputs:
+        target = _parameter_device(net) if not isinstance(model, str) else device
+        inputs = make_inputs(net, zoo_name, input_shape, target if target is not None else device)
+    options = dict(convention=conventions.get(convention), latency=latency, backward=backward, warmup=warmup,
+                   repeat=repeat, measure_memory=measure_memory, name=label)
+    if mode == "eager" and isinstance(net, Module):
+        report = profile_eager(net, tuple(inputs), kwargs, **options)
+    else:
+        report = profile_graph(net, tuple(inputs), kwargs, **options)
+    if strict and report.unsupported:
+        raise errors.UnsupportedOpError(
+            f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))
+    return report
+
+
+# --- ptflops / flowflops compatibility -----------------------------------------------------------
+
+def _custom_rule(hook: Callable) -> Callable:
+    """A ptflops hook ``hook(module, input, output)`` (adds to ``module.__flops__`` or returns
+    a number) as a module rule. It sees specs, which have ``shape``, ``dtype`` and ``numel()``."""
+
+    def rule(module, inputs, output):
+        had = "__flops__" in module.__dict__
+        saved = module.__dict__.get("__flops__")
+        object.__setattr__(module, "__flops__", 0)
+        try:
+            returned = hook(module, inputs, output)
+            counted = returned if isinstance(returned, (int, float)) else module.__dict__["__flops__"]
+        finally:
+            if had:
+                object.__setattr__(module, "__flops__", saved)
+            else:
+                object.__delattr__(module, "__flops__")
+        return conventions.base.macs_only(int(counted))
+
+    return rule
+
+
+def _inputs_from(model, input_res, input_constructor) -> tuple:
+    """(args, kwargs) as flowflops builds them: ``input_constructor(input_res)`` (a dict is
+    passed as keyword arguments) or one tensor of shape ``input_res`` (batch included)."""
+    from .runtime import factories
+
+    if input_constructor is not None:
+        value = input_constructor(input_res)
+        if isinstance(value, dict):
+            return (), value
+        return (value if isinstance(value, tuple) else (value,)), {}
+    dtype, device = "float32", None
+    if isinstance(model, Module):
+        for p in model.parameters():
+            dtype, device = p.dtype, p.device
+            break
+    elif isinstance(model, Graph):
+        device = model.device
+    return (factories.ones(*tuple(input_res), dtype=dtype, device=device),), {}
+
+
+def per_layer_listing(report: Report, model, ost=sys.stdout, flops_units=None, param_units=None,
+                      precision: int = 2) -> None:
+    """The model's repr, each module annotated as ptflops and flowflops print it:
+    ``Conv2d(9.41 k, 0.037% Params, 118.01 MMac, 2.863% MACs, 3, 64, kernel_size=...)``."""
+    total_macs = max(report.macs, 1)
+    total_params = max(report.root.trainable_params, 1)
+
+    def stat(path: str) -> str:
+        row = report.row(path)
+        return ", ".join([params_to_string(row.trainable_params, param_units, precision),
+                          f"{100 * row.trainable_params / total_params:.3f}% Params",
+                          macs_to_string(row.macs, flops_units, precision),
+                          f"{100 * row.macs / total_macs:.3f}% MACs"])
+
+    def text(module, path: str) -> str:
+        extra = module.extra_repr()
+        head = stat(path) + (", " + extra if extra else "")
+        lines = []
+        for name, child in module._modules.items():
+            if child is None:
+                continue
+            child_path = f"{path}.{name}" if path else name
+            body = text(child, child_path) if child_path in report else repr(child)
+            lines.append(f"({name}): " + body.replace("\n", "\n  "))
+        if not lines:
+            return f"{type(module).__name__}({head})"
+        return f"{type(module).__name__}(\n  " + "\n  ".join([head] + lines) + "\n)"
+
+    print(text(model, ""), file=ost)
+
+
+def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = True, as_strings: bool = True,
+                              input_constructor=None, ost=sys.stdout, verbose: bool = False,
+                              ignore_modules=(), custom_modules_hooks=None, mode: str = "eager",
+                              flops_units=None, param_units=None, output_precision: int = 2,
+                              convention: str = "ptflops"):
+    """``(macs, params)`` of ``model`` as ptflops/flowflops report them.
+
+    ``input_res`` is the whole input shape, batch included (flowflops' meaning); the model runs
+    once on a tensor of ones of that shape (or on ``input_constructor(input_res)``; a dict is
+    passed as keyword arguments). ``macs`` follows ``convention`` (``ptflops`` by default);
+    ``params`` counts trainable parameters once. With ``as_strings`` both are strings such as
+    ``"4.12 GMac"`` and ``"25.56 M"`` (``flops_units``/``param_units`` force a unit).
+    ``ignore_modules`` lists module types counted as zero; ``custom_modules_hooks`` maps a type to
+    a ptflops-style hook. ``mode="graph"`` parses the traced graph instead of hooking modules.
+
+    >>> import flopcount, flopcount.runtime as rt
+    >>> flopcount.get_model_complexity_info(rt.nn.Linear(3, 2), (3,), print_per_layer_stat=False)
+    ('8 Mac', '8')
+    """
+    if mode not in MODES:
+        raise ValueError(f"get_model_complexity_info: mode must be one of {MODES}, got {mode!r}")
+    if not isinstance(model, (Module, Graph)):
+        raise TypeError(f"get_model_complexity_info: model must be a Module (or a Graph), got {type(model).__name__}")
+    custom = {cls: _custom_rule(hook) for cls, hook in (custom_modules_hooks or {}).items()}
+    conv = conventions.get(convention).with_modules(custom, ignore_modules)
+    args, kwargs = _inputs_from(model, input_res, input_constructor)
+    if mode == "eager" and isinstance(model, Module):
+        report = profile_eager(model, args, kwargs, convention=conv)
+    else:
+        report = profile_graph(model, args, kwargs, convention=conv)
+    if verbose:
+        for item in report.unsupported:
+            print(f"Warning: {item.kind} {item.name} is treated as a zero-op.", file=ost)
+    macs, params = report.macs, report.root.trainable_params
+    if print_per_layer_stat:
+        if isinstance(model, Module) and mode == "eager":
+            per_layer_listing(report, model, ost, flops_units, param_units, output_precision)
+        else:
+            print(report.tabulate("plain"), file=ost)
+    if as_strings:
+        return (macs_to_string(macs, flops_units, output_precision),
+                params_to_string(params, param_units, output_precision))
+    return macs, params
+
+
+__all__ = ["profile", "get_model_complexity_info", "per_layer_listing", "resolve_model", "make_inputs"]

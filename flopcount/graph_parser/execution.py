@@ -1,0 +1,180 @@
+"""Running a graph for what shapes cannot tell: per-node latency, backward work, peak memory.
+
+Everything runs through the graph's own executor. For the backward pass the graph is copied
+with each node's scope tagged by its index (``layer1.0.conv1#12``): the executor puts that
+scope on the dispatcher's stack, autograd remembers it for the node's gradient, and the
+backward ops then arrive at the observer naming the exact node they differentiate.
+"""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+from ..report.model import OpRecord
+from ..runtime.device import backend
+from ..runtime.dispatch import enable_grad, no_grad, observe
+from ..runtime.factories import ones_like
+from ..runtime.registry import Cost
+from ..eager_hooks.profiler import backward_seed
+
+TAG = "#"
+
+
+def tagged_copy(graph):
+    """A copy of ``graph`` whose node scopes end in ``#<node index>``."""
+    g = graph.copy()
+    for i, node in enumerate(g.nodes):
+        node.scope = f"{node.scope}{TAG}{i}"
+    return g
+
+
+def node_of(module) -> int | None:
+    """The node index in a tagged scope (``None`` for anything else)."""
+    if not isinstance(module, str) or TAG not in module:
+        return None
+    tail = module.rpartition(TAG)[2]
+    return int(tail) if tail.isdigit() else None
+
+
+class _Collector:
+    """Observer keeping the backward ops (specs only) and their measured time."""
+
+    def __init__(self, timing: bool = False):
+        self.timing = timing
+        self.events: list = []
+
+    def on_op(self, event) -> None:
+        if event.phase != "backward":
+            return
+        from ..runtime.registry import Spec
+
+        ins = tuple(None if t is None else Spec(t.shape, t.dtype, t.device) for t in event.inputs)
+        outs = tuple(Spec(t.shape, t.dtype, t.device) for t in event.outputs)
+        self.events.append((event.op, ins, outs, event.attrs, node_of(event.module), event.elapsed))
+
+
+def _grad_state(graph) -> list:
+    return [(t, t.grad) for t in graph.tensors.values()]
+
+
+def _backward_step(tagged, args, kwargs):
+    for t in tagged.tensors.values():
+        t.grad = None
+    with enable_grad():
+        out = tagged(*args, **kwargs)
+        seed = backward_seed(out)
+        if seed is not None:
+            seed.backward(ones_like(seed))
+
+
+def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: int = 1) -> tuple:
+    """(backward Cost per node, backward latency ms per node or None, OpRecords) of one
+    training step: forward with grad on and backward seeded with ones."""
+    tagged = tagged_copy(graph)
+    saved = _grad_state(graph)
+    runs = []
+    try:
+        for _ in range(max(1, repeat if timing else 1)):
+            collector = _Collector(timing)
+            with observe(collector):
+                _backward_step(tagged, args, kwargs)
+            runs.append(collector.events)
+    finally:
+        for t, g in saved:
+            t.grad = g
+    events = runs[0]
+    n = len(graph.nodes)
+    per_node = [Cost() for _ in range(n)]
+    latency = [0.0] * n if timing else None
+    records = []
+    for k, (op, ins, outs, attrs, node, _) in enumerate(events):
+        out = outs if len(outs) > 1 else outs[0]
+        cost = convention.op_cost(op, out, ins, attrs)
+        own = op.cost(out, *ins, **attrs) if op.cost is not None else Cost()
+        ms = None
+        if timing and all(len(r) == len(events) for r in runs):
+            samples = [r[k][5] for r in runs if r[k][5] is not None]
+            ms = statistics.median(samples) * 1e3 if samples else None
+        scope, name = "", op.name
+        if node is not None and node < n:
+            if cost is not None:
+                per_node[node] = per_node[node] + Cost(cost.macs, cost.flops)
+            if ms is not None:
+                latency[node] += ms
+            gnode = graph.nodes[node]
+            scope, name = gnode.scope, f"{gnode.scope}/{gnode.name}/grad/{op.name}"
+        records.append(OpRecord(
+            name=name, op=op.name, scope=scope, phase="backward",
+            macs=cost.macs if cost else 0, flops=cost.flops if cost else 0,
+            bytes_read=own.bytes_read, bytes_written=own.bytes_written,
+            input_shapes=[None if s is None else tuple(s.shape) for s in ins],
+            input_dtypes=[None if s is None else s.dtype.name for s in ins],
+            output_shapes=[tuple(s.shape) for s in outs], output_dtypes=[s.dtype.name for s in outs],
+            counted=cost is not None, latency_ms=ms))
+    return per_node, latency, records
+
+
+def time_nodes(graph, args, kwargs, device, warmup: int, repeat: int) -> tuple:
+    """(median ms per node, start ms per node in the last run) from the executor's callbacks,
+    each node synchronized before and after."""
+    be = backend(device)
+    index = {id(n): i for i, n in enumerate(graph.nodes)}
+    samples = [[] for _ in graph.nodes]
+    starts = [None] * len(graph.nodes)
+    clock = {}
+
+    def before(node, inputs):
+        be.synchronize()
+        clock["t"] = be.timer_start()
+        clock["wall"] = time.perf_counter()
+
+    def after(node, outputs):
+        elapsed = be.timer_stop(clock["t"])
+        i = index[id(node)]
+        samples[i].append(elapsed)
+        starts[i] = (clock["wall"] - clock["run"]) * 1e3
+
+    with no_grad():
+        for _ in range(warmup):
+            graph(*args, **kwargs)
+        for _ in range(repeat):
+            clock["run"] = time.perf_counter()
+            graph.run(*args, before=before, after=after, **kwargs)
+    medians = [statistics.median(s) * 1e3 if s else None for s in samples]
+    return medians, starts
+
+
+def time_graph(graph, args, kwargs, device, warmup: int, repeat: int) -> tuple:
+    """(median ms, min ms) of whole-graph runs without per-node synchronization."""
+    from ..eager_hooks.timing import median_min, time_calls
+
+    def call():
+        with no_grad():
+            graph(*args, **kwargs)
+
+    return median_min(time_calls(call, device, warmup, repeat))
+
+
+def time_training_step(graph, args, kwargs, device, repeat: int) -> float | None:
+    """Median ms of forward + backward through the executor."""
+    from ..eager_hooks.timing import median_min, time_calls
+
+    tagged = tagged_copy(graph)
+    saved = _grad_state(graph)
+    try:
+        return median_min(time_calls(lambda: _backward_step(tagged, args, kwargs), device, 1, repeat))[0]
+    finally:
+        for t, g in saved:
+            t.grad = g
+
+
+def measure_peak(graph, args, kwargs, device) -> int:
+    """Peak bytes the backend allocated during one inference run (outputs included)."""
+    be = backend(device)
+    with no_grad():
+        graph(*args, **kwargs)  # the first run builds the executor's program: not the model's memory
+    with no_grad(), be.track_memory() as tracker:
+        out = graph(*args, **kwargs)
+        del out
+    return tracker.peak

@@ -1,0 +1,119 @@
+"""The graph view: parse a Graph (traced, loaded, or imported from ONNX) node by node.
+
+    report = profile_graph(model, (x,), convention="flopcount")
+
+Counting needs shapes only, so a graph on meta inputs is counted without allocating (a
+175B-shaped decoder on a laptop). Latency, backward work and measured memory come from
+running the graph's executor (``execution.py``).
+"""
+
+from __future__ import annotations
+
+from ..conventions import get as get_convention
+from ..report.model import Memory, Report
+from ..runtime.device import CPU
+from ..runtime.graph import Graph, trace
+from ..runtime.graph.passes import liveness
+from ..runtime.graph.tree import tensor_leaves
+from ..runtime.nn.modules.module import Module
+from ..eager_hooks.params import bytes_by_dtype
+from ..eager_hooks.state import preserved
+from . import execution
+from .rows import NodeRows
+
+
+def graph_of(model, args: tuple, kwargs: dict) -> Graph:
+    """``model`` itself when it is a Graph, else the trace of ``model(*args, **kwargs)``."""
+    if isinstance(model, Graph):
+        return model
+    return trace(model, *args, **kwargs)
+
+
+def _device(graph, args, kwargs):
+    for t in tensor_leaves((args, kwargs)):
+        return t.device
+    return graph.device if graph.parameters else CPU
+
+
+def _memory(graph, module) -> Memory:
+    if module is not None:
+        return Memory(parameters=bytes_by_dtype(module.parameters()), buffers=bytes_by_dtype(module.buffers()))
+    params = [graph.tensors[n] for n, v in graph.parameters.items() if v.kind == "param"]
+    buffers = [graph.tensors[n] for n, v in graph.parameters.items() if v.kind == "buffer"]
+    return Memory(parameters=bytes_by_dtype(params), buffers=bytes_by_dtype(buffers))
+
+
+def profile_graph(model, args: tuple = (), kwargs: dict | None = None, *, convention="flopcount",
+                  latency: bool = False, backward: bool = False, warmup: int = 1, repeat: int = 5,
+                  measure_memory: bool = False, name: str = "") -> Report:
+    """Profile a Module (traced on ``args``) or a Graph: a :class:`Report` of nodes and scopes.
+
+    >>> import flopcount.runtime as rt
+    >>> report = profile_graph(rt.nn.Linear(3, 2), (rt.ones(4, 3),))
+    >>> report.macs, report.flops, [r.type for r in report.rows]
+    (24, 56, ['Linear', 'linear'])
+    """
+    kwargs = kwargs or {}
+    conv = get_convention(convention)
+    module = model if isinstance(model, Module) else None
+    if module is not None:
+        with preserved(module):
+            module.train(backward)
+            report = _profile(module, graph_of(module, args, kwargs), args, kwargs, conv, latency, backward,
+                              warmup, repeat, measure_memory, name)
+        return report
+    return _profile(None, model, args, kwargs, conv, latency, backward, warmup, repeat, measure_memory, name)
+
+
+def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repeat, measure_memory, name) -> Report:
+    if not args and not kwargs:
+        args = tuple(_inputs_for(graph))
+    device = _device(graph, args, kwargs)
+    real = device.type != "meta"
+    rows = NodeRows(graph, conv, module)
+    live = liveness(graph)
+    memory = _memory(graph, module)
+    memory.activations = sum(live.storage_bytes[o] for o in live.activations)
+    memory.predicted_peak = live.peak_bytes
+    if real and measure_memory:
+        memory.measured_peak = execution.measure_peak(graph, args, kwargs, device)
+
+    node_ms = starts = None
+    whole = (None, None)
+    if latency and real:
+        whole = execution.time_graph(graph, args, kwargs, device, warmup, repeat)
+        node_ms, starts = execution.time_nodes(graph, args, kwargs, device, warmup, repeat)
+    per_node_bwd = bwd_ms = None
+    bwd_records = []
+    backward_total_ms = None
+    if backward:
+        per_node_bwd, bwd_ms, bwd_records = execution.run_backward(graph, args, kwargs, conv,
+                                                                   timing=latency and real, repeat=repeat)
+        if latency and real:
+            step = execution.time_training_step(graph, args, kwargs, device, repeat)
+            backward_total_ms = None if step is None or whole[0] is None else max(0.0, step - whole[0])
+
+    report_rows = rows.rows(node_ms, per_node_bwd, bwd_ms)
+    if whole[0] is not None:
+        report_rows[0].latency_ms, report_rows[0].latency_min_ms = whole
+    records = rows.records(node_ms, starts, bwd_records)
+    inputs = tensor_leaves((args, kwargs))
+    dtype = next((t.dtype.name for t in inputs if t.dtype.is_floating_point), "")
+    return Report(report_rows, convention=conv.name, mode="graph", device=str(device), dtype=dtype,
+                  input_shapes=[tuple(t.shape) for t in inputs], ops=records,
+                  unsupported=rows.unsupported(node_ms), memory=memory, latency_ms=whole[0],
+                  latency_min_ms=whole[1], backward=backward, backward_latency_ms=backward_total_ms,
+                  model=name or graph.name)
+
+
+def _inputs_for(graph) -> list:
+    """Zero tensors matching the graph's inputs, on the parameters' device (counting only)."""
+    from ..runtime.factories import zeros
+    from ..runtime.graph.tree import unflatten
+
+    dev = graph.device
+    leaves = [zeros(*v.shape, dtype=v.dtype, device=dev) for v in graph.inputs]
+    args, kw = unflatten(graph.input_tree, leaves)
+    if kw:
+        raise TypeError(f"graph {graph.name} takes keyword inputs {sorted(kw)}; pass them to profile()")
+    return list(args)

@@ -1,0 +1,206 @@
+"""Graph -> rows: one per node, rolled up to every module scope (dotted prefixes).
+
+A node row carries the node's cost under the convention's op rule, its shapes, the parameter
+elements it reads, bytes read and written, arithmetic intensity and output memory. A scope row
+sums the node rows below it; the root row ('') is the whole graph.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..report.model import OpRecord, Row, Unsupported
+from ..runtime.registry import Cost
+
+
+def node_cost(node, convention) -> tuple:
+    """(Cost under the convention or None when it has no rule, the op's own Cost)."""
+    inputs = [None if v is None else v.spec for v in node.inputs]
+    out = node.output_specs()
+    own = node.op.cost(out, *inputs, **node.attrs) if node.op.cost is not None else Cost()
+    return convention.op_cost(node.op, out, inputs, node.attrs), own
+
+
+def _param_elems(node) -> tuple:
+    elems = nbytes = 0
+    for v in node.inputs:
+        if v is not None and v.kind == "param":
+            elems += v.numel()
+            nbytes += v.nbytes
+    return elems, nbytes
+
+
+def _prefixes(scope: str) -> list:
+    """'a.b.c' -> ['', 'a', 'a.b', 'a.b.c']."""
+    if not scope:
+        return [""]
+    parts = scope.split(".")
+    return [""] + [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
+class NodeRows:
+    """Rows and op records of a graph; ``costs`` and ``own`` are per node index."""
+
+    def __init__(self, graph, convention, module=None):
+        self.graph = graph
+        self.convention = convention
+        self.module = module
+        self.costs, self.own = [], []
+        for n in graph.nodes:
+            c, o = node_cost(n, convention)
+            self.costs.append(c)
+            self.own.append(o)
+        names = Counter()
+        self.node_names = []
+        for n in graph.nodes:  # node rows are named scope/value so tree paths stay readable
+            base = f"{n.scope}/{n.name}"  # never a scope name: scopes have no '/'
+
+            names[base] += 1
+            self.node_names.append(base if names[base] == 1 else f"{base}#{names[base] - 1}")
+
+    def rows(self, latency: list | None = None, backward: list | None = None,
+             backward_latency: list | None = None) -> list:
+        """Tree-ordered rows: root, scopes (module order when the module is known) and nodes."""
+        graph = self.graph
+        scopes: dict = {}
+        scope_types: dict = {}
+        if self.module is not None:
+            for path, m in self.module.named_modules():
+                scope_types[path] = type(m).__name__
+        children: dict = {}
+
+        def scope_row(path: str) -> Row:
+            row = scopes.get(path)
+            if row is None:
+                parent = None if path == "" else path.rpartition(".")[0]
+                if parent is not None:
+                    scope_row(parent)
+                row = Row(name=path, type=scope_types.get(path, graph.name if path == "" else ""),
+                          depth=0 if path == "" else path.count(".") + 1, parent=parent, kind="scope",
+                          counted_by="ops")
+                scopes[path] = row
+                if parent is not None:
+                    children.setdefault(parent, []).append(row)
+            return row
+
+        scope_row("")
+        if self.module is not None:
+            for path, _ in self.module.named_modules():
+                scope_row(path)
+        for n in graph.nodes:
+            scope_row(n.scope)
+            if n.module_type and not scopes[n.scope].type:
+                scopes[n.scope].type = n.module_type
+        for i, n in enumerate(graph.nodes):
+            cost, own = self.costs[i], self.own[i]
+            elems, _ = _param_elems(n)
+            bwd = backward[i] if backward is not None else None
+            row = Row(name=self.node_names[i], type=n.op.name, depth=scopes[n.scope].depth + 1, parent=n.scope,
+                      kind="op", macs=cost.macs if cost else 0, flops=cost.flops if cost else 0,
+                      params=elems, params_own=elems, bytes_read=own.bytes_read, bytes_written=own.bytes_written,
+                      output_bytes=sum(v.nbytes for v in n.outputs), calls=1,
+                      latency_ms=latency[i] if latency is not None else None,
+                      backward_macs=bwd.macs if bwd else 0, backward_flops=bwd.flops if bwd else 0,
+                      backward_latency_ms=backward_latency[i] if backward_latency is not None else None,
+                      counted_by="ops" if cost is not None else "unsupported",
+                      input_shapes=[None if v is None else v.shape for v in n.inputs],
+                      output_shapes=[v.shape for v in n.outputs])
+            children.setdefault(n.scope, []).append(row)
+            for p in _prefixes(n.scope):
+                s = scopes[p]
+                s.macs += row.macs
+                s.flops += row.flops
+                s.bytes_read += row.bytes_read
+                s.bytes_written += row.bytes_written
+                s.backward_macs += row.backward_macs
+                s.backward_flops += row.backward_flops
+                if row.latency_ms is not None:
+                    s.latency_ms = (s.latency_ms or 0.0) + row.latency_ms
+                if row.backward_latency_ms is not None:
+                    s.backward_latency_ms = (s.backward_latency_ms or 0.0) + row.backward_latency_ms
+            s = scopes[n.scope]
+            s.calls = max(s.calls, 1)
+        self._scope_params(scopes)
+        self._scope_outputs(scopes)
+        out = []
+        stack = [scopes[""]]
+        while stack:
+            row = stack.pop()
+            out.append(row)
+            stack.extend(reversed(children.get(row.name, [])) if row.kind != "op" else [])
+        return out
+
+    def _scope_params(self, scopes: dict) -> None:
+        """Parameters per scope: from the module when known, else from parameter names."""
+        if self.module is not None:
+            from ..eager_hooks.params import parameter_counts
+
+            counts = parameter_counts(self.module)
+            for path, row in scopes.items():
+                c = counts.get(path)
+                if c is not None:
+                    row.params, row.params_own = c.total, c.own
+                    row.trainable_params, row.frozen_params = c.trainable, c.frozen
+            return
+        graph = self.graph
+        for name, v in graph.parameters.items():
+            if v.kind != "param":
+                continue
+            tensor = graph.tensors.get(name)
+            trainable = bool(getattr(tensor, "requires_grad", True))
+            owner = name.rpartition(".")[0]
+            for p in _prefixes(owner):
+                row = scopes.get(p)
+                if row is None:
+                    continue
+                row.params += v.numel()
+                row.trainable_params += v.numel() if trainable else 0
+                row.frozen_params += 0 if trainable else v.numel()
+                if p == owner:
+                    row.params_own += v.numel()
+
+    def _scope_outputs(self, scopes: dict) -> None:
+        """A scope's output memory: its nodes' outputs read outside the scope (or graph outputs)."""
+        graph = self.graph
+        users = graph.users()
+        outputs = {v.name for v in graph.outputs}
+        for n in graph.nodes:
+            for v in n.outputs:
+                readers = [u.scope for u in users.get(v.name, [])]
+                for p in _prefixes(n.scope)[1:]:
+                    inside = lambda s: s == p or s.startswith(p + ".")  # noqa: E731
+                    if v.name in outputs or any(not inside(s) for s in readers):
+                        scopes[p].output_bytes += v.nbytes
+        scopes[""].output_bytes = sum(v.nbytes for v in graph.outputs)
+
+    def records(self, latency: list | None = None, starts: list | None = None,
+                backward_records: list | None = None) -> list:
+        """One OpRecord per node (forward), then the observed backward ops."""
+        out = []
+        for i, n in enumerate(self.graph.nodes):
+            cost, own = self.costs[i], self.own[i]
+            elems, nbytes = _param_elems(n)
+            out.append(OpRecord(
+                name=self.node_names[i], op=n.op.name, scope=n.scope, phase="forward",
+                macs=cost.macs if cost else 0, flops=cost.flops if cost else 0,
+                bytes_read=own.bytes_read, bytes_written=own.bytes_written, params=elems, param_bytes=nbytes,
+                input_shapes=[None if v is None else v.shape for v in n.inputs],
+                input_dtypes=[None if v is None else v.dtype.name for v in n.inputs],
+                output_shapes=[v.shape for v in n.outputs], output_dtypes=[v.dtype.name for v in n.outputs],
+                counted=cost is not None,
+                latency_ms=latency[i] if latency is not None else None,
+                start_ms=starts[i] if starts is not None else None))
+        return out + list(backward_records or [])
+
+    def unsupported(self, latency: list | None = None) -> list:
+        """Ops of the graph with no rule in the convention, with calls and latency share."""
+        calls: Counter = Counter()
+        spent: dict = {}
+        for i, n in enumerate(self.graph.nodes):
+            if self.costs[i] is None:
+                calls[n.op.name] += 1
+                if latency is not None and latency[i] is not None:
+                    spent[n.op.name] = spent.get(n.op.name, 0.0) + latency[i]
+        whole = sum(x for x in latency if x is not None) if latency else 0.0
+        return [Unsupported("op", name, k, spent.get(name, 0.0) / whole if whole else None)
+                for name, k in sorted(calls.items())]
