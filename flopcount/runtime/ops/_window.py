@@ -129,27 +129,35 @@ def im2col(xp, x, kernel: tuple, out: tuple, stride: tuple, padding: tuple, dila
     return cols
 
 
-def col2im(xp, cols, size: tuple, stride: tuple, padding: tuple, dilation: tuple):
-    """The adjoint of ``im2col``: scatter-add columns (N, C, *kernel, *inp) into (N, C, *size).
+def scatter_windows(xp, parts, lead: tuple, size: tuple, kernel: tuple, out: tuple, stride: tuple,
+                    padding: tuple, dilation: tuple, dtype):
+    """The adjoint of ``windows``: add each ``(pos, values)`` pair, values (N, C, *out), into
+    the elements that kernel position ``pos`` reads, and return the (N, C, *size) sums.
 
-    Each kernel position adds one slice; the slices of one position never overlap, so ``+=`` is
-    exact. Strided windows accumulate into the phase layout (stride-1 slices) and merge once.
+    The slices of one position never overlap, so ``+=`` is exact. Strided windows accumulate
+    into the phase layout (stride-1 slices) and are merged once at the end.
     """
-    nd = len(size)
-    kernel, inp = tuple(cols.shape[2:2 + nd]), tuple(cols.shape[2 + nd:])
-    # what the windows do not reach (a transposed conv's output_padding) stays zero
-    full = tuple(max(n + 2 * p, r) for n, p, r in zip(size, padding, _reach(kernel, inp, stride, dilation)))
+    # windows may reach past the padded input (ceil_mode) or fall short of it (output_padding)
+    full = tuple(max(n + 2 * p, r) for n, p, r in zip(size, padding, _reach(kernel, out, stride, dilation)))
     crop = _LEAD + tuple(slice(p, p + n) for p, n in zip(padding, size))
     if _phased(kernel, stride, dilation):
         units = tuple(-(-f // s) for f, s in zip(full, stride))
-        acc = xp.zeros(cols.shape[:2] + tuple(stride) + units, dtype=cols.dtype)
-        for pos in positions(kernel):
-            acc[_LEAD + _phase_key(pos, inp, stride, dilation)] += cols[_LEAD + pos]
+        acc = xp.zeros(tuple(lead) + tuple(stride) + units, dtype=dtype)
+        for pos, values in parts:
+            acc[_LEAD + _phase_key(pos, out, stride, dilation)] += values
         return _merge_phases(xp, acc, stride)[crop]
-    acc = xp.zeros(cols.shape[:2] + full, dtype=cols.dtype)
-    for pos in positions(kernel):
-        acc[_LEAD + window_slices(pos, inp, stride, dilation)] += cols[_LEAD + pos]
+    acc = xp.zeros(tuple(lead) + full, dtype=dtype)
+    for pos, values in parts:
+        acc[_LEAD + window_slices(pos, out, stride, dilation)] += values
     return acc[crop]
+
+
+def col2im(xp, cols, size: tuple, stride: tuple, padding: tuple, dilation: tuple):
+    """The adjoint of ``im2col``: scatter-add columns (N, C, *kernel, *inp) into (N, C, *size)."""
+    nd = len(size)
+    kernel, inp = tuple(cols.shape[2:2 + nd]), tuple(cols.shape[2 + nd:])
+    parts = ((pos, cols[_LEAD + pos]) for pos in positions(kernel))
+    return scatter_windows(xp, parts, cols.shape[:2], size, kernel, inp, stride, padding, dilation, cols.dtype)
 
 
 def batch_chunks(n: int, bytes_per_item: int) -> list:
