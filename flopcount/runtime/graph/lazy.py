@@ -4,8 +4,11 @@ A lazy graph traces and optimizes its module on the first call for each input si
 (shapes, dtypes, devices, plain-Python arguments and the module's training flag), then runs the
 compiled graph; outputs equal the eager outputs. ``set_mode("graph")`` sends every call of a
 top-level module (none running around it) through such a graph, like MindSpore's switch from
-PyNative to Graph mode; a module with forward hooks, or any global module hook, still runs
-eagerly (hooks need the module calls).
+PyNative to Graph mode; a module with forward hooks in its tree, or any global module hook,
+still runs eagerly there (hooks need the module calls).
+
+A graph replays ops, not in-place writes to buffers (batch norm's running statistics in
+training), so a module in training mode that has buffers runs eagerly in both forms.
 """
 
 from __future__ import annotations
@@ -59,6 +62,8 @@ class LazyGraph:
         return g
 
     def __call__(self, *args, **kwargs):
+        if _updates_buffers(self.module):
+            return self.module(*args, **kwargs)
         return self.graph_for(*args, **kwargs)(*args, **kwargs)
 
     def reset(self) -> None:
@@ -76,11 +81,16 @@ class LazyGraph:
 _lazy_graphs: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
 
+def _updates_buffers(module) -> bool:
+    """A module in training mode with buffers may write them in place (running statistics)."""
+    return bool(getattr(module, "training", False)) and any(True for _ in module.buffers())
+
+
 def _call_in_graph_mode(module, args: tuple, kwargs: dict):
     from ..nn.modules import module as _m
 
-    if (module._forward_pre_hooks or module._forward_hooks or _m._global_forward_pre_hooks
-            or _m._global_forward_hooks):
+    if (_m._global_forward_pre_hooks or _m._global_forward_hooks or _updates_buffers(module)
+            or any(m._forward_pre_hooks or m._forward_hooks for m in module.modules())):
         return NotImplemented
     lazy = _lazy_graphs.get(module)
     if lazy is None:

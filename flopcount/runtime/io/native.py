@@ -224,9 +224,10 @@ def load_state_dict(path) -> "OrderedDict[str, Tensor]":
     """The tensors of a state-dict file (or the parameters of a graph file), as CPU tensors."""
     path = os.fspath(path)
     header, doc, kind = _read_doc(path)
-    names = [k for k in header if k != "__metadata__"]
     if kind == "graph":
         names = [p["name"] for p in doc.get("parameters", []) if p.get("data")]
+    else:  # the saved order (the header's is alphabetical)
+        names = doc.get("names") or [k for k in header if k != "__metadata__"]
     arrays = _read_tensors(path, names)
     return OrderedDict((k, _to_tensor(arrays[k])) for k in names)
 

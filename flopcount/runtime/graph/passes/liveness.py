@@ -65,7 +65,13 @@ def _is_view(node, contiguous: dict) -> bool:
         return True
     if name == "contiguous" and node.attrs.get("force_copy"):
         return False
+    if name == "reshape" and _only_unit_dims_change(src.shape, node.outputs[0].shape):
+        return True  # adding or dropping size-1 dims is a view whatever the strides
     return name in _VIEW_IF_CONTIGUOUS and contiguous[src.name]
+
+
+def _only_unit_dims_change(a: tuple, b: tuple) -> bool:
+    return [d for d in a if d != 1] == [d for d in b if d != 1]
 
 
 def _output_contiguous(node, view: bool, src_contiguous: bool) -> bool:

@@ -1,0 +1,183 @@
+"""rt.trace: what a graph records, how it prints, and that running it equals eager."""
+
+import time
+import tracemalloc
+
+import numpy as np
+import pytest
+
+import flopcount.runtime as rt
+from flopcount.runtime.graph import TraceError
+from graph_models import MLP, Attention, SmallCNN, randomize_norms
+
+nn = rt.nn
+F = rt.nn.functional
+
+
+def _close(a, b, tol=1e-5):
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=tol, atol=tol)
+
+
+@pytest.mark.parametrize("make,shape", [(MLP, (2, 4)), (lambda: SmallCNN().eval(), (2, 3, 16, 16)),
+                                        (Attention, (2, 5, 16))])
+def test_traced_graph_equals_eager(make, shape):
+    model = make()
+    randomize_norms(model)
+    x = rt.randn(*shape)
+    graph = rt.trace(model, x)
+    _close(graph(x), model(x))
+    y = rt.randn(*shape)  # a graph is not tied to its example values
+    _close(graph(y), model(y))
+
+
+GOLDEN_MLP = """\
+graph MLP(%x: float32[2, 4]):
+  param %fc1.weight: float32[8, 4]
+  param %fc1.bias: float32[8]
+  param %fc2.weight: float32[3, 8]
+  param %fc2.bias: float32[3]
+  const %c: float32[] = 2.0
+  %linear: float32[2, 8] = linear(%x, %fc1.weight, %fc1.bias)  # fc1: Linear
+  %relu: float32[2, 8] = relu(%linear)  # act: ReLU
+  %linear_1: float32[2, 3] = linear(%relu, %fc2.weight, %fc2.bias)  # fc2: Linear
+  %mul: float32[2, 3] = mul(%linear_1, %c)  # MLP
+  return %mul"""
+
+
+def test_printed_graph_matches_golden_text():
+    assert str(rt.trace(MLP(), rt.randn(2, 4))) == GOLDEN_MLP
+
+
+def test_nodes_carry_op_scope_module_type_and_values():
+    model = SmallCNN().eval()
+    graph = rt.trace(model, rt.randn(1, 3, 8, 8))
+    conv = [n for n in graph.nodes if n.scope == "block.conv2"]
+    assert [n.op_name for n in conv] == ["conv"] and conv[0].module_type == "Conv2d"
+    node = conv[0]
+    assert [v.name for v in node.inputs[1:]] == ["block.conv2.weight", "block.conv2.bias"]
+    assert node.outputs[0].shape == (1, 8, 4, 4) and node.outputs[0].dtype is rt.float32
+    assert node.attrs["stride"] == (1, 1) and node.attrs["groups"] == 1
+    kinds = {name: v.kind for name, v in graph.parameters.items()}
+    assert kinds["block.bn1.running_mean"] == "buffer" and kinds["block.bn1.weight"] == "param"
+    assert graph.tensors["fc.weight"] is model.fc.weight  # the module's own tensors, not copies
+    residual = [n for n in graph.nodes if n.op_name == "add"]
+    assert [(n.scope, n.module_type) for n in residual] == [("block", "Block")]
+
+
+def test_outputs_may_be_tuples_lists_and_dicts_with_kwargs_inputs():
+    def fn(x, scale=None, pair=None):
+        return {"sum": x + pair[0], "rest": [x * scale, (pair[1].exp(), 3)]}
+
+    x, s, a, b = rt.randn(2), rt.randn(2), rt.randn(2), rt.randn(2)
+    graph = rt.trace(fn, x, scale=s, pair=(a, b))
+    assert [v.name for v in graph.inputs] == ["x", "scale", "pair_0", "pair_1"]
+    out = graph(x, scale=s, pair=(a, b))
+    ref = fn(x, scale=s, pair=(a, b))
+    assert set(out) == {"sum", "rest"} and out["rest"][1][1] == 3
+    _close(out["sum"], ref["sum"])
+    _close(out["rest"][0], ref["rest"][0])
+    _close(out["rest"][1][0], ref["rest"][1][0])
+
+
+def test_constant_arithmetic_folds_at_trace_time():
+    def fn(x):
+        n = rt.tensor(x.shape[1]) * 2 + 1          # shape arithmetic on constants
+        idx = rt.arange(3) * 2                     # a factory, then an op on it
+        return x.reshape(int(n.item()) - 1) + idx.sum().to(rt.float32)
+
+    graph = rt.trace(fn, rt.randn(2, 3))
+    assert [n.op_name for n in graph.nodes] == ["reshape", "add"]
+    const = graph.nodes[1].inputs[1]
+    assert const.kind == "const" and graph.tensors[const.name].item() == 6.0
+    x = rt.randn(2, 3)
+    _close(graph(x), fn(x))
+
+
+def test_random_ops_are_recorded_not_folded():
+    graph = rt.trace(lambda x: x + F.dropout(rt.ones(1000), p=0.5, training=True), rt.zeros(1000))
+    assert [n.op_name for n in graph.nodes] == ["dropout", "add"]
+    first, second = graph(rt.zeros(1000)).numpy(), graph(rt.zeros(1000)).numpy()
+    assert set(np.unique(first)) <= {0.0, 2.0} and not np.array_equal(first, second)
+
+
+def test_input_shape_mismatch_is_named():
+    graph = rt.trace(MLP(), rt.randn(2, 4))
+    with pytest.raises(rt.ShapeError, match=r"input %x expects float32\[2, 4\], got float32\[3, 4\]"):
+        graph(rt.randn(3, 4))
+
+
+def test_a_meta_tensor_from_nowhere_is_refused():
+    stray = rt.zeros(100_000, device="meta")  # too large to carry a value: it has no data
+    with pytest.raises(TraceError, match=r"meta tensor of shape \(100000,\) with no data"):
+        rt.trace(lambda x: x + stray, rt.zeros(100_000))
+
+
+def test_a_function_closing_over_a_module_gets_its_scopes_and_parameters():
+    model = MLP()
+    graph = rt.trace(lambda x: model(x).relu(), rt.randn(2, 4))
+    assert [n.scope for n in graph.nodes] == ["fc1", "act", "fc2", "", ""]
+    assert list(graph.parameters) == ["fc1.weight", "fc1.bias", "fc2.weight", "fc2.bias"]
+
+
+def test_executor_callbacks_and_observers_see_every_node_with_its_scope():
+    model = MLP()
+    graph = rt.trace(model, rt.randn(2, 4))
+    calls = []
+    graph.run(rt.randn(2, 4), before=lambda node, ins: calls.append(("before", node.op_name, len(ins))),
+              after=lambda node, outs: calls.append(("after", node.op_name, outs[0].shape)))
+    assert calls[:2] == [("before", "linear", 3), ("after", "linear", (2, 8))]
+    assert len(calls) == 2 * len(graph.nodes)
+
+    class Recorder:
+        def __init__(self):
+            self.events = []
+
+        def on_op(self, event):
+            self.events.append((event.op.name, event.module))
+
+    rec = Recorder()
+    with rt.observe(rec):
+        graph(rt.randn(2, 4))
+    assert rec.events == [("linear", "fc1"), ("relu", "act"), ("linear", "fc2"), ("mul", None)]
+
+
+def test_gradients_through_the_graph_equal_eager():
+    model = MLP()
+    x = rt.randn(2, 4)
+    graph = rt.trace(model, x)
+    graph(x).sum().backward()
+    from_graph = {n: p.grad.numpy().copy() for n, p in model.named_parameters()}
+    model.zero_grad()
+    model(x).sum().backward()
+    for name, p in model.named_parameters():
+        np.testing.assert_allclose(from_graph[name], p.grad.numpy(), rtol=1e-6)
+
+
+def test_meta_inputs_run_the_graph_by_shape_and_to_moves_parameters():
+    graph = rt.trace(MLP(), rt.randn(2, 4))
+    out = graph(rt.randn(2, 4, device="meta"))
+    assert out.device.type == "meta" and out.shape == (2, 3)
+    graph.to("meta")
+    assert all(graph.tensors[n].data is None for n in graph.parameters)
+    with pytest.raises(rt.DeviceError, match="call graph.to"):
+        graph(rt.randn(2, 4))
+
+
+def test_meta_trace_of_a_large_model_is_fast_and_allocation_free():
+    # 1.34 billion parameters: 40 blocks of width 2048 with a 4x MLP (33.6 M each)
+    with rt.meta():
+        layers = []
+        for _ in range(40):
+            layers += [nn.Linear(2048, 8192), nn.ReLU(), nn.Linear(8192, 2048)]
+        model = nn.Sequential(*layers)
+    x = rt.randn(8, 512, 2048, device="meta")
+    tracemalloc.start()
+    start = time.perf_counter()
+    graph = rt.trace(model, x)
+    elapsed = time.perf_counter() - start
+    _, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    params = sum(v.numel() for v in graph.parameters.values())
+    assert params == 40 * (2 * 2048 * 8192 + 8192 + 2048) and len(graph.nodes) == 120
+    assert elapsed < 1.0, f"tracing took {elapsed:.2f} s"
+    assert peak < 2 * 1024 * 1024, f"tracing allocated {peak} bytes at its peak"
