@@ -1,5 +1,52 @@
-"""Upsample."""
+"""Upsample, UpsamplingNearest2d and UpsamplingBilinear2d (PyTorch's arguments and repr)."""
 
 from __future__ import annotations
 
-__all__: list = []
+from ...ops.sampling import interpolate
+from .module import Module
+
+__all__ = ["Upsample", "UpsamplingNearest2d", "UpsamplingBilinear2d"]
+
+
+class Upsample(Module):
+    """Resize by ``scale_factor`` or to ``size`` with ``F.interpolate``'s modes.
+
+    >>> import flopcount.runtime as rt
+    >>> Upsample(scale_factor=2, mode="bilinear")(rt.randn(1, 3, 4, 4)).shape
+    (1, 3, 8, 8)
+    """
+
+    def __init__(self, size=None, scale_factor=None, mode: str = "nearest", align_corners=None,
+                 recompute_scale_factor=None):
+        super().__init__()
+        self.name = type(self).__name__
+        self.size = size
+        if isinstance(scale_factor, tuple):
+            self.scale_factor = tuple(float(f) for f in scale_factor)
+        else:
+            self.scale_factor = float(scale_factor) if scale_factor else None
+        self.mode = mode
+        self.align_corners = align_corners
+        self.recompute_scale_factor = recompute_scale_factor
+
+    def forward(self, input):
+        return interpolate(input, self.size, self.scale_factor, self.mode, self.align_corners,
+                           recompute_scale_factor=self.recompute_scale_factor)
+
+    def extra_repr(self) -> str:
+        info = f"scale_factor={self.scale_factor!r}" if self.scale_factor is not None else f"size={self.size!r}"
+        return info + f", mode={self.mode!r}"
+
+
+class UpsamplingNearest2d(Upsample):
+    """``Upsample(mode='nearest')`` for (N, C, H, W) inputs."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="nearest")
+
+
+class UpsamplingBilinear2d(Upsample):
+    """``Upsample(mode='bilinear', align_corners=True)`` for (N, C, H, W) inputs."""
+
+    def __init__(self, size=None, scale_factor=None):
+        super().__init__(size, scale_factor, mode="bilinear", align_corners=True)
