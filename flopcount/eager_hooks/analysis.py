@@ -7,6 +7,9 @@ Rules of attribution:
   ops its own ``forward`` dispatched directly. Under ``flopcount`` those are priced with the
   op's rule; under ``ptflops`` they are "seen, not counted" (priced with ptflops' op rules so
   the gap is visible), exactly as ptflops' hooks miss them;
+* an op computed from constants only (no input depends on the model's inputs, parameters or
+  buffers: building a causal mask, position ids) is "folded": a graph folds it at trace time,
+  so neither view counts it; the report lists it;
 * backward ops are attributed to the module whose forward made them and priced with the
   convention's op rules (no module rule describes a backward pass).
 """
@@ -64,25 +67,38 @@ class Priced:
         for e in events:
             self.own_cost.append(e.op.cost(e.output_spec, *e.inputs, **e.attrs) if e.op.cost else _ZERO)
             self.op_cost.append(convention.op_cost(e.op, e.output_spec, e.inputs, e.attrs))
-        # an event is covered when some call of its stack has a module rule
-        self.event_covered = [False] * len(events)
-        for i, e in enumerate(events):
-            if e.phase == "forward" and e.call >= 0:
-                self.event_covered[i] = self.rules[e.call] is not None or self.covered[e.call]
+        # every forward event falls in one category: "covered" (some call of its stack has a
+        # module rule), "folded" (computed from constants only: a graph folds it away, so
+        # neither view counts it) or "functional" (run directly by a module without a rule)
+        self.kind = []
+        for e in events:
+            if e.phase != "forward":
+                self.kind.append("backward")
+            elif e.call >= 0 and (self.rules[e.call] is not None or self.covered[e.call]):
+                self.kind.append("covered")
+            elif e.constant:
+                self.kind.append("folded")
+            else:
+                self.kind.append("functional")
         self.counts_functional = convention.name != "ptflops"
 
     def event_counted(self, i: int) -> bool:
-        """Is forward event ``i`` part of the eager total (directly or through a module rule)?"""
-        return self.event_covered[i] or self.counts_functional
+        """Is event ``i`` part of the report's totals (directly or through a module rule)?"""
+        kind = self.kind[i]
+        return kind in ("covered", "backward") or (kind == "functional" and self.counts_functional)
+
+    def _functional(self):
+        for i, e in enumerate(self.rec.events):
+            if self.kind[i] == "functional":
+                yield i, e
 
     def call_values(self) -> list:
         """Forward Cost of every call: its rule, or its children's values plus its functional part."""
-        calls, events = self.rec.calls, self.rec.events
+        calls = self.rec.calls
         values = [None] * len(calls)
         direct = defaultdict(list)
-        for i, e in enumerate(events):
-            if e.phase == "forward":
-                direct[e.call].append(i)
+        for i, e in self._functional():
+            direct[e.call].append(i)
         children = defaultdict(list)
         for i, c in enumerate(calls):
             children[c.parent].append(i)
@@ -100,10 +116,10 @@ class Priced:
         return values
 
     def functional(self) -> dict:
-        """Per call: the Cost of the ops its forward ran directly (uncovered calls only)."""
+        """Per call: the Cost of the ops its forward ran directly (uncovered, not folded)."""
         out = defaultdict(Cost)
-        for i, e in enumerate(self.rec.events):
-            if e.phase == "forward" and e.call >= 0 and not self.event_covered[i]:
+        for i, e in self._functional():
+            if e.call >= 0:
                 out[e.call] = out[e.call] + _macs_flops(self.op_cost[i])
         return out
 
@@ -111,8 +127,8 @@ class Priced:
         """Counted ops dispatched outside every call of the model (e.g. on its inputs)."""
         total = Cost()
         if self.counts_functional:
-            for i, e in enumerate(self.rec.events):
-                if e.phase == "forward" and e.call < 0:
+            for i, e in self._functional():
+                if e.call < 0:
                     total = total + _macs_flops(self.op_cost[i])
         return total
 
@@ -162,6 +178,7 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
     extra = priced.top_level()
     rows[""].macs += extra.macs
     rows[""].flops += extra.flops
+    _roll_up_uncalled(rows)
     # bytes: every op in the call's range (the subtree), whatever the convention
     for i, c in enumerate(calls):
         row = rows[c.path]
@@ -193,9 +210,30 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
     return list(rows.values())
 
 
+def _roll_up_uncalled(rows: dict) -> None:
+    """A container that is never called itself (ModuleList, ModuleDict) shows the sum of its
+    children, so the module tree adds up where the call tree skips a level."""
+    children = defaultdict(list)
+    for row in rows.values():
+        if row.parent is not None:
+            children[row.parent].append(row)
+    for path in reversed(list(rows)):  # children after their parents in tree order
+        row = rows[path]
+        if row.calls or row.parent is None:
+            continue
+        for child in children[path]:
+            if child.counted_by == "covered":
+                continue
+            row.macs += child.macs
+            row.flops += child.flops
+            row.bytes_read += child.bytes_read
+            row.bytes_written += child.bytes_written
+            row.output_bytes += child.output_bytes
+
+
 def op_records(priced: Priced, op_latency: list | None = None, op_start: list | None = None) -> tuple:
-    """(every op as an OpRecord, the seen-not-counted ones) in execution order."""
-    records, seen = [], []
+    """(every op as an OpRecord, the seen-not-counted ones, the folded ones), in execution order."""
+    records, seen, folded = [], [], []
     counters: Counter = Counter()
     for i, e in enumerate(priced.rec.events):
         cost = priced.op_cost[i]
@@ -203,7 +241,7 @@ def op_records(priced: Priced, op_latency: list | None = None, op_start: list | 
         base = f"{e.path}/{e.op.name}" if e.path else e.op.name
         counters[base] += 1
         name = base if counters[base] == 1 else f"{base}_{counters[base] - 1}"
-        counted = e.phase == "backward" or priced.event_counted(i)
+        counted = priced.event_counted(i)
         r = OpRecord(
             name=name, op=e.op.name, scope=e.path, phase=e.phase,
             macs=cost.macs if cost is not None else 0, flops=cost.flops if cost is not None else 0,
@@ -217,9 +255,11 @@ def op_records(priced: Priced, op_latency: list | None = None, op_start: list | 
             latency_ms=op_latency[i] if op_latency is not None else None,
             start_ms=op_start[i] if op_start is not None else None)
         records.append(r)
-        if not counted:
+        if priced.kind[i] == "folded":
+            folded.append(r)
+        elif not counted:
             seen.append(r)
-    return records, seen
+    return records, seen, folded
 
 
 def unsupported(priced: Priced, module_latency: dict | None = None, total_ms: float | None = None,
@@ -235,7 +275,7 @@ def unsupported(priced: Priced, module_latency: dict | None = None, total_ms: fl
         calls: Counter = Counter()
         spent: dict = defaultdict(float)
         for i, e in enumerate(rec.events):
-            if e.phase == "forward" and not priced.event_covered[i] and priced.op_cost[i] is None:
+            if priced.kind[i] == "functional" and priced.op_cost[i] is None:
                 calls[e.op.name] += 1
                 if op_latency is not None and op_latency[i] is not None:
                     spent[e.op.name] += op_latency[i]
@@ -243,7 +283,7 @@ def unsupported(priced: Priced, module_latency: dict | None = None, total_ms: fl
         for name, n in sorted(calls.items()):
             out.append(Unsupported("op", name, n, spent[name] / whole if op_latency and whole else None))
         return out
-    direct = {e.call for e in rec.events if e.phase == "forward" and e.call >= 0}
+    direct = {e.call for i, e in priced._functional() if e.call >= 0}
     has_children = {c.parent for c in rec.calls}
     calls = Counter()
     spent = defaultdict(float)

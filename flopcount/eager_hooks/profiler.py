@@ -92,10 +92,10 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
     step = lambda: run_step(model, args, kwargs, backward)  # noqa: E731
     with preserved(model):
         model.train(backward)
-        recorder = Recorder(model)
+        recorder = Recorder(model, tensors_in((list(args), kwargs)))
         with recorder.attached():
             out = step()
-        output_ids = [id(t) for t in tensors_in(out)]
+        output_ids = [recorder.serial(t) for t in tensors_in(out)]
         priced = analysis.Priced(recorder, conv)
         events = recorder.events
 
@@ -130,11 +130,11 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
                 module_times[""] = whole
 
     rows = analysis.build_rows(model, priced, module_times, backward_rows)
-    records, seen = analysis.op_records(priced, op_latency, op_start)
+    records, seen, folded = analysis.op_records(priced, op_latency, op_start)
     unsupported = analysis.unsupported(priced, module_times, whole[0], op_latency)
     return Report(rows, convention=conv.name, mode="eager", device=str(device), dtype=_dtype_of(model, args),
                   input_shapes=[tuple(t.shape) for t in tensors_in(list(args))], ops=records,
-                  unsupported=unsupported, seen_not_counted=seen, memory=memory, latency_ms=whole[0],
+                  unsupported=unsupported, seen_not_counted=seen, folded=folded, memory=memory, latency_ms=whole[0],
                   latency_min_ms=whole[1], backward=backward, backward_latency_ms=backward_ms,
                   model=name or type(model).__name__)
 

@@ -10,6 +10,7 @@ replace tensors so the run's activations are freed as usual. Costs are computed 
 from __future__ import annotations
 
 import contextlib
+import weakref
 from typing import Iterator
 
 from ..runtime import nn
@@ -46,10 +47,11 @@ class Call:
 
 
 class Event:
-    """One dispatched op, with specs instead of tensors."""
+    """One dispatched op, with specs instead of tensors; ``input_ids``/``output_ids`` are the
+    serial numbers of the op outputs involved (``None`` for inputs, parameters, constants)."""
 
     __slots__ = ("op", "inputs", "outputs", "attrs", "call", "path", "phase", "elapsed", "input_ids",
-                 "output_ids", "param_elems", "param_bytes", "taped", "clock")
+                 "output_ids", "param_elems", "param_bytes", "taped", "constant", "clock")
 
     def __init__(self, op, inputs, outputs, attrs, call, path, phase, elapsed, input_ids, output_ids,
                  param_elems, param_bytes):
@@ -66,6 +68,7 @@ class Event:
         self.param_elems = param_elems
         self.param_bytes = param_bytes
         self.taped = False            # autograd recorded a node: its tensors wait for backward
+        self.constant = False         # computed from constants only: a graph folds it away
         self.clock = None
 
     @property
@@ -76,8 +79,16 @@ class Event:
 class Recorder:
     """Records calls (global module hooks) and op events (an observer) of one model."""
 
-    def __init__(self, model, timing: bool = False, clock=None):
+    def __init__(self, model, inputs=(), timing: bool = False, clock=None):
         self.paths = {id(m): name for name, m in model.named_modules()}
+        # the model's inputs, parameters and buffers live through the run: their ids are stable
+        self.roots = {id(t) for t in list(model.parameters()) + list(model.buffers()) + list(inputs)}
+        # op outputs get a serial number while alive (ids are reused once a tensor dies)
+        self.live: dict = {}          # id(tensor) -> (serial, weakref)
+        self.next_serial = 0
+        # serials of outputs that depend on the roots; an op with no such input works on
+        # constants only (a causal mask, position ids)
+        self.dependent: set = set()
         self.calls: list[Call] = []
         self.events: list[Event] = []
         self.stack: list[int] = []
@@ -103,15 +114,31 @@ class Recorder:
         return None
 
     # --- observer -------------------------------------------------------------------------
+    def serial(self, t) -> int | None:
+        """The serial number of a live op output (``None`` for inputs, parameters, constants)."""
+        entry = self.live.get(id(t))
+        return None if entry is None else entry[0]
+
+    def _new_serial(self, t) -> int:
+        key, serial = id(t), self.next_serial
+        self.next_serial += 1
+        self.live[key] = (serial, weakref.ref(t, lambda _, key=key: self.live.pop(key, None)))
+        return serial
+
     def on_op(self, event) -> None:
         ids_in, specs_in = [], []
         param_elems = param_bytes = 0
+        dependent, roots, live = self.dependent, self.roots, self.live
+        depends = event.op.random
         for t in event.inputs:
             if t is None:
                 ids_in.append(None)
                 specs_in.append(None)
                 continue
-            ids_in.append(id(t))
+            entry = live.get(id(t))
+            serial = None if entry is None else entry[0]
+            ids_in.append(serial)
+            depends = depends or (serial in dependent if serial is not None else id(t) in roots)
             specs_in.append(Spec(t.shape, t.dtype, t.device))
             if type(t) is Parameter:
                 n = t.numel()
@@ -125,10 +152,14 @@ class Recorder:
         else:
             call = -1
             path = self.paths.get(id(event.module), "")
+        serials = [self._new_serial(t) for t in outs]
         rec = Event(event.op, tuple(specs_in), tuple(Spec(t.shape, t.dtype, t.device) for t in outs),
-                    event.attrs, call, path, event.phase, event.elapsed, ids_in, [id(t) for t in outs],
+                    event.attrs, call, path, event.phase, event.elapsed, ids_in, serials,
                     param_elems, param_bytes)
         rec.taped = forward and bool(outs) and outs[0].requires_grad
+        rec.constant = forward and not depends
+        if depends:
+            dependent.update(serials)
         if self.clock is not None:
             rec.clock = self.clock()
         self.events.append(rec)

@@ -45,7 +45,8 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
                       "bytes_written": int, "counted_calls": int, "latency_ms": float | null}],
       "unsupported": [{"kind": "module" | "op", "name": str, "calls": int,
                        "latency_share": float | null}],
-      "seen_not_counted": [ op records as in "ops" ]
+      "seen_not_counted": [ op records as in "ops" ],
+      "folded": [ op records as in "ops" ]   # eager: computed from constants only
     }
 """
 
@@ -84,6 +85,7 @@ def to_dict(report) -> dict:
         "unsupported": [{"kind": u.kind, "name": u.name, "calls": u.calls, "latency_share": u.latency_share}
                         for u in report.unsupported],
         "seen_not_counted": [o.to_dict() for o in report.seen_not_counted],
+        "folded": [o.to_dict() for o in report.folded],
     }
 
 

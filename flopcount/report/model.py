@@ -164,14 +164,15 @@ class Report:
     Attributes: ``rows`` (list of :class:`Row`, tree order, root first), ``ops`` (list of
     :class:`OpRecord`), ``totals`` (dict), ``convention``, ``mode``, ``device``, ``dtype``,
     ``input_shapes``, ``unsupported`` (list of :class:`Unsupported`), ``seen_not_counted``
-    (ops observed but outside the convention's total), ``memory`` (:class:`Memory`),
+    (ops observed but outside the convention's total), ``folded`` (eager: ops computed from
+    constants only, which a graph folds away; in no total), ``memory`` (:class:`Memory`),
     ``latency_ms`` (whole forward, median), ``backward``.
     """
 
     def __init__(self, rows: list, *, convention: str, mode: str, device: str, dtype: str = "",
                  input_shapes: list | None = None, ops: list | None = None,
                  unsupported: list | None = None, seen_not_counted: list | None = None,
-                 memory: Memory | None = None, latency_ms: float | None = None,
+                 folded: list | None = None, memory: Memory | None = None, latency_ms: float | None = None,
                  latency_min_ms: float | None = None, backward: bool = False,
                  backward_latency_ms: float | None = None, model: str = ""):
         self.rows = list(rows)
@@ -183,6 +184,7 @@ class Report:
         self.input_shapes = [tuple(s) for s in (input_shapes or [])]
         self.unsupported = list(unsupported or [])
         self.seen_not_counted = list(seen_not_counted or [])
+        self.folded = list(folded or [])
         self.memory = memory or Memory()
         self.latency_ms = latency_ms
         self.latency_min_ms = latency_min_ms

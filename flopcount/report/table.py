@@ -120,6 +120,8 @@ def _footer(report) -> list:
     if report.seen_not_counted:
         lines.append(f"seen, not counted ({report.convention} convention): {len(report.seen_not_counted)} ops, "
                      f"{macs_to_string(t['seen_not_counted_macs'])}")
+    if report.folded:
+        lines.append(f"folded: {len(report.folded)} ops on constants only (not counted; a graph folds them)")
     if report.unsupported:
         lines.append("no rule: " + "; ".join(str(u) for u in report.unsupported))
     if any(r.counted_by == "covered" for r in report.rows):
