@@ -99,10 +99,15 @@ class Backend:
 
 
 class MemoryTracker:
-    """Filled by ``Backend.track_memory``: bytes allocated at the peak, above the start."""
+    """Filled by ``Backend.track_memory``: bytes allocated at the peak, above the start.
+    ``current()`` reads the bytes allocated now, above the start, while the block runs."""
 
-    def __init__(self):
+    def __init__(self, current=None):
         self.peak = 0
+        self._current = current
+
+    def current(self) -> int:
+        return 0 if self._current is None else max(0, self._current())
 
 
 class CPUBackend(Backend):
@@ -115,11 +120,11 @@ class CPUBackend(Backend):
     @contextlib.contextmanager
     def track_memory(self):
         # numpy reports its buffers to tracemalloc, so the traced peak is the arrays' peak.
-        tracker = MemoryTracker()
         was_tracing = tracemalloc.is_tracing()
         if not was_tracing:
             tracemalloc.start()
         start, _ = tracemalloc.get_traced_memory()
+        tracker = MemoryTracker(lambda: tracemalloc.get_traced_memory()[0] - start)
         tracemalloc.reset_peak()
         try:
             yield tracker

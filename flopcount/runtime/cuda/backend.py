@@ -91,9 +91,9 @@ class CUDABackend(Backend):
     def track_memory(self):
         from cupy.cuda import memory_hook
 
-        tracker = MemoryTracker()
         pool = self.cupy.get_default_memory_pool()
         hook_state = _PeakHook(self.cupy, pool.used_bytes())
+        tracker = MemoryTracker(lambda: hook_state.used - hook_state.start)
 
         class Hook(memory_hook.MemoryHook):
             name = "flopcount_peak"
