@@ -18,7 +18,7 @@ import inspect
 
 from ..device import CPU, META
 from ..dispatch import apply, state
-from ..errors import FlopcountError
+from ..errors import DeviceError, FlopcountError
 from ..tensor import Tensor
 from .ir import Graph, Node
 from .tree import flatten
@@ -86,6 +86,12 @@ class Tracer:
         state.tracer = self
         try:
             out = self.fn(*proxies_args, **proxies_kwargs)
+        except DeviceError as exc:
+            if "meta tensor" not in str(exc):
+                raise
+            raise TraceError(f"trace of {g.name}: {exc}; the traced code reads a value that the graph "
+                             f"computes (.item(), .numpy(), or Python control flow on a tensor), "
+                             f"but a trace records ops on shapes only") from exc
         finally:
             state.tracer = None
             state.scope_stack = saved_stack

@@ -181,3 +181,11 @@ def test_meta_trace_of_a_large_model_is_fast_and_allocation_free():
     assert params == 40 * (2 * 2048 * 8192 + 8192 + 2048) and len(graph.nodes) == 120
     assert elapsed < 1.0, f"tracing took {elapsed:.2f} s"
     assert peak < 2 * 1024 * 1024, f"tracing allocated {peak} bytes at its peak"
+
+
+def test_reading_a_traced_value_is_explained():
+    def fn(x):
+        return x * 2.0 if float(x.sum()) > 0 else x
+
+    with pytest.raises(TraceError, match="reads a value that the graph computes"):
+        rt.trace(fn, rt.randn(3))
