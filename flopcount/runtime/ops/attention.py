@@ -99,7 +99,7 @@ def _probabilities(xp, q, k, attn_mask, is_causal, scale):
     if attn_mask is not None:
         s = xp.where(attn_mask, s, -xp.inf) if attn_mask.dtype == bool else s + attn_mask
     row_max = s.max(axis=-1, keepdims=True)
-    row_max = xp.where(xp.isneginf(row_max), 0, row_max)
+    row_max = xp.where(row_max == -xp.inf, 0, row_max)
     e = xp.exp(s - row_max)
     total = e.sum(axis=-1, keepdims=True)
     return e / xp.where(total == 0, 1, total)
@@ -261,18 +261,17 @@ def _in_projection(query, key, value, embed_dim, in_proj_weight, in_proj_bias, s
     from .linalg import linear
     from .movement import chunk, split
 
+    if separate is None and key is value and query is key:
+        return chunk(linear(query, in_proj_weight, in_proj_bias), 3, -1)
     biases = (None,) * 3 if in_proj_bias is None else split(in_proj_bias, embed_dim)
     if separate is not None:
         return tuple(linear(x, w, b) for x, w, b in zip((query, key, value), separate, biases))
-    if key is value and query is key:
-        return chunk(linear(query, in_proj_weight, in_proj_bias), 3, -1)
     weights = split(in_proj_weight, embed_dim)
-    if key is value:
-        q = linear(query, weights[0], biases[0])
-        kv_bias = None if in_proj_bias is None else split(in_proj_bias, [embed_dim, 2 * embed_dim])[1]
+    if key is value:  # encoder-decoder attention: one packed linear for k and v
         kv_weight = split(in_proj_weight, [embed_dim, 2 * embed_dim])[1]
+        kv_bias = None if in_proj_bias is None else split(in_proj_bias, [embed_dim, 2 * embed_dim])[1]
         k, v = chunk(linear(key, kv_weight, kv_bias), 2, -1)
-        return q, k, v
+        return linear(query, weights[0], biases[0]), k, v
     return tuple(linear(x, w, b) for x, w, b in zip((query, key, value), weights, biases))
 
 

@@ -143,9 +143,10 @@ class BatchNorm(Op):
                        flops=(6 if training else 2) * numel(x))
 
 
-def _update_running(running, batch_stat, momentum: float) -> None:
-    """running <- (1 − momentum)·running + momentum·batch_stat, with registered ops, in place."""
-    new = add(mul(running, 1.0 - momentum), mul(batch_stat, momentum))
+def _update_running(running, batch_stat, momentum: float, correction: float = 1.0) -> None:
+    """running <- (1 − momentum)·running + momentum·correction·batch_stat, with registered ops,
+    written into ``running`` in place (``correction`` turns a biased variance unbiased)."""
+    new = add(mul(running, 1.0 - momentum), mul(batch_stat, momentum * correction))
     if running.data is not None and new.data is not None:  # meta and traced values hold no data
         running.copy_(new)
 
@@ -172,7 +173,7 @@ def batch_norm(input, running_mean, running_var, weight=None, bias=None, trainin
             if running_mean is not None:
                 _update_running(running_mean, batch_mean, momentum)
             if running_var is not None:
-                _update_running(running_var, mul(batch_var, count / (count - 1)), momentum)
+                _update_running(running_var, batch_var, momentum, count / (count - 1))
     return y
 
 
@@ -364,5 +365,5 @@ def instance_norm(input, running_mean=None, running_var=None, weight=None, bias=
             if running_mean is not None:
                 _update_running(running_mean, mean(inst_mean, 0), momentum)
             if running_var is not None:
-                _update_running(running_var, mul(mean(inst_var, 0), 1.0 / (spatial - 1)), momentum)
+                _update_running(running_var, mean(inst_var, 0), momentum, 1.0 / (spatial - 1))
     return out

@@ -248,3 +248,15 @@ def test_errors():
         mha(rt.randn(L, N, 4), x, x)
     with pytest.raises(RuntimeError, match="activation should be relu/gelu, not tanh"):
         nn.TransformerEncoderLayer(E, H, activation="tanh")
+
+
+def test_meta_model_counts_the_same_as_eager():
+    # the meta mask carries its small constant value, so the causal mask is detected on both
+    eager = nn.Transformer(16, 2, 1, 1, 32, batch_first=True).eval()
+    with rt.meta():
+        meta = nn.Transformer(16, 2, 1, 1, 32, batch_first=True).eval()
+    src, tgt = rt.randn(2, 7, 16), rt.randn(2, 5, 16)
+    mask = nn.Transformer.generate_square_subsequent_mask
+    a = op_costs(lambda: eager(src, tgt, tgt_mask=mask(5)))
+    b = op_costs(lambda: meta(src.to("meta"), tgt.to("meta"), tgt_mask=mask(5, device="meta")))
+    assert a == b

@@ -145,13 +145,15 @@ def _activation_fn(activation):
 def _is_causal_mask(mask, size: int) -> bool:
     """Whether ``mask`` is the square causal mask (−inf, or True, above the diagonal).
 
-    A host-side check of the values (as PyTorch's), so it dispatches no ops; a mask without
-    data (meta) is not detected.
+    A host-side check of the values (as PyTorch's), so it dispatches no ops; a meta mask is
+    detected only when it carries its (small, constant) value.
     """
     if mask is None or mask.data is None or tuple(mask.shape) != (size, size):
         return False
+    # a meta tensor may carry a small constant value; read it without the meta backend
+    values = mask.data.get() if hasattr(mask.data, "get") else np.asarray(mask.data)
     expected = np.triu(np.full((size, size), -np.inf), 1).astype(mask.dtype.np)
-    return bool((mask.numpy() == expected).all())
+    return bool((values == expected).all())
 
 
 def _seq_len(x, batch_first: bool) -> int:
