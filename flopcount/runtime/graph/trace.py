@@ -56,7 +56,7 @@ class Tracer:
         self.fn = fn
         self.graph = Graph()
         self.graph.name = type(fn).__name__ if isinstance(fn, Module) else getattr(fn, "__name__", "graph")
-        self.known: dict = {}    # id(tensor) -> Value, for parameters, buffers and constants
+        self.known: dict = {}    # id(tensor) -> Value of a parameter or buffer; a key per constant
         self.owned: set = set()  # ids of the Values this trace made for inputs and node outputs
         self.paths: dict = {}    # id(module) -> dotted path
         if isinstance(fn, Module):
@@ -180,9 +180,13 @@ class Tracer:
         return None
 
     def _constant(self, t: Tensor):
-        v = self.known.get(id(t))
+        # Keyed by the array, and held by a new Tensor over it: ``c[i] = v`` later in the trace
+        # gives ``c`` a new array, which must not change what earlier nodes read.
+        key = ("const", id(t.data), t.shape, t.dtype.name)
+        v = self.known.get(key)
         if v is None:
-            v = self.known[id(t)] = self.graph.add_constant(t)
+            snapshot = Tensor._make(t.data, t.shape, t.dtype, t.device)
+            v = self.known[key] = self.graph.add_constant(snapshot)
         return v
 
     def _scope(self) -> tuple[str, str]:

@@ -189,3 +189,15 @@ def test_reading_a_traced_value_is_explained():
 
     with pytest.raises(TraceError, match="reads a value that the graph computes"):
         rt.trace(fn, rt.randn(3))
+
+
+def test_assigning_into_a_constant_after_use_does_not_change_earlier_reads():
+    def fn(x):
+        c = rt.zeros(3)
+        y = x + c
+        c[0] = 5.0  # c now refers to a new array; y still read the zeros
+        return y * c
+
+    x = rt.randn(3)
+    graph = rt.trace(fn, x)
+    np.testing.assert_array_equal(graph(x).numpy(), fn(x).numpy())
