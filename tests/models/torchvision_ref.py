@@ -35,6 +35,17 @@ TORCHVISION_BUILDERS = {
     "densenet121": ("densenet121", {}),
     "googlenet": ("googlenet", {"aux_logits": False, "init_weights": True}),
     "inception_v3": ("inception_v3", {"aux_logits": True, "init_weights": True}),
+    "shufflenet_v2_x0_5": ("shufflenet_v2_x0_5", {}),
+    "shufflenet_v2_x1_0": ("shufflenet_v2_x1_0", {}),
+    "regnet_y_1_6gf": ("regnet_y_1_6gf", {}),
+    "regnet_x_16gf": ("regnet_x_16gf", {}),
+    "efficientnet_b0": ("efficientnet_b0", {}),
+    "mobilenet_v2": ("mobilenet_v2", {}),
+    "mobilenet_v3_large": ("mobilenet_v3_large", {}),
+    "mobilenet_v3_small": ("mobilenet_v3_small", {}),
+    "vit_b_16": ("vit_b_16", {}),
+    "convnext_tiny": ("convnext_tiny", {}),
+    "swin_t": ("swin_t", {}),
 }
 
 STATE_DICT_SIGNATURES: dict[str, tuple[int, str]] = {
@@ -55,6 +66,17 @@ STATE_DICT_SIGNATURES: dict[str, tuple[int, str]] = {
     "densenet121": (727, "9c659ec278435e95dba57acdc3b0b3e81670779625122b059b6168bbfa51e232"),
     "googlenet": (344, "545eb1baab91f5d8eaeda1e7754af9efc250be79163c448f76a67a5cceab25f9"),
     "inception_v3": (580, "4c9e13f64584de741d008cd24d3aae249cd3871df374ba3da192ffb031ba7376"),
+    "shufflenet_v2_x0_5": (338, "83434269737afc7fe920ddcf72c95ab266400c6243519a09bdc519fb2730e136"),
+    "shufflenet_v2_x1_0": (338, "c54ed350c00fa178be923c05d6796570c99b6c8a672060871ad995a148b7a30a"),
+    "regnet_y_1_6gf": (626, "4ebd5a58f318410744790e29a049371a137610306a27a59f946d93f926fdaa0b"),
+    "regnet_x_16gf": (428, "2cfec638c103ca09905e62ac0853879cb5672352ebaeead752c27934cbf25049"),
+    "efficientnet_b0": (360, "98a6d92c040c4bca9b0daea5616d2df84c1cbc4d570afdfbdd5e6ede87f9a700"),
+    "mobilenet_v2": (314, "e3eb10f890f74c6ee65e79c53b1a3c9ee5dd5c8d8eb4ec3185d92cbea9d47b89"),
+    "mobilenet_v3_large": (312, "555a3f5e3bcc126ea392ac52ab422c6a68f733ea2a9046dbf0f1b191dd1a09af"),
+    "mobilenet_v3_small": (244, "8fee267f118ca2d792c601972a6569784230d072ae8bdc09f798603f30decf4f"),
+    "vit_b_16": (152, "2c2360f6707280a86df9a1440d55f804bda47bd947f0b8d71ac03cee48c0f1d1"),
+    "convnext_tiny": (182, "ddd0f74f783edf2b61768911145612faf5673df05b0603b55ea91cff555c52f5"),
+    "swin_t": (185, "22f48105728f6dc4a4cb8ae9534ffcd16780a2c509e9c8ef31d440057faaf3e7"),
 }
 
 
