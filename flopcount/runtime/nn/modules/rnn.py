@@ -22,6 +22,7 @@ from ... import dtypes as _dt
 from ...errors import ShapeError
 from ...factories import empty, zeros
 from ...ops.activations import relu, sigmoid
+from ...ops.dropout import dropout
 from ...ops.elementwise import add, mul, sub, tanh
 from ...ops.linalg import linear
 from ...ops.movement import cat, chunk, squeeze, stack, transpose, unsqueeze
@@ -226,15 +227,15 @@ class RNNBase(Module):
                     final.append(s)
             x = outputs[0] if directions == 1 else cat(outputs, -1)
             if self.dropout > 0 and self.training and layer < self.num_layers - 1:
-                from ...ops.dropout import dropout
-
                 x = dropout(x, self.dropout, training=True)
         return x, [stack(f, 0) for f in finals]
 
     def _cell(self, gi, state: tuple, w_hh, b_hh) -> tuple:
+        """One time step of this kind of layer: the new state tuple (its first entry is h)."""
         raise NotImplementedError
 
     def _forward(self, x, hx_list: list | None):
+        """Check and lay out input and states, run the layers, restore the caller's layout."""
         unbatched = self._check_input(x)
         if unbatched:
             x = unsqueeze(x, 1)
