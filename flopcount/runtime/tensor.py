@@ -178,6 +178,11 @@ class Tensor:
             return self
         if dev.type == "meta" or self.data is None:
             data = None if dev.type == "meta" else backend(dev).xp.zeros(self.shape, self.dtype.np)
+            if dev.type == "meta" and self.data is not None:
+                from .dispatch import state
+
+                if state.tracer is not None:  # the tracer keeps the value as a graph constant
+                    data = backend(self.device).to_numpy(self.data)
             if self.data is None and dev.type != "meta":
                 raise DeviceError(f"cannot move a meta tensor (shape {self.shape}) to {dev}: it has no data")
         else:
@@ -715,7 +720,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     if dev.type == "meta":
         # A meta tensor may carry a small constant value for the tracer; it is never computed on.
         arr = np.array(data.get() if hasattr(data, "get") else data, dtype=dtype.np, copy=True)
-        t = Tensor._make(arr if arr.size <= 1 << 16 else None, arr.shape, dtype, META)
+        keep = arr.size <= 1 << 16 or state.tracer is not None  # a tracer keeps any constant
+        t = Tensor._make(arr if keep else None, arr.shape, dtype, META)
     else:
         be = backend(dev)
         src = data.get() if (dev.type == "cpu" and hasattr(data, "get")) else data

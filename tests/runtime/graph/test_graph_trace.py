@@ -201,3 +201,16 @@ def test_assigning_into_a_constant_after_use_does_not_change_earlier_reads():
     x = rt.randn(3)
     graph = rt.trace(fn, x)
     np.testing.assert_array_equal(graph(x).numpy(), fn(x).numpy())
+
+
+def test_constants_moved_to_the_meta_inputs_device_keep_their_values():
+    big = np.arange(300 * 300, dtype=np.float32).reshape(300, 300)  # larger than a meta value
+
+    def fn(x):
+        a = rt.tensor(big, device=x.device)
+        b = rt.tensor(big).to(x.device)
+        return x + a - b * 0.5
+
+    graph = rt.trace(fn, rt.zeros(300, 300, device="meta"))
+    x = rt.randn(300, 300)
+    np.testing.assert_allclose(graph(x).numpy(), x.numpy() + 0.5 * big)
