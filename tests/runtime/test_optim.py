@@ -284,3 +284,13 @@ def test_loads_a_torch_state_dict_converted_to_numpy():
     p.grad = rt.full((2, 3), -2.0)
     opt.step()
     np.testing.assert_allclose(p.numpy(), tp.detach().numpy(), rtol=1e-6)
+
+
+def test_docstring_examples():
+    import doctest
+
+    from flopcount.runtime.optim import adam, optimizer, sgd
+
+    for module in (optimizer, sgd, adam):
+        result = doctest.testmod(module)
+        assert result.attempted > 0 and result.failed == 0, module.__name__

@@ -79,7 +79,15 @@ class Adam(Optimizer):
 
 class AdamW(Adam):
     """Adam with decoupled weight decay (p *= 1 − lr·weight_decay before the Adam step);
-    weight_decay defaults to 0.01, as in PyTorch."""
+    weight_decay defaults to 0.01, as in PyTorch.
+
+    >>> import flopcount.runtime as rt
+    >>> w = rt.nn.Parameter(rt.tensor([2.0]))
+    >>> opt = rt.optim.AdamW([w], lr=0.1, weight_decay=0.5)
+    >>> w.grad = rt.tensor([0.0]); opt.step()   # no gradient: only the decay acts
+    >>> round(w.item(), 6)
+    1.9
+    """
 
     def __init__(self, params, lr: float = 1e-3, betas: tuple = (0.9, 0.999), eps: float = 1e-8,
                  weight_decay: float = 1e-2, amsgrad: bool = False, *, maximize: bool = False,

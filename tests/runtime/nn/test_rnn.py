@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings, strategies as st
 
 import flopcount.runtime as rt
 from flopcount.runtime import nn
@@ -85,6 +86,20 @@ def test_forward_matches_numpy_reference(mode, num_layers, bidirectional, bias):
     got = list(hn) if mode == "LSTM" else [hn]
     for g, r in zip(got, ref_hn):
         np.testing.assert_allclose(g.numpy(), r, rtol=1e-10, atol=1e-12)
+
+
+@settings(max_examples=12, deadline=None)
+@given(mode=st.sampled_from(sorted(MODES)), steps=st.integers(1, 4), batch=st.integers(1, 3),
+       size_in=st.integers(1, 4), hidden=st.integers(1, 4), layers=st.integers(1, 2), bidirectional=st.booleans())
+def test_random_shapes_match_numpy_reference(mode, steps, batch, size_in, hidden, layers, bidirectional):
+    m = make(mode, size_in, hidden, num_layers=layers, bidirectional=bidirectional).double()
+    x = np.random.default_rng(steps).standard_normal((steps, batch, size_in))
+    out, hn = m(rt.tensor(x))
+    dirs = 2 if bidirectional else 1
+    zeros = [np.zeros((layers * dirs, batch, hidden))] * (2 if mode == "LSTM" else 1)
+    ref_out, ref_hn = np_rnn(mode, _weights(m), x, zeros, layers, bidirectional)
+    np.testing.assert_allclose(out.numpy(), ref_out, rtol=1e-10, atol=1e-12)
+    np.testing.assert_allclose((hn[0] if mode == "LSTM" else hn).numpy(), ref_hn[0], rtol=1e-10, atol=1e-12)
 
 
 def test_gru_uses_pytorchs_reset_gate_placement():
@@ -395,3 +410,12 @@ def test_repr_matches_torch():
         repr(torch.nn.LSTM(3, 4, 2, dropout=0.5, batch_first=True))
     assert repr(nn.RNNCell(3, 4, nonlinearity="relu", bias=False)) == \
         repr(torch.nn.RNNCell(3, 4, nonlinearity="relu", bias=False))
+
+
+def test_docstring_examples():
+    import doctest
+
+    from flopcount.runtime.nn.modules import rnn
+
+    result = doctest.testmod(rnn)
+    assert result.attempted > 0 and result.failed == 0
