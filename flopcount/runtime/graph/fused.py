@@ -157,13 +157,20 @@ class FusedElementwise(Op):
 
     def cost(out, *xs, steps):
         # the steps' own arithmetic; bytes of the external inputs and the output only
-        specs = _step_specs(xs, steps)
         macs = flops = 0
-        for (name, args, attrs), spec in zip(steps, specs):
-            c = get_op(name).cost(spec, *[_arg(a, xs, specs) for a in args], **attrs)
+        for op, spec, ins, attrs in fused_parts(xs, steps):
+            c = op.cost(spec, *ins, **attrs)
             macs += c.macs
             flops += c.flops
         return io_cost(out, xs, macs=macs, flops=flops)
+
+
+def fused_parts(xs, steps) -> list:
+    """The steps of a fused node as (op class, output spec, input specs, attrs), so a counter
+    can apply its own per-op rules to what the fused kernel computes."""
+    specs = _step_specs(xs, steps)
+    return [(get_op(name), spec, [_arg(a, xs, specs) for a in args], attrs)
+            for (name, args, attrs), spec in zip(steps, specs)]
 
 
 def _add(a, b):

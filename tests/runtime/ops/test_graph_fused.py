@@ -41,3 +41,12 @@ def test_own_kernel_steps_and_clamp_attrs():
     out = fused_elementwise(rt.tensor(x), steps=steps).numpy()
     expected = 1 / np.sqrt(np.clip(1 / (1 + np.exp(-x)), 0.2, 0.7))
     np.testing.assert_allclose(out, expected, rtol=1e-12)
+
+
+def test_fused_parts_give_each_step_with_its_shapes():
+    from flopcount.runtime.graph.fused import fused_parts
+
+    a, b = rt.randn(2, 3), rt.randn(3)
+    parts = fused_parts((a, b), _STEPS)
+    assert [(op.name, spec.shape, [tuple(s.shape) for s in ins]) for op, spec, ins, _ in parts] == [
+        ("mul", (2, 3), [(2, 3), (3,)]), ("add", (2, 3), [(2, 3), (2, 3)]), ("tanh", (2, 3), [(2, 3)])]

@@ -45,7 +45,7 @@ def _bn_foldable(graph, bn, users, outputs) -> bool:
 def fold_conv_bn(graph):
     """A copy of ``graph`` with each conv -> inference batch_norm pair folded into one conv.
 
-    >>> import flopcount.runtime as rt                                     # doctest: +SKIP
+    >>> import flopcount.runtime as rt
     >>> m = rt.nn.Sequential(rt.nn.Conv2d(3, 8, 3), rt.nn.BatchNorm2d(8)).eval()
     >>> [n.op_name for n in fold_conv_bn(rt.trace(m, rt.randn(1, 3, 8, 8))).nodes]
     ['conv']
