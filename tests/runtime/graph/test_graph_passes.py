@@ -228,3 +228,39 @@ def test_optimized_graph_equals_eager(make, shape):
     optimized = passes.optimize(rt.trace(model, x), fold_bn=True)
     assert optimized.memory_plan is not None
     _close(optimized(x), model(x))
+
+
+_UNARY = ["neg", "abs", "exp", "tanh", "relu", "sigmoid", "sin", "sqrt"]
+_BINARY = ["add", "sub", "mul", "div", "maximum", "minimum"]
+
+
+def _chain_fn(program):
+    def fn(x, y):
+        for kind, name in program:
+            if kind == "unary":
+                x = getattr(x, name)()
+            else:
+                other = {"y": y, "scalar": 0.75, "x": x}[kind]
+                x = getattr(rt, name)(x, other)
+        return x
+    return fn
+
+
+def test_random_elementwise_chains_fuse_to_identical_results():
+    from hypothesis import given, settings, strategies as st
+
+    step = st.one_of(st.tuples(st.just("unary"), st.sampled_from(_UNARY)),
+                     st.tuples(st.sampled_from(["y", "scalar", "x"]), st.sampled_from(_BINARY)))
+
+    @settings(max_examples=25, deadline=None)
+    @given(st.lists(step, min_size=2, max_size=7), st.sampled_from([(3, 4), (2, 1, 5)]))
+    def check(program, shape):
+        fn = _chain_fn(program)
+        x, y = rt.randn(*shape), rt.randn(shape[-1])
+        graph = rt.trace(fn, x, y)
+        fused = passes.fuse_elementwise(graph)
+        assert len(fused.nodes) <= len(graph.nodes)
+        np.testing.assert_array_equal(fused(x, y).numpy(), fn(x, y).numpy())
+        assert (fused.cost().macs, fused.cost().flops) == (graph.cost().macs, graph.cost().flops)
+
+    check()

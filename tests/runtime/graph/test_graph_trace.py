@@ -215,3 +215,27 @@ def test_constants_moved_to_the_meta_inputs_device_keep_their_values():
     x = rt.randn(300, 300)
     np.testing.assert_array_equal(graph(x).numpy(), fn(x).numpy())
     np.testing.assert_allclose(graph(x).numpy(), x.numpy() + 0.5 * big, rtol=1e-6)
+
+
+def test_named_scopes_extend_module_paths():
+    class Inner(nn.Module):
+        def forward(self, x):
+            with rt.named_scope("gate"):
+                return x.sigmoid()
+
+    class Outer(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.inner = Inner()
+
+        def forward(self, x):
+            return self.inner(x) * x
+
+    graph = rt.trace(Outer(), rt.randn(3))
+    assert [(n.scope, n.module_type) for n in graph.nodes] == [("inner.gate", "Inner"), ("", "Outer")]
+
+    def imported(x):  # how a converter names nodes that no module runs
+        with rt.named_scope("/layer1/conv"):
+            return x.relu()
+
+    assert [n.scope for n in rt.trace(imported, rt.randn(3)).nodes] == ["/layer1/conv"]
