@@ -260,7 +260,8 @@ def test_random_elementwise_chains_fuse_to_identical_results():
         graph = rt.trace(fn, x, y)
         fused = passes.fuse_elementwise(graph)
         assert len(fused.nodes) <= len(graph.nodes)
-        np.testing.assert_array_equal(fused(x, y).numpy(), fn(x, y).numpy())
+        with np.errstate(all="ignore"):  # overflow and nan are fine: both sides must agree
+            np.testing.assert_array_equal(fused(x, y).numpy(), fn(x, y).numpy())
         assert (fused.cost().macs, fused.cost().flops) == (graph.cost().macs, graph.cost().flops)
 
     check()
