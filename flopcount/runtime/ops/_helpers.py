@@ -87,3 +87,9 @@ def float_dtype(dtype):
 def check_float(op: str, x) -> None:
     if not x.dtype.is_floating_point:
         raise ShapeError(f"{op}: expects a floating point tensor, got {x.dtype.name} of shape {x.shape}")
+
+
+def upcast_half(array):
+    """A float16 kernel operand as float32, for kernels that accumulate (statistics, matmuls,
+    softmax) and would lose precision in half; other arrays (and None) pass through."""
+    return array.astype("float32") if array is not None and array.dtype == "float16" else array

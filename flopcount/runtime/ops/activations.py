@@ -25,8 +25,8 @@ from ..errors import ShapeError
 from ..registry import Op, io_cost, numel, register_op
 from ._erf import erf as _erf_kernel
 from ._helpers import check_float, norm_dim, same_spec
-from .elementwise import (abs as _abs, add, erf, exp, gt, le, logical_and, lt, mul, neg, sub, tanh,
-                          where)
+from .elementwise import (abs as _abs, add, div, erf, exp, gt, le, logical_and, lt, mul, neg, sub,
+                          tanh, where)
 from .reduction import sum as reduce_sum
 
 SELU_ALPHA = 1.6732632423543772848170429916717
@@ -417,8 +417,6 @@ def logsigmoid(input):
 
 def softsign(input):
     """x / (1 + |x|)."""
-    from .elementwise import div
-
     return div(input, add(_abs(input), 1.0))
 
 

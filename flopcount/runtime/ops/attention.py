@@ -24,13 +24,11 @@ __all__ = ["scaled_dot_product_attention", "multi_head_attention_forward"]  # th
 import math
 from math import prod
 
-import numpy as np
-
 from .. import dtypes as _dt
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, register_op
-from ._helpers import as_tensor, broadcast_shapes
+from ._helpers import as_tensor, broadcast_shapes, upcast_half
 from .dropout import keep_mask
 
 CAUSAL_MODES = ("full", "half")
@@ -85,11 +83,6 @@ def _check_attrs(op: str, attn_mask, dropout_p: float, is_causal: bool, causal_m
 
 # --- kernels -------------------------------------------------------------------------------------
 
-def _work(x):
-    # half precision is computed in float32 (numpy's float16 matmul is slow and inexact)
-    return x.astype(np.float32) if x is not None and x.dtype == np.float16 else x
-
-
 def _probabilities(xp, q, k, attn_mask, is_causal, scale):
     """softmax(scale·qkᵀ + mask) over the last dim; rows masked entirely give zeros (PyTorch's
     safe softmax), not NaN. Also returns k repeated for grouped-query attention."""
@@ -132,8 +125,8 @@ class ScaledDotProductAttention(Op):
 
     def forward(xp, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa, causal_mode="full"):
         rep = _heads_ratio(q, k, enable_gqa)
-        k_, v_ = _repeat_heads(xp, _work(k), rep), _repeat_heads(xp, _work(v), rep)
-        p = _probabilities(xp, _work(q), k_, _work(attn_mask), is_causal, _scale_of(q, scale))
+        k_, v_ = _repeat_heads(xp, upcast_half(k), rep), _repeat_heads(xp, upcast_half(v), rep)
+        p = _probabilities(xp, upcast_half(q), k_, upcast_half(attn_mask), is_causal, _scale_of(q, scale))
         if dropout_p > 0:
             keep = keep_mask(xp, p.shape, dropout_p)
             out = xp.matmul(p * keep * (1.0 / (1.0 - dropout_p)), v_)
@@ -192,10 +185,10 @@ class ScaledDotProductAttentionBackward(Op):
     def forward(xp, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, causal_mode,
                 mask_grad):
         rep = _heads_ratio(q, k, enable_gqa)
-        g_, q_ = _work(g), _work(q)
-        k_, v_ = _repeat_heads(xp, _work(k), rep), _repeat_heads(xp, _work(v), rep)
+        g_, q_ = upcast_half(g), upcast_half(q)
+        k_, v_ = _repeat_heads(xp, upcast_half(k), rep), _repeat_heads(xp, upcast_half(v), rep)
         sc = _scale_of(q, scale)
-        p = _probabilities(xp, q_, k_, _work(attn_mask), is_causal, sc)
+        p = _probabilities(xp, q_, k_, upcast_half(attn_mask), is_causal, sc)
         dropped = p * keep * (1.0 / (1.0 - dropout_p)) if keep is not None else p
         dv = xp.matmul(xp.swapaxes(dropped, -1, -2), g_)
         dp = xp.matmul(g_, xp.swapaxes(v_, -1, -2))

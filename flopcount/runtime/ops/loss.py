@@ -10,7 +10,6 @@ from __future__ import annotations
 __all__ = ["cross_entropy", "nll_loss", "mse_loss", "l1_loss", "smooth_l1_loss", "huber_loss",
            "binary_cross_entropy", "binary_cross_entropy_with_logits"]  # the functional API (nn.functional re-exports it)
 
-from .. import dtypes as _dt
 from ..errors import ShapeError
 from .activations import log_softmax
 from .elementwise import abs as _abs, add, cast, clamp, div, exp, log, lt, maximum, mul, ne, neg, sub, where
@@ -43,6 +42,12 @@ def _reduce(loss, reduction: str, op: str):
 def _check_same_shape(op: str, input, target) -> None:
     if tuple(input.shape) != tuple(target.shape):
         raise ShapeError(f"{op}: target {target.shape} must have the shape of the input {input.shape}")
+
+
+def _target_weights(weight, target, valid):
+    """weight[target] where ``valid``, else 0 (an ignored target still needs a valid index)."""
+    safe = where(valid, target, 0)
+    return where(valid, reshape(gather(weight, 0, reshape(safe, (-1,))), target.shape), 0.0)
 
 
 def _class_view(weight, input):
@@ -78,10 +83,7 @@ def nll_loss(input, target, weight=None, size_average=None, ignore_index: int = 
     valid = ne(target, ignore_index)
     safe_target = where(valid, target, 0)  # an ignored target still needs a valid gather index
     picked = squeeze(gather(input, 1, unsqueeze(safe_target, 1)), 1)
-    if weight is not None:
-        w = where(valid, gather(weight, 0, reshape(safe_target, (-1,))).reshape(target.shape), 0.0)
-    else:
-        w = cast(valid, input.dtype)
+    w = _target_weights(weight, target, valid) if weight is not None else cast(valid, input.dtype)
     loss = neg(mul(picked, w))
     if reduction == "mean":
         return div(reduce_sum(loss), reduce_sum(w))
@@ -115,9 +117,7 @@ def cross_entropy(input, target, weight=None, size_average=None, ignore_index: i
     smooth = where(valid, smooth, 0.0)
     if reduction == "mean":
         if weight is not None:
-            safe_target = where(valid, target, 0)
-            target_w = where(valid, gather(weight, 0, reshape(safe_target, (-1,))).reshape(target.shape), 0.0)
-            smooth = div(reduce_sum(smooth), reduce_sum(target_w))
+            smooth = div(reduce_sum(smooth), reduce_sum(_target_weights(weight, target, valid)))
         else:
             smooth = div(reduce_sum(smooth), reduce_sum(cast(valid, logp.dtype)))
     else:

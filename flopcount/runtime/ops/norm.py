@@ -25,7 +25,7 @@ import numpy as np
 from ..dispatch import apply, no_grad
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
-from ._helpers import check_float, same_spec
+from ._helpers import check_float, same_spec, upcast_half
 from .elementwise import add, mul, rsqrt, sub
 from .movement import reshape
 from .reduction import mean, sum as reduce_sum
@@ -39,11 +39,6 @@ def _channel_shape(x) -> tuple:
 def _check_vector(op: str, name: str, t, size: int, x) -> None:
     if t is not None and tuple(t.shape) != (size,):
         raise ShapeError(f"{op}: {name} has shape {tuple(t.shape)}, expected ({size},) for input {x.shape}")
-
-
-def _work_dtype(xp, x):
-    # statistics of half precision inputs are accumulated in float32, as PyTorch does
-    return x.astype(np.float32) if x.dtype == np.float16 else x
 
 
 def _standardize_grad(gxhat, xhat, rstd, dims):
@@ -102,7 +97,7 @@ class BatchNorm(Op):
         dims = (0,) + tuple(range(2, x.ndim))
         view = (1, x.shape[1]) + (1,) * (x.ndim - 2)
         if training:
-            work = _work_dtype(xp, x)
+            work = upcast_half(x)
             batch_mean = work.mean(axis=dims)
             batch_var = work.var(axis=dims)
             mean_, var_ = batch_mean, batch_var
@@ -210,7 +205,7 @@ class LayerNorm(Op):
 
     def forward(xp, x, weight, bias, *, normalized_shape, eps):
         dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-        work = _work_dtype(xp, x)
+        work = upcast_half(x)
         centered = work - work.mean(axis=dims, keepdims=True)
         y = centered / xp.sqrt((centered * centered).mean(axis=dims, keepdims=True) + eps)
         if weight is not None:
@@ -262,7 +257,7 @@ class GroupNorm(Op):
 
     def forward(xp, x, weight, bias, *, num_groups, eps):
         n, c = x.shape[0], x.shape[1]
-        work = _work_dtype(xp, x).reshape(n, num_groups, -1)
+        work = upcast_half(x).reshape(n, num_groups, -1)
         centered = work - work.mean(axis=2, keepdims=True)
         y = (centered / xp.sqrt((centered * centered).mean(axis=2, keepdims=True) + eps)).reshape(x.shape)
         view = (1, c) + (1,) * (x.ndim - 2)
@@ -305,7 +300,7 @@ class RMSNorm(Op):
 
     def forward(xp, x, weight, *, normalized_shape, eps):
         dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))
-        work = _work_dtype(xp, x)
+        work = upcast_half(x)
         y = work / xp.sqrt((work * work).mean(axis=dims, keepdims=True) + eps)
         if weight is not None:
             y = y * weight

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import flopcount.runtime as rt
-from opcheck import op_costs, randn
+from opcheck import op_costs
 
 nn = rt.nn
 
