@@ -97,3 +97,12 @@ def test_bad_arguments():
 def test_meta_dropout_keeps_shapes():
     y = F.dropout(rt.empty(3, 4, device="meta"), 0.5)
     assert y.shape == (3, 4) and y.device.type == "meta"
+
+
+def test_the_op_in_evaluation_mode_passes_values_through_at_no_cost():
+    # the functional never dispatches it in evaluation; imported graphs may carry such a node
+    x = rt.tensor(X)
+    (y, mask), costs = rt.apply(Dropout, x, p=0.5, training=False), op_costs(
+        lambda: rt.apply(Dropout, x, p=0.5, training=False))
+    np.testing.assert_array_equal(y.numpy(), X)
+    assert mask.numpy().all() and costs["dropout"].flops == 0
