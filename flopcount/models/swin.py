@@ -117,7 +117,7 @@ def shifted_window_attention(x, qkv_weight, proj_weight, relative_position_bias,
     attn = q.matmul(k.transpose(-2, -1))
     attn = attn + relative_position_bias
     if shifted:
-        mask = rt.tensor(_shift_mask(pad_h, pad_w, (wh, ww), shift), device=x.device)
+        mask = rt.tensor(_shift_mask(pad_h, pad_w, (wh, ww), shift), dtype=x.dtype, device=x.device)
         attn = attn.reshape(b, num_windows, num_heads, n_tokens, n_tokens)
         attn = attn + mask.unsqueeze(1).unsqueeze(0)
         attn = attn.reshape(-1, num_heads, n_tokens, n_tokens)

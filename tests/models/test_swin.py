@@ -4,6 +4,7 @@ import math
 
 import numpy as np
 import pytest
+from opcheck import check_grad, check_meta, randn
 from vision_checks import (ClassifierTests, assert_constant, assert_normal_std, conv_linear_macs, meta_forward,
                            meta_model)
 
@@ -111,6 +112,18 @@ def test_shifted_window_attention_matches_reference(size, window, shift):
                                    proj_bias=rt.tensor(b_proj), training=False)
     expected = reference_window_attention(x, w_qkv, b_qkv, w_proj, b_proj, bias, window, shift, heads)
     np.testing.assert_allclose(got.numpy(), expected, rtol=1e-4, atol=1e-5)
+
+
+def test_shifted_window_attention_gradients_and_meta_shapes():
+    # padded (3x5 -> 4x6) and shifted, so the gradient flows back through roll, mask, pad and crop
+    def attend(x, w_qkv, w_proj, bias, b_qkv, b_proj):
+        return shifted_window_attention(x, w_qkv, w_proj, bias, [2, 2], 2, [1, 1], qkv_bias=b_qkv,
+                                        proj_bias=b_proj, training=False)
+
+    arrays = [randn(1, 3, 5, 4, seed=1), randn(12, 4, seed=2), randn(4, 4, seed=3), randn(1, 2, 4, 4, seed=4),
+              randn(12, seed=5), randn(4, seed=6)]
+    check_grad(attend, arrays)
+    check_meta(attend, [a.astype(np.float32) for a in arrays])
 
 
 def test_shifted_window_attention_matches_torchvision_function():
