@@ -46,11 +46,16 @@ def bilinear(module, inputs, output) -> Cost:
     return _gemm(macs, numel(out) if module.bias is not None else 0)
 
 
+_RUNNING_UPDATE = 6  # per channel: running <- (1 − m)·running + m·stat, for mean and variance
+
+
 def batch_norm(module, inputs, output) -> Cost:
     # folded scale and shift: 2 per element; batch statistics (training, or no running
-    # statistics to use): + mean sum, subtract, square, variance sum = 4 per element
+    # statistics to use): + mean sum, subtract, square, variance sum = 4 per element; in
+    # training the running statistics are updated too (3 per channel and statistic)
     batch_stats = module.training or not module.track_running_stats
-    return Cost(flops=(6 if batch_stats else 2) * numel(inputs[0]))
+    update = _RUNNING_UPDATE * module.num_features if module.training and module.track_running_stats else 0
+    return Cost(flops=(6 if batch_stats else 2) * numel(inputs[0]) + update)
 
 
 def _affine_flops(n: int, *params) -> int:
@@ -70,11 +75,20 @@ def group_norm(module, inputs, output) -> Cost:
 
 
 def instance_norm(module, inputs, output) -> Cost:
-    # with running statistics in eval it is a batch norm; otherwise a group norm per channel
-    n = numel(inputs[0])
+    # with running statistics in eval it is a batch norm; otherwise a group norm per channel.
+    # Training with running statistics also takes every instance's mean and variance (sum,
+    # subtract, square, sum: 4 per element, a divide per instance), averages both over the
+    # batch (N·C adds and C divides each) and updates the running statistics (3 per channel each)
+    x = inputs[0]
+    n = numel(x)
     if module.track_running_stats and not module.training:
         return Cost(flops=2 * n)
-    return Cost(flops=5 * n + _affine_flops(n, module.weight, module.bias))
+    flops = 5 * n + _affine_flops(n, module.weight, module.bias)
+    if module.track_running_stats:
+        instances = prod(x.shape[:2]) if x.ndim == int(type(module).__name__[-2]) + 2 else x.shape[0]
+        channels = module.num_features
+        flops += 4 * n + instances + 2 * (instances + channels) + _RUNNING_UPDATE * channels
+    return Cost(flops=flops)
 
 
 def rms_norm(module, inputs, output) -> Cost:
@@ -99,8 +113,10 @@ def gelu(module, inputs, output) -> Cost:
 
 
 def elu(module, inputs, output) -> Cost:
-    # exp, subtract 1, scale, select: 4 per element (CELU and SELU: one more scale)
-    extra = 1 if type(module).__name__ in ("SELU", "CELU") else 0
+    # exp, subtract 1, multiply by alpha, select: 4 per element; SELU scales the result, CELU
+    # divides x by alpha first (one more multiply each, when the factor is not 1)
+    kind = type(module).__name__
+    extra = 1 if kind == "SELU" or (kind == "CELU" and module.alpha != 1) else 0
     return Cost(flops=(4 + extra) * numel(first_tensor(output)))
 
 
@@ -135,16 +151,26 @@ def adaptive_avg_pool(module, inputs, output) -> Cost:
     return Cost(flops=numel(inputs[0]) + numel(first_tensor(output)))
 
 
+def _adaptive_window_sum(size: int, out: int) -> int:
+    # window i covers [floor(i·size/out), ceil((i+1)·size/out)): the sum of their lengths
+    return sum(-(-(i + 1) * size // out) - (i * size // out) for i in range(out))
+
+
 def adaptive_max_pool(module, inputs, output) -> Cost:
-    # every input element compared once
-    return Cost(flops=numel(inputs[0]))
+    # a window of k elements takes k − 1 comparisons; windows are separable per dim, so all
+    # windows hold the product of the per-dim sums of window lengths
+    dims = int(type(module).__name__[-2])  # AdaptiveMaxPool2d -> 2
+    x, out = inputs[0], first_tensor(output)
+    channels = prod(x.shape[:-dims])
+    elements = prod(_adaptive_window_sum(n, o) for n, o in zip(x.shape[-dims:], out.shape[-dims:]))
+    return Cost(flops=channels * (elements - prod(out.shape[-dims:])))
 
 
-_UPSAMPLE_PRICE = {"nearest": 0, "nearest-exact": 0, "linear": 3, "bilinear": 7, "trilinear": 15, "bicubic": 31}
+_UPSAMPLE_PRICE = {"nearest": 0, "nearest-exact": 0, "linear": 3, "bilinear": 7, "trilinear": 15}
 
 
 def upsample(module, inputs, output) -> Cost:
-    # nearest copies; (bi/tri)linear interpolate: 2^d − 1 lerps of 3 FLOPs (bilinear: 7)
+    # nearest copies; d-linear: a weighted sum of 2^d taps, 2^d multiplies and 2^d − 1 adds
     return Cost(flops=_UPSAMPLE_PRICE.get(module.mode, 0) * numel(first_tensor(output)))
 
 
@@ -228,17 +254,12 @@ def recurrent(module, inputs, output) -> Cost:
     steps, batch = _sequence_shape(module, inputs[0])
     h, g = module.hidden_size, _GATES[kind]
     directions = 2 if module.bidirectional else 1
-    proj = getattr(module, "proj_size", 0) or 0
-    out_size = proj or h
+    cell = _cell_flops(kind, h, getattr(module, "nonlinearity", "tanh"))
     macs = flops = 0
     for layer in range(module.num_layers):
-        in_size = module.input_size if layer == 0 else out_size * directions
-        layer_macs = steps * batch * (in_size + out_size) * g * h
-        if proj:
-            layer_macs += steps * batch * h * proj
-        layer_flops = 2 * layer_macs + steps * batch * _cell_flops(kind, h, getattr(module, "nonlinearity", "tanh"))
-        if module.bias:
-            layer_flops += steps * batch * 2 * g * h
+        in_size = module.input_size if layer == 0 else h * directions
+        layer_macs = steps * batch * (in_size + h) * g * h
+        layer_flops = 2 * layer_macs + steps * batch * (cell + (2 * g * h if module.bias else 0))
         macs += directions * layer_macs
         flops += directions * layer_flops
     return Cost(macs=macs, flops=flops)

@@ -121,10 +121,10 @@ def op_rule(op):
     rule = OP_RULES.get(name)
     if rule is not None:
         return rule
+    if name.endswith(_BACKWARD_SUFFIXES):
+        return own_macs(op)
     if name.startswith(_POOL_PREFIXES):
         return numel_in
     if name.startswith(_UPSAMPLE_PREFIXES):
         return upsample
-    if name.endswith(_BACKWARD_SUFFIXES):
-        return own_macs(op)
     return None

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from ..report.model import Memory, Report
 from ..runtime.device import backend
-from ..runtime.dispatch import enable_grad, no_grad
+from ..runtime.dispatch import enable_grad, no_grad, observe
 from ..runtime.factories import ones_like
 from ..runtime.tensor import Tensor
 from ..conventions import get as get_convention
@@ -102,16 +102,18 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
         memory = Memory(parameters=bytes_by_dtype(model.parameters()), buffers=bytes_by_dtype(model.buffers()))
         memory.activations = sum(priced.own_cost[i].bytes_written for i, e in enumerate(events)
                                  if e.phase == "forward")
-        memory.predicted_peak = mem.predicted_peak(events, priced.own_cost, output_ids)
+        holds = mem.call_holds(recorder.calls)
+        memory.predicted_peak = mem.predicted_peak(events, priced.own_cost, output_ids, holds)
         if backward:
             grad_bytes = sum(p.numel() * p.dtype.itemsize for p in model.parameters() if p.requires_grad)
             memory.training_predicted_peak = mem.predicted_training_peak(events, priced.own_cost, grad_bytes,
-                                                                         output_ids)
+                                                                         output_ids, holds)
         del out
         if real and measure_memory:
-            memory.measured_peak = _measure(model, args, kwargs, device, backward=False)
+            memory.measured_peak, memory.measured_activation_peak = _measure(model, args, kwargs, device, False)
             if backward:
-                memory.training_measured_peak = _measure(model, args, kwargs, device, backward=True)
+                memory.training_measured_peak, memory.training_measured_activation_peak = \
+                    _measure(model, args, kwargs, device, True)
 
         module_times = op_latency = op_start = None
         whole = (None, None)
@@ -139,16 +141,31 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
                   model=name or type(model).__name__)
 
 
-def _measure(model, args, kwargs, device, backward: bool) -> int:
-    """Peak bytes the backend allocated during one step (the output included)."""
+class _Sampler:
+    """Observer reading the tracker after every op: the bytes held between ops."""
+
+    def __init__(self, tracker):
+        self.tracker = tracker
+        self.held = 0
+
+    def on_op(self, event) -> None:
+        self.held = max(self.held, self.tracker.current())
+
+
+def _measure(model, args, kwargs, device, backward: bool) -> tuple:
+    """(peak bytes the backend allocated during one step, the most bytes held between two
+    ops). The first includes each kernel's temporaries (im2col buffers...), the second is what
+    liveness predicts. The step's output is included in both."""
     be = backend(device)
     with be.track_memory() as tracker:
-        out = run_step(model, args, kwargs, backward)
+        sampler = _Sampler(tracker)
+        with observe(sampler):
+            out = run_step(model, args, kwargs, backward)
         del out
     if backward:
         for p in model.parameters():
             p.grad = None
-    return tracker.peak
+    return tracker.peak, sampler.held
 
 
 def _op_timings(step, events, repeat: int) -> tuple:

@@ -34,13 +34,14 @@ def snapshot(value):
 class Call:
     """One call of a module: its path, parent call, input/output specs and its op events."""
 
-    __slots__ = ("path", "module", "parent", "inputs", "output", "start", "end")
+    __slots__ = ("path", "module", "parent", "inputs", "input_serials", "output", "start", "end")
 
     def __init__(self, path: str, module, parent: int, inputs, start: int):
         self.path = path
         self.module = module
         self.parent = parent          # index of the calling Call, -1 for the outermost
         self.inputs = inputs
+        self.input_serials = []       # op outputs passed in: the caller holds them to the end
         self.output = None
         self.start = start            # events[start:end] ran inside this call (subtree)
         self.end = start
@@ -102,7 +103,9 @@ class Recorder:
             return None  # a module outside the model's tree: its ops go to the caller
         parent = self.stack[-1] if self.stack else -1
         self.stack.append(len(self.calls))
-        self.calls.append(Call(path, module, parent, snapshot(args), len(self.events)))
+        call = Call(path, module, parent, snapshot(args), len(self.events))
+        call.input_serials = [s for s in (self.serial(t) for t in args if isinstance(t, Tensor)) if s is not None]
+        self.calls.append(call)
         return None
 
     def post_hook(self, module, args, output):

@@ -169,12 +169,15 @@ def time_training_step(graph, args, kwargs, device, repeat: int) -> float | None
             t.grad = g
 
 
-def measure_peak(graph, args, kwargs, device) -> int:
-    """Peak bytes the backend allocated during one inference run (outputs included)."""
+def measure_peak(graph, args, kwargs, device) -> tuple:
+    """(peak bytes the backend allocated during one inference run, the largest number of bytes
+    held between two nodes). The first includes each kernel's temporaries; the second is what
+    liveness predicts: the activations alive while a node runs, sampled when it returns."""
     be = backend(device)
     with no_grad():
         graph(*args, **kwargs)  # the first run builds the executor's program: not the model's memory
+    held = [0]
     with no_grad(), be.track_memory() as tracker:
-        out = graph(*args, **kwargs)
+        out = graph.run(*args, after=lambda node, outs: held.append(tracker.current()), **kwargs)
         del out
-    return tracker.peak
+    return tracker.peak, max(held)

@@ -76,7 +76,7 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
     memory.activations = sum(live.storage_bytes[o] for o in live.activations)
     memory.predicted_peak = live.peak_bytes
     if real and measure_memory:
-        memory.measured_peak = execution.measure_peak(graph, args, kwargs, device)
+        memory.measured_peak, memory.measured_activation_peak = execution.measure_peak(graph, args, kwargs, device)
 
     node_ms = starts = None
     whole = (None, None)

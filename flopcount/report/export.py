@@ -22,7 +22,9 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
       "memory": {"parameters": {dtype: bytes}, "buffers": {dtype: bytes},
                  "parameter_bytes": int, "buffer_bytes": int, "activations": int,
                  "predicted_peak": int | null, "measured_peak": int | null,
-                 "training_predicted_peak": int | null, "training_measured_peak": int | null},
+                 "measured_activation_peak": int | null,
+                 "training_predicted_peak": int | null, "training_measured_peak": int | null,
+                 "training_measured_activation_peak": int | null},
       "rows": [                          # tree order, root ("" name) first
         {"name": str, "type": str, "depth": int, "parent": str | null,
          "kind": "module" | "scope" | "op", "counted_by": "rule" | "ops" | "covered" | "unsupported",

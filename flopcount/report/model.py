@@ -133,9 +133,11 @@ class Memory:
     buffers: dict = field(default_factory=dict)
     activations: int = 0                             # bytes of every op output, summed
     predicted_peak: int | None = None                # activations alive at once (liveness)
-    measured_peak: int | None = None                 # the backend's tracker, same run
+    measured_peak: int | None = None                 # the backend's tracker: kernel temporaries too
+    measured_activation_peak: int | None = None      # most bytes held between two ops, same run
     training_predicted_peak: int | None = None       # what autograd keeps for backward
     training_measured_peak: int | None = None
+    training_measured_activation_peak: int | None = None
 
     @property
     def parameter_bytes(self) -> int:

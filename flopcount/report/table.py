@@ -100,6 +100,10 @@ def cells(report, depth=None, top=None, sort=None, by: str = "module") -> tuple:
     return _module_cells(report, depth, top, sort)
 
 
+def _bytes(value) -> str:
+    return "-" if value is None else bytes_to_string(value)
+
+
 def _footer(report) -> list:
     lines = [f"convention: {report.convention} | mode: {report.mode} | device: {report.device}"
              + (f" | dtype: {report.dtype}" if report.dtype else "")
@@ -113,10 +117,17 @@ def _footer(report) -> list:
                      f"(backward {macs_to_string(t['backward_macs'])})")
     m = report.memory
     if m.predicted_peak is not None or m.measured_peak is not None:
-        measured = bytes_to_string(m.measured_peak) if m.measured_peak is not None else "-"
-        predicted = bytes_to_string(m.predicted_peak) if m.predicted_peak is not None else "-"
-        lines.append(f"memory: params {bytes_to_string(m.parameter_bytes)}, buffers {bytes_to_string(m.buffer_bytes)}, "
-                     f"peak activations predicted {predicted} / measured {measured}")
+        line = (f"memory: params {bytes_to_string(m.parameter_bytes)}, buffers {bytes_to_string(m.buffer_bytes)}, "
+                f"peak activations predicted {_bytes(m.predicted_peak)}")
+        if m.measured_peak is not None:
+            line += (f" / measured {_bytes(m.measured_activation_peak)} between ops "
+                     f"({_bytes(m.measured_peak)} with kernel temporaries)")
+        lines.append(line)
+        if m.training_predicted_peak is not None:
+            lines.append(f"training step peak: predicted {_bytes(m.training_predicted_peak)}"
+                         + (f" / measured {_bytes(m.training_measured_activation_peak)} between ops "
+                            f"({_bytes(m.training_measured_peak)} with kernel temporaries)"
+                            if m.training_measured_peak is not None else ""))
     if report.seen_not_counted:
         lines.append(f"seen, not counted ({report.convention} convention): {len(report.seen_not_counted)} ops, "
                      f"{macs_to_string(t['seen_not_counted_macs'])}")
