@@ -116,8 +116,11 @@ class Priced:
         return values
 
     def functional(self) -> dict:
-        """Per call: the Cost of the ops its forward ran directly (uncovered, not folded)."""
+        """Per call: the Cost of the ops its forward ran directly (uncovered, not folded),
+        when the convention counts them (under ptflops they are seen, not counted)."""
         out = defaultdict(Cost)
+        if not self.counts_functional:
+            return out
         for i, e in self._functional():
             if e.call >= 0:
                 out[e.call] = out[e.call] + _macs_flops(self.op_cost[i])

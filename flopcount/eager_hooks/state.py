@@ -1,7 +1,8 @@
 """Leave no trace: what profiling may touch on a model, saved and put back.
 
-A profile switches train/eval mode and, for a training step, fills ``.grad``. ``ModelState``
-saves every module's ``training`` flag and every parameter's ``requires_grad`` and ``grad``
+A profile switches train/eval mode and, for a training step, fills ``.grad`` and updates
+running statistics (batch norm's buffers) in place. ``ModelState`` saves every module's
+``training`` flag, every parameter's ``requires_grad`` and ``grad`` and every buffer's data
 before, and restores them afterwards (also when the forward raises).
 """
 
@@ -17,6 +18,7 @@ class ModelState:
     def __init__(self, model):
         self.training = [(m, m.training) for m in model.modules()]
         self.params = [(p, p.requires_grad, p.grad) for _, p in model.named_parameters(remove_duplicate=True)]
+        self.buffers = [(b, None if b.data is None else b.data.copy()) for b in model.buffers()]
 
     def restore(self) -> None:
         for m, flag in self.training:
@@ -24,6 +26,9 @@ class ModelState:
         for p, requires_grad, grad in self.params:
             p.requires_grad = requires_grad
             p.grad = grad
+        for b, data in self.buffers:
+            if data is not None:
+                b.data = data
 
 
 @contextlib.contextmanager
