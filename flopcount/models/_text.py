@@ -36,7 +36,7 @@ IMPLEMENTATIONS = ("eager", "sdpa")
 def activation(name: str) -> nn.Module:
     """The module transformers' ``ACT2FN[name]`` builds, for the names these models use."""
     table = {
-        "gelu": lambda: nn.GELU(),                      # erf form (BERT)
+        "gelu": lambda: nn.GELU(),  # erf form (BERT)
         "gelu_new": lambda: nn.GELU(approximate="tanh"),  # tanh form (GPT-2's NewGELUActivation)
         "gelu_pytorch_tanh": lambda: nn.GELU(approximate="tanh"),
         "silu": lambda: nn.SiLU(),

@@ -7,7 +7,7 @@ import flopcount.runtime as rt
 from flopcount import models
 from opcheck import record
 
-D, FF, LAYERS, HEADS, VOCAB, LENGTH = 768, 3072, 12, 12, 30522, 128
+D, FF, LAYERS, VOCAB, LENGTH = 768, 3072, 12, 30522, 128
 SEQ = 32  # behaviour checks on the small model
 
 

@@ -10,7 +10,7 @@ from flopcount import models
 from flopcount.models.gpt2 import Conv1D
 from opcheck import op_costs, record
 
-D, LAYERS, HEADS, VOCAB, LENGTH = 768, 12, 12, 50257, 128
+D, LAYERS, VOCAB, LENGTH = 768, 12, 50257, 128
 SMALL = {"n_layer": 2, "vocab_size": 1000}  # the head over 50,257 tokens would dominate every run
 
 
@@ -183,3 +183,19 @@ def test_logits_match_transformers(small, reference, implementation):
             assert np.abs(ours - theirs.logits.numpy()).max() < 1e-4
     finally:
         small.set_attn_implementation("eager")
+
+
+def test_gradients_match_transformers_through_the_tied_head(small, reference):
+    import torch
+
+    ids = small_ids()
+    weights = np.random.default_rng(0).standard_normal((1, ids.shape[1], SMALL["vocab_size"])).astype(np.float32)
+    small.zero_grad()
+    (small(rt.tensor(ids)) * rt.tensor(weights)).sum().backward()
+    reference.zero_grad()
+    (reference(torch.from_numpy(ids)).logits * torch.from_numpy(weights)).sum().backward()
+    theirs = dict(reference.named_parameters())
+    for name, param in small.named_parameters():
+        expected = theirs[name].grad.numpy()  # wte's gradient includes the head's share
+        assert np.abs(param.grad.numpy() - expected).max() <= 1e-4 * max(1.0, np.abs(expected).max()), name
+    small.zero_grad()

@@ -196,3 +196,19 @@ def test_logits_match_transformers(llama, reference, implementation):
             assert np.abs(ours - theirs.logits.numpy()).max() < 1e-4
     finally:
         llama.set_attn_implementation("eager")
+
+
+def test_gradients_match_transformers(llama, reference):
+    import torch
+
+    ids = _ids()
+    weights = np.random.default_rng(0).standard_normal((1, ids.shape[1], 32000)).astype(np.float32)
+    llama.zero_grad()
+    (llama(rt.tensor(ids)) * rt.tensor(weights)).sum().backward()
+    reference.zero_grad()
+    (reference(torch.from_numpy(ids)).logits * torch.from_numpy(weights)).sum().backward()
+    theirs = dict(reference.named_parameters())
+    for name, param in llama.named_parameters():
+        expected = theirs[name].grad.numpy()
+        assert np.abs(param.grad.numpy() - expected).max() <= 1e-4 * max(1.0, np.abs(expected).max()), name
+    llama.zero_grad()
