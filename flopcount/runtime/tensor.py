@@ -238,8 +238,13 @@ class Tensor:
         return _mv.contiguous(self)
 
     # --- in-place data writes (initializers, optimizers) -------------------------------------
+    @property
+    def _writable(self) -> bool:
+        # a meta tensor may carry a constant for the tracer, but in-place writes never apply to it
+        return self.data is not None and self.device.type != "meta"
+
     def _write(self, array) -> "Tensor":
-        if self.data is None:
+        if not self._writable:
             return self
         xp = backend(self.device).xp
         arr = xp.asarray(array, dtype=self.dtype.np)
@@ -257,7 +262,7 @@ class Tensor:
         return other
 
     def copy_(self, src) -> "Tensor":
-        if self.data is None:
+        if not self._writable:
             return self
         if isinstance(src, Tensor) and tuple(src.shape) != self.shape and prod(src.shape) != prod(self.shape):
             raise ShapeError(f"copy_(): source shape {src.shape} does not fit {self.shape}")
@@ -270,7 +275,7 @@ class Tensor:
         return self._write(value)
 
     def add_(self, other, alpha=1) -> "Tensor":
-        if self.data is not None:
+        if self._writable:
             self.data += alpha * self._other_data(other) if alpha != 1 else self._other_data(other)
         return self
 
@@ -278,28 +283,28 @@ class Tensor:
         return self.add_(other, alpha=-alpha)
 
     def mul_(self, other) -> "Tensor":
-        if self.data is not None:
+        if self._writable:
             self.data *= self._other_data(other)
         return self
 
     def div_(self, other) -> "Tensor":
-        if self.data is not None:
+        if self._writable:
             self.data /= self._other_data(other)
         return self
 
     def clamp_(self, min=None, max=None) -> "Tensor":
-        if self.data is not None:
+        if self._writable:
             backend(self.device).xp.clip(self.data, min, max, out=self.data)
         return self
 
     def uniform_(self, a: float = 0.0, b: float = 1.0) -> "Tensor":
-        if self.data is not None:
+        if self._writable:
             # drawn on the CPU generator, so a seed gives the same weights on every device
             self._write(_fac.random_array("cpu", "uniform", self.shape, self.dtype, a, b))
         return self
 
     def normal_(self, mean: float = 0.0, std: float = 1.0) -> "Tensor":
-        if self.data is not None:
+        if self._writable:
             self._write(_fac.random_array("cpu", "normal", self.shape, self.dtype, mean, std))
         return self
 

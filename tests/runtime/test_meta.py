@@ -103,3 +103,12 @@ def test_meta_keeps_dtypes(dtype):
     assert out.dtype is dtype and out.shape == (2, 4)
     with pytest.raises(rt.ShapeError, match="linear: input"):
         fc(rt.randn(2, 7, dtype=dtype, device="meta"))  # shape rules still check on meta
+
+
+def test_layers_with_integer_buffers_build_on_meta():
+    # num_batches_tracked is made from a value (a meta tensor may carry it); zero_() must not fail
+    with rt.meta():
+        bn = rt.nn.BatchNorm2d(8)
+    assert bn.running_mean.device.type == "meta" and bn.num_batches_tracked.device.type == "meta"
+    out = bn.eval()(rt.empty(2, 8, 4, 4, device="meta"))
+    assert out.shape == (2, 8, 4, 4)
