@@ -125,7 +125,7 @@ class ClassifierTests:
 
     def test_matches_torchvision(self, name, eager):
         # defined last, so it runs last per model: it overwrites the shared instance's weights
-        tv_model = torchvision_model(name)
-        model, _ = eager
         x = models.example_input(name).numpy()
+        tv_model = torchvision_model(name, x.shape[1:])
+        model, _ = eager
         assert_matches_torchvision(model, tv_model, x)
