@@ -115,13 +115,21 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     return per_node, latency, records
 
 
-def time_nodes(graph, args, kwargs, device, warmup: int, repeat: int) -> tuple:
-    """(median ms per node, start ms per node in the last run) from the executor's callbacks,
-    each node synchronized before and after."""
+def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) -> dict:
+    """Whole-graph runs and per-node runs, interleaved so that both see the same machine.
+
+    A whole run has no per-node synchronization (the graph's latency); a per-node run times
+    each node between the executor's callbacks, synchronized before and after. Returns
+    ``whole`` (median ms, min ms), and per node ``median``, ``min`` and ``start`` (ms from the
+    start of the last per-node run, for the trace).
+    """
+    from ..eager_hooks.timing import median_min
+
     be = backend(device)
     index = {id(n): i for i, n in enumerate(graph.nodes)}
     samples = [[] for _ in graph.nodes]
     starts = [None] * len(graph.nodes)
+    whole = []
     clock = {}
 
     def before(node, inputs):
@@ -139,21 +147,16 @@ def time_nodes(graph, args, kwargs, device, warmup: int, repeat: int) -> tuple:
         for _ in range(warmup):
             graph(*args, **kwargs)
         for _ in range(repeat):
+            be.synchronize()
+            t0 = be.timer_start()
+            graph(*args, **kwargs)
+            whole.append(be.timer_stop(t0))
             clock["run"] = time.perf_counter()
             graph.run(*args, before=before, after=after, **kwargs)
-    medians = [statistics.median(s) * 1e3 if s else None for s in samples]
-    return medians, starts
-
-
-def time_graph(graph, args, kwargs, device, warmup: int, repeat: int) -> tuple:
-    """(median ms, min ms) of whole-graph runs without per-node synchronization."""
-    from ..eager_hooks.timing import median_min, time_calls
-
-    def call():
-        with no_grad():
-            graph(*args, **kwargs)
-
-    return median_min(time_calls(call, device, warmup, repeat))
+    return {"whole": median_min(whole),
+            "median": [statistics.median(s) * 1e3 if s else None for s in samples],
+            "min": [min(s) * 1e3 if s else None for s in samples],
+            "start": starts}
 
 
 def time_training_step(graph, args, kwargs, device, repeat: int) -> float | None:

@@ -23,7 +23,8 @@ from .rows import NodeRows
 
 
 def graph_of(model, args: tuple, kwargs: dict) -> Graph:
-    """``model`` itself when it is a Graph, else the trace of ``model(*args, **kwargs)``."""
+    """``model`` itself when it is a Graph, else the trace of ``model(*args, **kwargs)`` (a
+    Module or any function of tensors)."""
     if isinstance(model, Graph):
         return model
     return trace(model, *args, **kwargs)
@@ -62,7 +63,8 @@ def profile_graph(model, args: tuple = (), kwargs: dict | None = None, *, conven
             report = _profile(module, graph_of(module, args, kwargs), args, kwargs, conv, latency, backward,
                               warmup, repeat, measure_memory, name)
         return report
-    return _profile(None, model, args, kwargs, conv, latency, backward, warmup, repeat, measure_memory, name)
+    return _profile(None, graph_of(model, args, kwargs), args, kwargs, conv, latency, backward, warmup, repeat,
+                    measure_memory, name)
 
 
 def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repeat, measure_memory, name) -> Report:
@@ -78,11 +80,11 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
     if real and measure_memory:
         memory.measured_peak, memory.measured_activation_peak = execution.measure_peak(graph, args, kwargs, device)
 
-    node_ms = starts = None
+    node_ms = node_min = starts = None
     whole = (None, None)
     if latency and real:
-        whole = execution.time_graph(graph, args, kwargs, device, warmup, repeat)
-        node_ms, starts = execution.time_nodes(graph, args, kwargs, device, warmup, repeat)
+        timed = execution.time_graph_and_nodes(graph, args, kwargs, device, warmup, repeat)
+        whole, node_ms, node_min, starts = timed["whole"], timed["median"], timed["min"], timed["start"]
     per_node_bwd = bwd_ms = None
     bwd_records = []
     backward_total_ms = None
@@ -93,7 +95,7 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
             step = execution.time_training_step(graph, args, kwargs, device, repeat)
             backward_total_ms = None if step is None or whole[0] is None else max(0.0, step - whole[0])
 
-    report_rows = rows.rows(node_ms, per_node_bwd, bwd_ms)
+    report_rows = rows.rows(node_ms, per_node_bwd, bwd_ms, node_min)
     if whole[0] is not None:
         report_rows[0].latency_ms, report_rows[0].latency_min_ms = whole
     records = rows.records(node_ms, starts, bwd_records)

@@ -59,7 +59,7 @@ class NodeRows:
             self.node_names.append(base if names[base] == 1 else f"{base}#{names[base] - 1}")
 
     def rows(self, latency: list | None = None, backward: list | None = None,
-             backward_latency: list | None = None) -> list:
+             backward_latency: list | None = None, latency_min: list | None = None) -> list:
         """Tree-ordered rows: root, scopes (module order when the module is known) and nodes."""
         graph = self.graph
         scopes: dict = {}
@@ -100,6 +100,7 @@ class NodeRows:
                       params=elems, params_own=elems, bytes_read=own.bytes_read, bytes_written=own.bytes_written,
                       output_bytes=sum(v.nbytes for v in n.outputs), calls=1,
                       latency_ms=latency[i] if latency is not None else None,
+                      latency_min_ms=latency_min[i] if latency_min is not None else None,
                       backward_macs=bwd.macs if bwd else 0, backward_flops=bwd.flops if bwd else 0,
                       backward_latency_ms=backward_latency[i] if backward_latency is not None else None,
                       counted_by="ops" if cost is not None else "unsupported",
@@ -116,6 +117,8 @@ class NodeRows:
                 s.backward_flops += row.backward_flops
                 if row.latency_ms is not None:
                     s.latency_ms = (s.latency_ms or 0.0) + row.latency_ms
+                if row.latency_min_ms is not None:
+                    s.latency_min_ms = (s.latency_min_ms or 0.0) + row.latency_min_ms
                 if row.backward_latency_ms is not None:
                     s.backward_latency_ms = (s.backward_latency_ms or 0.0) + row.backward_latency_ms
             s = scopes[n.scope]
