@@ -9,6 +9,7 @@ from flopcount.models.inception import InceptionOutputs
 class TestInceptionV3(ClassifierTests):
     PUBLISHED_PARAMS = {"inception_v3": 27_161_264}  # with AuxLogits, as torchvision publishes
     PUBLISHED_GMACS = {"inception_v3": 5.713}
+    INPUT_SIZE = 299
 
     def test_torchvision_init(self, name, eager):
         model, _ = eager

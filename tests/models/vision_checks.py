@@ -88,6 +88,7 @@ class ClassifierTests:
     PUBLISHED_PARAMS: dict = {}
     PUBLISHED_GMACS: dict = {}
     NUM_CLASSES = 1000
+    INPUT_SIZE = 224
 
     def pytest_generate_tests(self, metafunc):
         if "name" in metafunc.fixturenames:
@@ -101,7 +102,7 @@ class ClassifierTests:
     def test_registry_entry(self, name):
         entry = models.info(name)
         assert entry.params == self.PUBLISHED_PARAMS[name]
-        assert entry.inputs[0][1] == ((3, 299, 299) if name == "inception_v3" else (3, 224, 224))
+        assert entry.inputs[0][1:3] == ((3, self.INPUT_SIZE, self.INPUT_SIZE), "float32")
 
     def test_parameter_count(self, name):
         assert parameter_count(meta_model(name)) == self.PUBLISHED_PARAMS[name]
