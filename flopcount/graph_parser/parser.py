@@ -100,7 +100,8 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
         report_rows[0].latency_ms, report_rows[0].latency_min_ms = whole
     records = rows.records(node_ms, starts, bwd_records)
     inputs = tensor_leaves((args, kwargs))
-    dtype = next((t.dtype.name for t in inputs if t.dtype.is_floating_point), "")
+    dtype = next((t.dtype.name for t in inputs if t.dtype.is_floating_point),
+                 next((v.dtype.name for v in graph.parameters.values() if v.kind == "param"), ""))
     return Report(report_rows, convention=conv.name, mode="graph", device=str(device), dtype=dtype,
                   input_shapes=[tuple(t.shape) for t in inputs], ops=records,
                   unsupported=rows.unsupported(node_ms), memory=memory, latency_ms=whole[0],
