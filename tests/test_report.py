@@ -63,7 +63,7 @@ def test_tree_table_depth_sort_top(eager):
     text = eager.table(depth=1, width=250)
     assert "stem" in text and "stem.0" not in text and "└ 0" not in text
     assert "Params %" in text and "MACs %" in text and "Latency %" in text and "100.00%" in text
-    rows = [line for line in eager.table(sort="macs", width=250).splitlines() if "└" in line]
+    rows = [line for line in eager.table(sort="macs", width=250).splitlines() if "└ " in line]
     assert "└ stem" in rows[0] and "└ head" in rows[-1]  # stem (512 MACs) before head (256)
     top = eager.table(top=2, width=250)
     assert "stem.0" in top and "head" in top and "stem.1" not in top
