@@ -212,3 +212,34 @@ def test_meta_model_counts_like_cpu():
     assert (meta.macs, meta.flops, meta.params) == (cpu.macs, cpu.flops, cpu.params)
     assert meta.device == "meta" and meta.memory.measured_peak is None
     assert meta.totals["backward_macs"] == FC1 + 2 * FC2 + 2 * GRAM
+
+
+def test_counting_costs_about_one_forward():
+    # hooks and the observer only store specs; pricing afterwards is cheap. Fastest of three
+    # each, and three attempts, as the machine may be shared.
+    import time
+
+    from flopcount import models
+
+    net = models.get("resnet18").eval()
+    x = rt.randn(1, 3, 224, 224)
+
+    def fastest(fn):
+        times = []
+        for _ in range(3):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
+    def plain():
+        with rt.no_grad():
+            net(x)
+
+    plain()
+    ratios = []
+    for _ in range(3):
+        ratios.append(fastest(lambda: flopcount.profile(net, x, mode="eager")) / fastest(plain))
+        if ratios[-1] <= 1.15:
+            break
+    assert ratios[-1] <= 1.15, ratios
