@@ -1,0 +1,268 @@
+"""The ``flopcount`` command: ``flopcount MODEL``, ``flopcount models``, ``flopcount compare A B``."""
+
+from __future__ import annotations
+
+import json
+import re
+
+import click
+
+from .. import __version__
+from . import compare as compare_view
+from . import progress, render
+from .group import DEBUG_KEY, CliError, DefaultGroup
+from .run import RunOptions, check_device, profile
+
+SORT_KEYS = ("macs", "flops", "params", "latency", "memory")
+VIEWS = ("module", "op", "op-type")
+CONTEXT = {"help_option_names": ["-h", "--help"], "max_content_width": 100}
+
+MODEL_HELP = """\b
+MODEL is one of:
+  a zoo name            resnet50, bert_base, llama2_7b ... (see: flopcount models)
+  an ONNX file          model.onnx
+  a native model file   model.safetensors (written by flopcount.runtime.save)
+  FILE.py:FACTORY       a function in a Python file that returns a Module
+
+FILE.py:FACTORY RUNS that Python file, exactly like `python FILE.py` would: use it only for
+code you trust. Model files (.onnx, native) are only read; nothing in them is executed.
+"""
+
+
+def _device(ctx, param, value: str) -> str:
+    if not re.fullmatch(r"cpu|cuda(:\d+)?", value):
+        raise click.BadParameter(f"{value!r} is not cpu, cuda or cuda:N", ctx=ctx, param=param)
+    return value
+
+
+def _given(ctx: click.Context, name: str) -> bool:
+    return ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)
+
+
+def run_options(func):
+    """The options every profiling command shares (what to measure and how)."""
+    options = [
+        click.option("-i", "--input-shape", "input_shapes", multiple=True, metavar="[NAME=]SHAPE",
+                     help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
+                          "input. Repeat for several inputs. Default: the zoo's or the file's input."),
+        click.option("--dtype", "dtypes", multiple=True, metavar="[NAME=]DTYPE",
+                     help="Dtype of the inputs built from --input-shape (int64 for token ids); name=int64 "
+                          "for one input. Zoo and file models know theirs."),
+        click.option("-b", "--batch", type=click.IntRange(min=1), help="Batch size: the first dimension of "
+                     "every input."),
+        click.option("--mode", type=click.Choice(["graph", "eager"]), default="graph", show_default=True,
+                     help="graph: trace and count every op; eager: module hooks on a real run."),
+        click.option("--device", default="cpu", show_default=True, callback=_device, metavar="cpu|cuda",
+                     help="Where to run (cuda needs: pip install 'flopcount[cuda12]'). Without --latency "
+                          "or --device, zoo models are counted on the meta device (shapes only)."),
+        click.option("--latency", is_flag=True, help="Measure latency per layer and op (runs the model)."),
+        click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
+                     help="Timed runs with --latency (the median is shown)."),
+        click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
+                     help="Untimed runs before timing with --latency."),
+        click.option("--backward", is_flag=True, help="Also count (and with --latency time) the backward pass "
+                     "of a training step."),
+        click.option("--convention", type=click.Choice(["flopcount", "ptflops"]), default="flopcount",
+                     show_default=True, help="Counting rules: flopcount, or ptflops to match published "
+                     "ptflops/flowflops tables."),
+        click.option("--factory-arg", "factory_args", multiple=True, metavar="KEY=VALUE",
+                     help="Keyword argument for FILE.py:FACTORY; the value is a Python literal (64, 0.5, "
+                          "'relu', (3, 3)) or else a string."),
+        click.option("--strict", is_flag=True, help="Fail (exit 2) when an op or module has no rule in the "
+                     "convention, instead of counting it as 0."),
+        click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) "
+                     "instead of stdout."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress bar and no notes on stderr."),
+        click.option("--debug", is_flag=True, help="Show the traceback of an error."),
+    ]
+    for option in reversed(options):
+        func = option(func)
+    return func
+
+
+def _options(ctx, kwargs: dict) -> RunOptions:
+    if not kwargs["latency"] and (_given(ctx, "repeat") or _given(ctx, "warmup")):
+        raise CliError("--repeat and --warmup apply to --latency runs; add --latency")
+    if kwargs["device"] != "cpu":
+        check_device(kwargs["device"])
+    keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
+            "dtypes", "factory_args")
+    return RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
+
+
+def _start(ctx, debug: bool, output: str | None) -> None:
+    ctx.meta[DEBUG_KEY] = debug
+    if output is not None:
+        render.check_output_path(output)
+
+
+def _note(message: str, quiet: bool) -> None:
+    if not quiet:
+        click.echo(f"flopcount: {message}", err=True)
+
+
+def _finish(text: str, output: str | None, quiet: bool) -> None:
+    render.emit(text, output)
+    if output is not None:
+        _note(f"wrote {output}", quiet)
+
+
+@click.group(cls=DefaultGroup, context_settings=CONTEXT)
+@click.version_option(__version__, "-V", "--version", prog_name="flopcount", message="%(prog)s %(version)s")
+def main() -> None:
+    """What does a neural network cost? FLOPs, MACs, parameters, memory and latency, per layer and
+    per op.
+
+    \b
+    Examples:
+      flopcount resnet50                                 the module tree, 2 levels deep
+      flopcount resnet50 --latency --sort latency        measured time per layer
+      flopcount bert_base --by op-type                   cost per op type
+      flopcount model.onnx -i input_ids=1x128            an ONNX file, symbolic dims bound
+      flopcount net.py:build -i 1,3,32,32                a Module built by your own code
+      flopcount resnet50 --format json -o cost.json      machine-readable, written atomically
+      flopcount models                                   the model zoo
+      flopcount compare resnet18 resnet50                two models side by side
+
+    Run 'flopcount profile --help' for every option of 'flopcount MODEL'.
+    """
+
+
+@main.command("profile", context_settings=CONTEXT, epilog=MODEL_HELP)
+@click.argument("model")
+@run_options
+@click.option("-d", "--depth", type=click.IntRange(min=0), help="Module tree depth of the table  [default: 2]")
+@click.option("--top", type=click.IntRange(min=1), help="Only the K most expensive layers (flat list).")
+@click.option("--sort", type=click.Choice(SORT_KEYS), help="Order by this column, largest first.")
+@click.option("--by", type=click.Choice(VIEWS), default="module", show_default=True,
+              help="Rows: the module tree, every op, or one row per op type.")
+@click.option("-f", "--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
+              help="json, csv and trace (Chrome/Perfetto) hold every row and go to stdout clean.")
+@click.pass_context
+def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, output, quiet, debug, **kwargs) -> None:
+    """Profile MODEL: its cost per layer, then the totals and the counting convention.
+
+    This is also what 'flopcount MODEL' runs.
+
+    \b
+    Examples:
+      flopcount resnet50
+      flopcount resnet50 --depth 1 --batch 8
+      flopcount resnet50 --top 5 --sort flops
+      flopcount resnet50 --mode eager --convention ptflops
+      flopcount resnet18 --latency --repeat 10 --warmup 2 --by op
+      flopcount vit_b_16 --backward
+      flopcount gpt2 -i 1x512 --format csv -o gpt2.csv
+      flopcount resnet50 --format trace -o trace.json    open in chrome://tracing or Perfetto
+      flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
+      flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
+    """
+    _start(ctx, debug, output)
+    opts = _options(ctx, kwargs)
+    with progress.Steps(progress.wanted(quiet)) as steps:
+        report, target = profile(model, list(input_shapes), opts, steps)
+    for note in target.notes:
+        _note(note, quiet)
+    if depth is None and by == "module":
+        depth = 2
+    if fmt == "table" and output is None and render.stdout_is_terminal():
+        report.print(depth=depth, top=top, sort=sort, by=by)
+        return
+    _finish(render.render_report(report, fmt, depth=depth, top=top, sort=sort, by=by), output, quiet)
+
+
+@main.command("compare", context_settings=CONTEXT, epilog=MODEL_HELP)
+@click.argument("model_a", metavar="A")
+@click.argument("model_b", metavar="[B]", required=False)
+@run_options
+@click.option("--input-shape-a", "shapes_a", multiple=True, metavar="[NAME=]SHAPE",
+              help="Input shape for A only (as --input-shape).")
+@click.option("--input-shape-b", "shapes_b", multiple=True, metavar="[NAME=]SHAPE",
+              help="Input shape for B only; with no B, B is A on this input.")
+@click.option("-d", "--depth", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Depth of the per-module comparison (modules both models have).")
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
+              show_default=True)
+@click.pass_context
+def compare_command(ctx, model_a: str, model_b, input_shapes, shapes_a, shapes_b, depth, fmt, output, quiet, debug,
+                    **kwargs) -> None:
+    """Compare two models, or one model on two inputs, side by side (B / A ratios).
+
+    --input-shape applies to both sides; --input-shape-a and --input-shape-b to one.
+
+    \b
+    Examples:
+      flopcount compare resnet18 resnet50
+      flopcount compare resnet50 --input-shape-b 1x3x448x448   one model, two input sizes
+      flopcount compare bert_base gpt2 -i 1x256 --format markdown
+      flopcount compare a.onnx b.onnx --latency
+    """
+    _start(ctx, debug, output)
+    if model_b is None:
+        if not shapes_b:
+            raise CliError("compare needs two models (compare A B), or one model and --input-shape-b "
+                           "(compare A --input-shape-b 1x3x448x448)")
+        model_b = model_a
+    opts = _options(ctx, kwargs)
+    with progress.Steps(progress.wanted(quiet)) as steps:
+        a, _ = profile(model_a, list(input_shapes) + list(shapes_a), opts, steps)
+        b, _ = profile(model_b, list(input_shapes) + list(shapes_b), opts, steps)
+    if fmt == "table" and output is None and render.stdout_is_terminal():
+        render.print_rich(compare_view.render(a, b, "rich", depth))
+        return
+    _finish(compare_view.render(a, b, fmt, depth), output, quiet)
+
+
+def _zoo_inputs(entry) -> list:
+    return [{"name": name, "shape": [1, *shape], "dtype": dtype} for name, shape, dtype, _ in entry.inputs]
+
+
+def _inputs_text(inputs: list) -> str:
+    from .inputs import format_shape
+
+    return ", ".join(format_shape(i["shape"]) + ("" if i["dtype"] == "float32" else f" {i['dtype']}") for i in inputs)
+
+
+@main.command("models", context_settings=CONTEXT)
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
+              show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
+@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.pass_context
+def models_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
+    """List the model zoo: names, default inputs and parameter counts.
+
+    Any name here is a MODEL for 'flopcount MODEL'.
+
+    \b
+    Examples:
+      flopcount models
+      flopcount models --format json
+    """
+    from ..report.units import params_to_string
+
+    from .. import models
+
+    _start(ctx, debug, output)
+    entries = [models.info(name) for name in models.names()]
+    if fmt == "json":
+        doc = [{"name": e.name, "family": e.family, "inputs": _zoo_inputs(e), "params": e.params,
+                "description": e.description} for e in entries]
+        _finish(json.dumps(doc, indent=2) + "\n", output, quiet)
+        return
+    if fmt == "csv":
+        headers = ["name", "family", "default_input", "params", "description"]
+        body = [[e.name, e.family, _inputs_text(_zoo_inputs(e)), e.params, e.description] for e in entries]
+    else:
+        headers = ["Model", "Family", "Default input", "Params", "Description"]
+        body = [[e.name, e.family, _inputs_text(_zoo_inputs(e)), "-" if e.params is None else params_to_string(e.params),
+                 e.description] for e in entries]
+    footer = [f"{len(entries)} models; profile one with: flopcount NAME"]
+    if fmt == "table" and output is None and render.stdout_is_terminal():
+        render.print_rich(render.rich_table(headers, body, title="flopcount model zoo", footer=footer))
+        return
+    _finish(render.rows_text(headers, body, fmt, title="flopcount model zoo", footer=footer), output, quiet)
+
+
+__all__ = ["main"]

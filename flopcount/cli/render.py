@@ -1,0 +1,131 @@
+"""A Report (or any rows of cells) in the format the command line asks for, and where it goes.
+
+Human formats (table, markdown) honour depth, top, sort and view; machine formats (json, csv,
+trace) carry every row with raw integers. Text goes to stdout untouched, or atomically to a file.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import os
+import sys
+
+from ..io_utils import atomic_write
+from ..runtime import errors
+
+FORMATS = ("table", "markdown", "json", "csv", "trace")
+MACHINE_FORMATS = ("json", "csv", "trace")
+TEXT_WIDTH = 1000
+
+
+def _strip_trailing(text: str) -> str:
+    # rich pads every line of a table to its width; trailing blanks only get in a reader's way
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+
+
+def op_type_csv(report) -> str:
+    """CSV of the op-type summary (one line per op type, forward pass)."""
+    summary = report.by_op_type(phase="forward")
+    buffer = io.StringIO()
+    writer = csv.writer(buffer, lineterminator="\n")
+    columns = ("op", "calls", "counted_calls", "macs", "flops", "bytes_read", "bytes_written", "latency_ms")
+    writer.writerow(columns)
+    for s in summary:
+        d = s.to_dict()
+        writer.writerow(["" if d[c] is None else d[c] for c in columns])
+    return buffer.getvalue()
+
+
+def render_report(report, fmt: str, *, depth=None, top=None, sort=None, by: str = "module") -> str:
+    """``report`` as text in ``fmt`` (table text without colour; see :func:`print_table`)."""
+    if fmt == "table":
+        # wide enough that no column is squeezed (long op scopes); trailing blanks are stripped
+        return _strip_trailing(report.table(depth=depth, top=top, sort=sort, by=by, width=TEXT_WIDTH))
+    if fmt == "markdown":
+        return report.markdown(depth=depth, top=top, sort=sort, by=by)
+    if fmt == "json":
+        return report.to_json() + "\n"
+    if fmt == "csv":
+        return op_type_csv(report) if by == "op-type" else report.to_csv(by=by)
+    if fmt == "trace":
+        return json.dumps(report.chrome_trace()) + "\n"
+    raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+
+
+def stdout_is_terminal() -> bool:
+    return sys.stdout.isatty()
+
+
+def check_output_path(path: str) -> None:
+    """Fail before any work when ``--output`` cannot be written."""
+    directory = os.path.dirname(os.path.abspath(path)) or "."
+    if os.path.isdir(path):
+        raise errors.FlopcountError(f"--output {path}: is a directory")
+    if not os.path.isdir(directory):
+        raise errors.FlopcountError(f"--output {path}: the directory {directory} does not exist")
+    if not os.access(directory, os.W_OK):
+        raise errors.FlopcountError(f"--output {path}: the directory {directory} is not writable")
+
+
+def emit(text: str, output: str | None) -> None:
+    """Write ``text`` to ``output`` atomically, or to stdout."""
+    if output is None:
+        sys.stdout.write(text)
+        sys.stdout.flush()
+    else:
+        atomic_write(output, text)
+
+
+def print_rich(renderable) -> None:
+    """A rich renderable on the terminal's stdout, in colour and at the terminal's width."""
+    from rich.console import Console
+
+    Console().print(renderable)
+
+
+def rich_text(renderable, width: int = TEXT_WIDTH) -> str:
+    """A rich renderable as plain text (no colour codes), as wide as it needs up to ``width``."""
+    from rich.console import Console
+
+    buffer = io.StringIO()
+    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(renderable)
+    return _strip_trailing(buffer.getvalue())
+
+
+def rows_text(headers: list, rows: list, fmt: str, title: str | None = None, footer: list | None = None) -> str:
+    """Simple tables (the model list, a comparison) in table, markdown, csv or json form.
+
+    ``rows`` are lists of cells; json writes a list of objects keyed by header."""
+    if fmt == "json":
+        return json.dumps([dict(zip(headers, r)) for r in rows], indent=2) + "\n"
+    if fmt == "csv":
+        buffer = io.StringIO()
+        writer = csv.writer(buffer, lineterminator="\n")
+        writer.writerow(headers)
+        writer.writerows(rows)
+        return buffer.getvalue()
+    if fmt == "markdown":
+        from tabulate import tabulate
+
+        text = tabulate([[str(c) for c in r] for r in rows], headers=headers, tablefmt="pipe",
+                        disable_numparse=True)
+        return text + ("\n\n" + "\n".join(footer) if footer else "") + "\n"
+    return rich_text(rich_table(headers, rows, title, footer))
+
+
+def rich_table(headers: list, rows: list, title: str | None = None, footer: list | None = None):
+    """A rich Table: first column left-aligned, numbers right-aligned."""
+    from rich.table import Table
+
+    table = Table(title=title, caption="\n".join(footer or []) or None, caption_justify="left")
+    for i, h in enumerate(headers):
+        table.add_column(h, justify="left" if i == 0 or h in ("Family", "Description", "Default input") else "right")
+    for r in rows:
+        table.add_row(*[str(c) for c in r])
+    return table
+
+
+__all__ = ["FORMATS", "MACHINE_FORMATS", "render_report", "op_type_csv", "emit", "check_output_path",
+           "print_rich", "rich_text", "rows_text", "rich_table", "stdout_is_terminal"]

@@ -1,0 +1,104 @@
+"""One profiling run of the command line: load MODEL, make its inputs, call ``flopcount.profile``.
+
+Counting needs shapes only, so a zoo model is built on the meta device unless the run times
+it (``--latency``) or a device was asked for: ``flopcount llama2_7b`` takes no memory.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..runtime import errors
+from ..runtime.graph import Graph
+from . import loading
+from .inputs import format_shape, make_tensors, parse_dtype, parse_factory_arg, parse_shape, resolve_inputs
+
+
+@dataclass
+class RunOptions:
+    """What to measure, as the command line's options say."""
+
+    mode: str = "graph"
+    device: str = "cpu"
+    device_given: bool = False
+    latency: bool = False
+    repeat: int = 5
+    warmup: int = 1
+    backward: bool = False
+    convention: str = "flopcount"
+    strict: bool = False
+    batch: int | None = None
+    dtypes: list = field(default_factory=list)          # parse_dtype results
+    factory_args: dict = field(default_factory=dict)
+
+    @classmethod
+    def parse(cls, dtypes=(), factory_args=(), **kwargs) -> "RunOptions":
+        return cls(dtypes=[parse_dtype(d) for d in dtypes],
+                   factory_args=dict(parse_factory_arg(a) for a in factory_args), **kwargs)
+
+    @property
+    def zoo_device(self) -> str:
+        return self.device if (self.latency or self.device_given) else "meta"
+
+
+def check_device(device: str) -> None:
+    """Fail early, in one line, when ``device`` cannot be used (CUDA without CuPy or a GPU)."""
+    from ..runtime.device import backend, device as parse_device
+
+    backend(parse_device(device))
+
+
+def _onnx_shapes(given: list, batch):
+    # the ONNX importer binds symbolic dims from these: by name, or a list in input order
+    if not given:
+        return None
+    if all(name is not None for name, _ in given):
+        return {name: dims for name, dims in given}
+    if all(name is None for name, _ in given):
+        return [dims for _, dims in given]
+    raise errors.ShapeError("for an ONNX model give every --input-shape by name (name=1x128) or none by name")
+
+
+def inputs_for(target, specs: list, device) -> tuple:
+    """(args, kwargs) matching ``specs`` for ``target``'s model."""
+    if isinstance(target.model, Graph):
+        from ..runtime.graph.tree import unflatten
+
+        leaves, _ = make_tensors(specs, device)
+        return unflatten(target.model.input_tree, list(leaves))
+    return make_tensors(specs, device, keyword=target.kind == loading.FACTORY)
+
+
+def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
+    """(Report, Target) for MODEL ``spec`` with ``--input-shape`` texts ``shapes``."""
+    import flopcount
+
+    given = [parse_shape(s) for s in shapes]
+    say = steps.start if steps is not None else (lambda _: None)
+    say(f"loading {spec}")
+    target = loading.load(spec, opts.device, zoo_device=opts.zoo_device, onnx_shapes=_onnx_shapes(given, opts.batch),
+                          factory_args=opts.factory_args)
+    if opts.mode == "eager" and isinstance(target.model, Graph):
+        raise errors.FlopcountError(f"--mode eager runs a model's Python modules; {target.label} is a graph "
+                                    f"(a model file), profile it with --mode graph")
+    specs = resolve_inputs(target.expected, given, opts.batch, opts.dtypes, model=target.label)
+    loading.check_fixed(target, specs)
+    device = opts.zoo_device if target.kind == loading.ZOO else opts.device
+    args, kwargs = inputs_for(target, specs, device)
+    say(f"timing {opts.warmup} warm-up + {opts.repeat} runs" if opts.latency else "counting")
+    try:
+        report = flopcount.profile(target.model, *args, mode=opts.mode, latency=opts.latency,
+                                   backward=opts.backward, convention=opts.convention, strict=opts.strict,
+                                   warmup=opts.warmup, repeat=opts.repeat, **kwargs)
+    except errors.ShapeError as exc:
+        if not given and opts.batch is None:
+            raise
+        default = ", ".join(s.describe() for s in target.expected) if target.expected else None
+        raise errors.ShapeError(
+            f"input {', '.join(s.describe() for s in specs)} does not fit {target.label}"
+            + (f" (its default input is {default})" if default else "") + f": {exc}") from exc
+    report.model = target.label
+    return report, target
+
+
+__all__ = ["RunOptions", "profile", "check_device", "inputs_for", "format_shape"]
