@@ -29,10 +29,10 @@ class FlopcountConvention(Convention):
     def op_rule(self, op):
         return op.cost if op.cost is not None else None
 
-    def op_cost(self, op, out, inputs, attrs):
+    def op_cost(self, op, out, inputs, attrs, own=None):
         if op.cost is None:
             return None
-        return op.cost(out, *inputs, **attrs)
+        return own if own is not None else op.cost(out, *inputs, **attrs)
 
 
 class PtflopsConvention(Convention):

@@ -87,12 +87,14 @@ class Convention:
     def op_rule(self, op) -> Callable | None:
         raise NotImplementedError
 
-    def op_cost(self, op, out, inputs, attrs) -> Cost | None:
-        """The op's cost in this convention; bytes always come from the op's own rule."""
+    def op_cost(self, op, out, inputs, attrs, own: Cost | None = None) -> Cost | None:
+        """The op's cost in this convention; bytes always come from the op's own rule
+        (``own``, when the caller has already computed it)."""
         rule = self.op_rule(op)
         if rule is None:
             return None
-        own = op.cost(out, *inputs, **attrs) if op.cost is not None else Cost()
+        if own is None:
+            own = op.cost(out, *inputs, **attrs) if op.cost is not None else Cost()
         counted = rule(out, *inputs, **attrs)
         return Cost(counted.macs, counted.flops, own.bytes_read, own.bytes_written)
 

@@ -65,8 +65,9 @@ class Priced:
         self.op_cost = []
         self.own_cost = []
         for e in events:
-            self.own_cost.append(e.op.cost(e.output_spec, *e.inputs, **e.attrs) if e.op.cost else _ZERO)
-            self.op_cost.append(convention.op_cost(e.op, e.output_spec, e.inputs, e.attrs))
+            own = e.op.cost(e.output_spec, *e.inputs, **e.attrs) if e.op.cost else _ZERO
+            self.own_cost.append(own)
+            self.op_cost.append(convention.op_cost(e.op, e.output_spec, e.inputs, e.attrs, own))
         # every forward event falls in one category: "covered" (some call of its stack has a
         # module rule), "folded" (computed from constants only: a graph folds it away, so
         # neither view counts it) or "functional" (run directly by a module without a rule)
@@ -140,14 +141,16 @@ def _macs_flops(cost) -> Cost:
     return _ZERO if cost is None else Cost(cost.macs, cost.flops)
 
 
-def build_rows(model, priced: Priced, timings: dict | None = None, backward_timings: dict | None = None) -> list:
-    """One Row per module of ``model`` (tree order, root first), priced and rolled up."""
+def build_rows(model, priced: Priced, timings: dict | None = None, backward_timings: dict | None = None,
+               modules: list | None = None) -> list:
+    """One Row per module of ``model`` (tree order, root first), priced and rolled up;
+    ``modules`` is ``list(model.named_modules())`` when the caller has it."""
     rec = priced.rec
     calls, events = rec.calls, rec.events
     values = priced.call_values()
     functional = priced.functional()
-    params = parameter_counts(model)
-    modules = list(model.named_modules())
+    modules = modules if modules is not None else list(model.named_modules())
+    params = parameter_counts(model, modules)
     rows: dict = {}
     for path, module in modules:
         depth = 0 if path == "" else path.count(".") + 1

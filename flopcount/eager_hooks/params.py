@@ -14,16 +14,37 @@ class ParamCount:
     frozen: int = 0
 
 
-def parameter_counts(model) -> dict:
-    """Dotted path -> ParamCount for every module of ``model`` ('' is the model)."""
+class ModelIndex:
+    """A model's modules (with dotted paths), parameters and buffers, walked once."""
+
+    def __init__(self, model):
+        self.modules = list(model.named_modules())
+        self.params = list(model.parameters())
+        self.buffers = list(model.buffers())
+        self.paths = {id(m): path for path, m in self.modules}
+
+
+def parameter_counts(model, modules: list | None = None) -> dict:
+    """Dotted path -> ParamCount for every module of ``model`` ('' is the model); one pass
+    over the tree, each subtree's parameters gathered once (shared modules included)."""
+    subtree: dict = {}
+
+    def gather(module) -> dict:
+        key = id(module)
+        if key not in subtree:
+            params = {id(p): p for p in module._parameters.values() if p is not None}
+            for child in module._modules.values():
+                if child is not None:
+                    params.update(gather(child))
+            subtree[key] = params
+        return subtree[key]
+
     out = {}
-    for path, module in model.named_modules():
+    for path, module in modules if modules is not None else model.named_modules():
+        params = gather(module)
         own = sum(p.numel() for p in module._parameters.values() if p is not None)
-        seen = {}
-        for p in module.parameters():
-            seen[id(p)] = p
-        trainable = sum(p.numel() for p in seen.values() if p.requires_grad)
-        total = sum(p.numel() for p in seen.values())
+        total = sum(p.numel() for p in params.values())
+        trainable = sum(p.numel() for p in params.values() if p.requires_grad)
         out[path] = ParamCount(own, total, trainable, total - trainable)
     return out
 

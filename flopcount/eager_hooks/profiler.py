@@ -17,7 +17,7 @@ from ..runtime.factories import ones_like
 from ..runtime.tensor import Tensor
 from ..conventions import get as get_convention
 from . import analysis, memory as mem, timing
-from .params import bytes_by_dtype
+from .params import ModelIndex, bytes_by_dtype
 from .recorder import Recorder
 from .state import preserved
 
@@ -77,7 +77,7 @@ def _dtype_of(model, args) -> str:
 
 def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention="flopcount",
                   latency: bool = False, backward: bool = False, warmup: int = 1, repeat: int = 5,
-                  measure_memory: bool = True, name: str = "") -> Report:
+                  measure_memory: bool = False, name: str = "") -> Report:
     """Profile ``model(*args, **kwargs)`` with module hooks: a :class:`Report` of modules.
 
     >>> import flopcount.runtime as rt
@@ -90,22 +90,23 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
     device = _device_of(model, args)
     real = device.type != "meta"
     step = lambda: run_step(model, args, kwargs, backward)  # noqa: E731
-    with preserved(model):
+    index = ModelIndex(model)
+    with preserved(model, index):
         model.train(backward)
-        recorder = Recorder(model, tensors_in((list(args), kwargs)))
+        recorder = Recorder(model, tensors_in((list(args), kwargs)), index=index)
         with recorder.attached():
             out = step()
         output_ids = [recorder.serial(t) for t in tensors_in(out)]
         priced = analysis.Priced(recorder, conv)
         events = recorder.events
 
-        memory = Memory(parameters=bytes_by_dtype(model.parameters()), buffers=bytes_by_dtype(model.buffers()))
+        memory = Memory(parameters=bytes_by_dtype(index.params), buffers=bytes_by_dtype(index.buffers))
         memory.activations = sum(priced.own_cost[i].bytes_written for i, e in enumerate(events)
                                  if e.phase == "forward")
         holds = mem.call_holds(recorder.calls)
         memory.predicted_peak = mem.predicted_peak(events, priced.own_cost, output_ids, holds)
         if backward:
-            grad_bytes = sum(p.numel() * p.dtype.itemsize for p in model.parameters() if p.requires_grad)
+            grad_bytes = sum(p.numel() * p.dtype.itemsize for p in index.params if p.requires_grad)
             memory.training_predicted_peak = mem.predicted_training_peak(events, priced.own_cost, grad_bytes,
                                                                          output_ids, holds)
         del out
@@ -131,7 +132,7 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
             if module_times and "" in module_times:
                 module_times[""] = whole
 
-    rows = analysis.build_rows(model, priced, module_times, backward_rows)
+    rows = analysis.build_rows(model, priced, module_times, backward_rows, index.modules)
     records, seen, folded = analysis.op_records(priced, op_latency, op_start)
     unsupported = analysis.unsupported(priced, module_times, whole[0], op_latency)
     return Report(rows, convention=conv.name, mode="eager", device=str(device), dtype=_dtype_of(model, args),

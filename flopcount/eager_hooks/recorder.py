@@ -80,10 +80,13 @@ class Event:
 class Recorder:
     """Records calls (global module hooks) and op events (an observer) of one model."""
 
-    def __init__(self, model, inputs=(), timing: bool = False, clock=None):
-        self.paths = {id(m): name for name, m in model.named_modules()}
+    def __init__(self, model, inputs=(), timing: bool = False, clock=None, index=None):
+        from .params import ModelIndex
+
+        index = index or ModelIndex(model)
+        self.paths = index.paths
         # the model's inputs, parameters and buffers live through the run: their ids are stable
-        self.roots = {id(t) for t in list(model.parameters()) + list(model.buffers()) + list(inputs)}
+        self.roots = {id(t) for t in index.params + index.buffers + list(inputs)}
         # op outputs get a serial number while alive (ids are reused once a tensor dies)
         self.live: dict = {}          # id(tensor) -> (serial, weakref)
         self.next_serial = 0

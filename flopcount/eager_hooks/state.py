@@ -15,10 +15,13 @@ from typing import Iterator
 class ModelState:
     """A snapshot of the flags and gradients of a model's modules and parameters."""
 
-    def __init__(self, model):
-        self.training = [(m, m.training) for m in model.modules()]
-        self.params = [(p, p.requires_grad, p.grad) for _, p in model.named_parameters(remove_duplicate=True)]
-        self.buffers = [(b, None if b.data is None else b.data.copy()) for b in model.buffers()]
+    def __init__(self, model, index=None):
+        from .params import ModelIndex
+
+        index = index or ModelIndex(model)
+        self.training = [(m, m.training) for _, m in index.modules]
+        self.params = [(p, p.requires_grad, p.grad) for p in index.params]
+        self.buffers = [(b, None if b.data is None else b.data.copy()) for b in index.buffers]
 
     def restore(self) -> None:
         for m, flag in self.training:
@@ -32,9 +35,9 @@ class ModelState:
 
 
 @contextlib.contextmanager
-def preserved(model) -> Iterator[ModelState]:
+def preserved(model, index=None) -> Iterator[ModelState]:
     """Run the block, then put the model's flags and gradients back as they were."""
-    state = ModelState(model)
+    state = ModelState(model, index)
     try:
         yield state
     finally:

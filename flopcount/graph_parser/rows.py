@@ -18,7 +18,7 @@ def node_cost(node, convention) -> tuple:
     inputs = [None if v is None else v.spec for v in node.inputs]
     out = node.output_specs()
     own = node.op.cost(out, *inputs, **node.attrs) if node.op.cost is not None else Cost()
-    return convention.op_cost(node.op, out, inputs, node.attrs), own
+    return convention.op_cost(node.op, out, inputs, node.attrs, own), own
 
 
 def _param_elems(node) -> tuple:
