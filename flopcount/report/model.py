@@ -67,7 +67,8 @@ class Row:
 
     def to_dict(self) -> dict:
         out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["input_shapes"] = [list(s) for s in self.input_shapes]
+        # None stands for an absent optional input (a conv without bias)
+        out["input_shapes"] = [None if s is None else list(s) for s in self.input_shapes]
         out["output_shapes"] = [list(s) for s in self.output_shapes]
         out["intensity"] = self.intensity
         return out
