@@ -6,6 +6,7 @@ it (``--latency``) or a device was asked for: ``flopcount llama2_7b`` takes no m
 
 from __future__ import annotations
 
+import inspect
 from dataclasses import dataclass, field
 
 from ..runtime import errors
@@ -60,13 +61,23 @@ def _onnx_shapes(given: list, batch):
 
 
 def inputs_for(target, specs: list, device) -> tuple:
-    """(args, kwargs) matching ``specs`` for ``target``'s model."""
+    """(args, kwargs) matching ``specs`` for ``target``'s model. Named inputs of a Python model
+    are bound to its ``forward`` parameters, so they travel as positional arguments where
+    ``forward`` allows it."""
     if isinstance(target.model, Graph):
         from ..runtime.graph.tree import unflatten
 
         leaves, _ = make_tensors(specs, device)
         return unflatten(target.model.input_tree, list(leaves))
-    return make_tensors(specs, device, keyword=target.kind == loading.FACTORY)
+    args, kwargs = make_tensors(specs, device, keyword=target.kind == loading.FACTORY)
+    if not kwargs:
+        return args, kwargs
+    signature = inspect.signature(target.model.forward)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise errors.ShapeError(f"the inputs do not fit {type(target.model).__name__}.forward{signature}: {exc}") from None
+    return bound.args, bound.kwargs
 
 
 def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:

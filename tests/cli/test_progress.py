@@ -1,0 +1,57 @@
+"""The progress bar: only for slow steps, only on a terminal, gone when the work is done."""
+
+from __future__ import annotations
+
+import io
+import time
+
+from rich.console import Console
+
+from flopcount.cli import progress
+
+
+def _console() -> tuple:
+    buffer = io.StringIO()
+    return buffer, Console(file=buffer, force_terminal=True, width=80)
+
+
+def test_a_slow_step_shows_its_name():
+    buffer, console = _console()
+    with progress.Steps(True, console=console, delay=0.0) as steps:
+        steps.start("timing 5 runs")
+        deadline = time.monotonic() + 5
+        while not steps.shown and time.monotonic() < deadline:
+            time.sleep(0.01)
+        time.sleep(0.3)                                    # a refresh or two
+    assert steps.shown and "timing 5 runs" in buffer.getvalue()
+
+
+def test_a_quick_run_shows_nothing():
+    buffer, console = _console()
+    with progress.Steps(True, console=console, delay=10.0) as steps:
+        steps.start("counting")
+    assert not steps.shown and buffer.getvalue() == ""
+
+
+def test_disabled_is_silent():
+    buffer, console = _console()
+    with progress.Steps(False, console=console, delay=0.0) as steps:
+        steps.start("loading")
+        time.sleep(0.05)
+    assert buffer.getvalue() == ""
+
+
+def test_wanted_only_on_terminals_without_quiet(monkeypatch):
+    class Stream(io.StringIO):
+        def __init__(self, tty):
+            super().__init__()
+            self.tty = tty
+
+        def isatty(self):
+            return self.tty
+
+    for out_tty, err_tty, quiet, expected in [(True, True, False, True), (True, True, True, False),
+                                              (False, True, False, False), (True, False, False, False)]:
+        monkeypatch.setattr("sys.stdout", Stream(out_tty))
+        monkeypatch.setattr("sys.stderr", Stream(err_tty))
+        assert progress.wanted(quiet) is expected
