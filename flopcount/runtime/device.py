@@ -74,6 +74,7 @@ class Backend:
 
     name = "abstract"
     xp = None
+    per_device = False  # one backend object per device index (``backend_for``), e.g. each GPU
 
     def synchronize(self) -> None:
         """Wait for queued work to finish (a no-op where work is synchronous)."""
@@ -176,6 +177,8 @@ def backend(dev: Device) -> Backend:
         from .cuda.backend import load_cuda_backend
 
         b = _BACKENDS["cuda"] = load_cuda_backend()
+    if b.per_device:  # that device's backend, made current so new arrays land on it
+        return b.backend_for(dev.index)
     return b
 
 

@@ -1,4 +1,10 @@
-"""CuPy behind the Backend interface: CUDA-event timing and the memory pool's high-water mark."""
+"""CuPy behind the Backend interface: device selection, CUDA-event timing, the memory pool's
+high-water mark and one random generator per GPU.
+
+One ``CUDABackend`` exists per GPU index. ``device.backend(dev)`` asks for it through
+``backend_for(index)``, which also makes that GPU current, so every array a kernel, a factory or
+``Tensor.to`` creates lands on the tensor's own device (CuPy allocates on the current device).
+"""
 
 from __future__ import annotations
 
@@ -25,7 +31,12 @@ def _import_cupy():
 
 
 def is_available() -> bool:
-    """True when CuPy imports and sees at least one GPU."""
+    """True when CuPy imports and sees at least one GPU.
+
+    >>> import flopcount.runtime as rt
+    >>> rt.cuda.is_available() in (True, False)
+    True
+    """
     try:
         _import_cupy()
         return True
@@ -34,92 +45,167 @@ def is_available() -> bool:
 
 
 def device_count() -> int:
-    """Number of visible GPUs (0 without CuPy)."""
+    """Number of visible GPUs (0 without CuPy or a GPU)."""
     try:
         return _import_cupy().cuda.runtime.getDeviceCount()
     except DeviceError:
         return 0
 
 
-def synchronize() -> None:
-    """Wait for all queued GPU work (no-op without a GPU)."""
-    if is_available():
-        _import_cupy().cuda.Device().synchronize()
+def synchronize(device=None) -> None:
+    """Wait for all queued work on a GPU (the current one by default); a no-op without a GPU."""
+    if not is_available():
+        return
+    cupy = _import_cupy()
+    if device is None:
+        cupy.cuda.Device().synchronize()
+        return
+    from ..device import device as parse_device
+
+    cupy.cuda.Device(parse_device(device).index or 0).synchronize()
 
 
-class _PeakHook:
-    """A CuPy memory hook that records the pool's high-water mark of used bytes."""
+class PoolPeak:
+    """Follows the bytes CuPy's memory pool hands out on one GPU, and their high-water mark.
 
-    def __init__(self, cupy, start_used: int):
-        self.cupy = cupy
-        self.used = start_used
+    CuPy calls a memory hook for pool allocations (``malloc_*``: what arrays hold, in the pool's
+    512-byte units, ``mem_size``) and for device allocations (``alloc_*``: ``cudaMalloc`` when the
+    pool grows). The peak an array program needs is the pool's, so only ``malloc``/``free`` count;
+    ``device_bytes`` records the growth of the pool itself, for reference.
+    """
+
+    def __init__(self, device_id: int, start_used: int):
+        self.device_id = device_id
         self.start = start_used
+        self.used = start_used
         self.peak = start_used
+        self.device_bytes = 0
 
-    def malloc_postprocess(self, **kw):
-        self.used += kw["mem_size"]
-        self.peak = max(self.peak, self.used)
+    def malloc(self, device_id: int, mem_size: int) -> None:
+        if device_id == self.device_id:
+            self.used += mem_size
+            if self.used > self.peak:
+                self.peak = self.used
 
-    def free_postprocess(self, **kw):
-        self.used -= kw["mem_size"]
+    def free(self, device_id: int, mem_size: int) -> None:
+        if device_id == self.device_id:
+            self.used -= mem_size
+
+    def alloc(self, device_id: int, mem_size: int) -> None:
+        if device_id == self.device_id:
+            self.device_bytes += mem_size
+
+
+def _hook_for(cupy, state: PoolPeak):
+    """A ``cupy.cuda.memory_hook.MemoryHook`` feeding ``state`` (keyword-only callbacks)."""
+    from cupy.cuda import memory_hook
+
+    class PeakHook(memory_hook.MemoryHook):
+        name = "flopcount_pool_peak"
+
+        def malloc_postprocess(self, **kw):
+            state.malloc(kw["device_id"], kw["mem_size"])
+
+        def free_postprocess(self, **kw):
+            state.free(kw["device_id"], kw["mem_size"])
+
+        def alloc_postprocess(self, **kw):
+            state.alloc(kw["device_id"], kw["mem_size"])
+
+    return PeakHook()
 
 
 class CUDABackend(Backend):
-    name = "cuda"
+    """The backend of one GPU (``cuda:index``)."""
 
-    def __init__(self, cupy):
+    name = "cuda"
+    per_device = True
+
+    def __init__(self, cupy, index: int = 0, seed: int = 0):
         self.cupy = cupy
         self.xp = cupy
-        self.rng = cupy.random.default_rng(0)
+        self.index = index
+        self._seed = seed
+        self._rng = None
+        self._others: dict = {index: self}
 
+    # --- devices ---------------------------------------------------------------------------
+    def backend_for(self, index) -> "CUDABackend":
+        """The backend of GPU ``index``, made the current device."""
+        index = index or 0
+        be = self._others.get(index)
+        if be is None:
+            count = self.cupy.cuda.runtime.getDeviceCount()
+            if index >= count:
+                raise DeviceError(f"device 'cuda:{index}' does not exist: {count} GPU(s) visible")
+            be = CUDABackend(self.cupy, index, self._seed)
+            be._others = self._others
+            self._others[index] = be
+        runtime = self.cupy.cuda.runtime
+        if runtime.getDevice() != index:
+            runtime.setDevice(index)
+        return be
+
+    def _device(self):
+        return self.cupy.cuda.Device(self.index)
+
+    # --- work and time ---------------------------------------------------------------------
     def synchronize(self) -> None:
-        self.cupy.cuda.get_current_stream().synchronize()
+        with self._device():
+            self.cupy.cuda.get_current_stream().synchronize()
 
-    # CUDA events around the work: host timers alone would time the launch, not the kernel.
+    # CUDA events around the work: a host timer alone would time the launch, not the kernel.
     def timer_start(self):
-        start = self.cupy.cuda.Event()
-        start.record()
+        with self._device():
+            start = self.cupy.cuda.Event()
+            start.record()
         return start
 
     def timer_stop(self, start) -> float:
-        stop = self.cupy.cuda.Event()
-        stop.record()
+        with self._device():
+            stop = self.cupy.cuda.Event()
+            stop.record()
         stop.synchronize()
         return self.cupy.cuda.get_elapsed_time(start, stop) / 1000.0
 
+    # --- memory ----------------------------------------------------------------------------
     @contextlib.contextmanager
     def track_memory(self):
-        from cupy.cuda import memory_hook
-
+        """Peak bytes of CuPy's memory pool on this GPU while the block runs, above its start
+        (what arrays hold, like ``torch.cuda.max_memory_allocated``)."""
         pool = self.cupy.get_default_memory_pool()
-        hook_state = _PeakHook(self.cupy, pool.used_bytes())
-        tracker = MemoryTracker(lambda: hook_state.used - hook_state.start)
-
-        class Hook(memory_hook.MemoryHook):
-            name = "flopcount_peak"
-
-            def malloc_postprocess(self, **kw):
-                hook_state.malloc_postprocess(**kw)
-
-            def free_postprocess(self, **kw):
-                hook_state.free_postprocess(**kw)
-
-        self.synchronize()
+        with self._device():
+            self.synchronize()
+            state = PoolPeak(self.index, pool.used_bytes())
+        tracker = MemoryTracker(lambda: state.used - state.start)
         try:
-            with Hook():
+            with _hook_for(self.cupy, state):
                 yield tracker
                 self.synchronize()
         finally:
-            tracker.peak = max(0, hook_state.peak - hook_state.start)
+            tracker.peak = max(0, state.peak - state.start)
+            tracker.device_bytes = state.device_bytes
 
+    # --- data ------------------------------------------------------------------------------
     def asarray(self, data, dtype):
-        return self.cupy.asarray(data, dtype=dtype.np)
+        with self._device():
+            return self.cupy.asarray(data, dtype=dtype.np)
 
     def to_numpy(self, array):
         return self.cupy.asnumpy(array)
 
+    @property
+    def rng(self):
+        """This GPU's generator (``rt.manual_seed`` reseeds every GPU's)."""
+        if self._rng is None:
+            with self._device():
+                self._rng = self.cupy.random.default_rng(self._seed)
+        return self._rng
+
     def seed(self, seed: int) -> None:
-        self.rng = self.cupy.random.default_rng(seed)
+        for be in self._others.values():
+            be._seed = seed
+            be._rng = None
 
 
 def load_cuda_backend() -> CUDABackend:
