@@ -1,0 +1,122 @@
+"""CUDA C shared by the raw kernels: the element types, loads and stores through the
+accumulation type (float for float16 and float32, double for float64), and block reductions.
+
+A kernel's source is specialized per dtype with macros (``T``, ``ACC``, ``LOAD``, ``STORE``)
+rather than C++ templates, so each compiled kernel has a plain ``extern "C"`` name.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+FLOAT_DTYPES = ("float16", "float32", "float64")
+
+_TYPES = {
+    "float16": ("__half", "float", "__half2float(v)", "__float2half(v)"),
+    "float32": ("float", "float", "(v)", "(v)"),
+    "float64": ("double", "double", "(v)", "(v)"),
+}
+
+MAX_BLOCK = 1024
+WARP = 32
+
+
+def supported(*arrays) -> bool:
+    """True when the arrays (None skipped) share one float dtype the raw kernels handle."""
+    dtypes = {str(a.dtype) for a in arrays if a is not None}
+    return len(dtypes) == 1 and dtypes.pop() in FLOAT_DTYPES
+
+
+def acc_dtype(dtype) -> np.dtype:
+    """The accumulation dtype of a kernel over ``dtype``: float32 for halves."""
+    return np.dtype(np.float64 if np.dtype(dtype) == np.float64 else np.float32)
+
+
+def type_header(dtype) -> str:
+    """Macros that specialize a kernel source to ``dtype``."""
+    t, acc, load, store = _TYPES[str(np.dtype(dtype))]
+    math = "" if acc == "double" else "f"
+    return (f"#include <cuda_fp16.h>\n#define T {t}\n#define ACC {acc}\n"
+            f"#define LOAD(v) ((ACC){load})\n#define STORE(v) ({store})\n"
+            f"#define EXP(v) exp{math}(v)\n#define LOG(v) log{math}(v)\n#define SQRT(v) sqrt{math}(v)\n")
+
+
+# Every warp ends with the block's total, so no broadcast through shared memory is needed.
+# ``buf`` holds one value per warp; the leading __syncthreads lets a kernel call the
+# reduction twice in a row with the same buffer.
+BLOCK_REDUCE = r"""
+#ifndef INFINITY
+#define INFINITY __int_as_float(0x7f800000)
+#endif
+#define FULL_MASK 0xffffffffu
+__device__ __forceinline__ ACC max_nan(ACC a, ACC b) { return (a > b || a != a) ? a : b; }
+__device__ __forceinline__ ACC warp_sum(ACC v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+    return v;
+}
+__device__ __forceinline__ ACC warp_max(ACC v) {
+    for (int o = 16; o > 0; o >>= 1) v = max_nan(v, __shfl_xor_sync(FULL_MASK, v, o));
+    return v;
+}
+__device__ ACC block_sum(ACC v, ACC* buf) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = warp_sum(v);
+    __syncthreads();
+    if (lane == 0) buf[warp] = v;
+    __syncthreads();
+    return warp_sum(lane < warps ? buf[lane] : (ACC)0);
+}
+__device__ ACC block_max(ACC v, ACC* buf) {
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
+    v = warp_max(v);
+    __syncthreads();
+    if (lane == 0) buf[warp] = v;
+    __syncthreads();
+    return warp_max(lane < warps ? buf[lane] : (ACC)(-INFINITY));
+}
+"""
+
+
+def block_size(cols: int) -> int:
+    """Threads per block for a row of ``cols`` elements: whole warps, at most 1024."""
+    return int(min(MAX_BLOCK, max(WARP, -(-cols // WARP) * WARP)))
+
+
+def grid_1d(n: int, block: int = 256) -> tuple:
+    """(grid, block) covering ``n`` threads, one element each."""
+    return (max(1, -(-n // block)),), (block,)
+
+
+# --- the same reductions in numpy, for CPU tests of the algorithm -----------------------------
+
+def thread_partials(values: np.ndarray, block: int, fold, identity) -> np.ndarray:
+    """(rows, block) partial results: thread t folds (``fold(array, axis)``: np.sum, np.max)
+    elements t, t + block, t + 2·block ... of its row; threads past the row hold ``identity``."""
+    rows, cols = values.shape
+    pad = -(-cols // block) * block - cols
+    padded = np.concatenate([values, np.full((rows, pad), identity, values.dtype)], axis=1)
+    return fold(padded.reshape(rows, -1, block), axis=1)
+
+
+def _warp_fold(v: np.ndarray, op) -> np.ndarray:
+    lanes = np.arange(v.shape[1])
+    for o in (16, 8, 4, 2, 1):
+        v = op(v, v[:, lanes ^ o])
+    return v
+
+
+def block_reduce_reference(partials: np.ndarray, op, identity) -> np.ndarray:
+    """What ``block_sum`` / ``block_max`` compute from per-thread ``partials`` (rows, block):
+    a butterfly inside each warp, lane 0 of each warp to shared memory, a butterfly over those."""
+    rows, block = partials.shape
+    warps = block // WARP
+    per_warp = _warp_fold(partials.reshape(rows * warps, WARP), op).reshape(rows, warps, WARP)
+    buf = np.full((rows, WARP), identity, partials.dtype)
+    buf[:, :warps] = per_warp[:, :, 0]
+    return _warp_fold(buf, op)[:, 0]
+
+
+def max_nan_reference(a, b):
+    """``max_nan`` above: a NaN wins, as numpy's max."""
+    return np.where((a > b) | (a != a), a, b)
+

@@ -1,0 +1,163 @@
+"""Scaled dot-product attention on the GPU: batched cuBLAS GEMMs around one fused
+scale-mask-softmax kernel.
+
+Forward: S = Q·Kᵀ (one batched GEMM), then ``scale_mask_softmax`` turns each row of S into
+probabilities in place — scale, causal mask, boolean or additive mask (broadcast through a
+per-row offset, no mask of the scores' size is built), and PyTorch's safe softmax (a row
+masked entirely gives zeros) — then O = P·V (one batched GEMM). The backward recomputes P the
+same way (the op's contract: memory-efficient kernels keep no probabilities) and runs the four
+gradient GEMMs with CuPy. Float16 inputs use float16 GEMMs (cuBLAS accumulates in float32)
+and float32 softmax arithmetic.
+
+There is no flash-style (tiled, online-softmax) kernel: the score matrix is materialized, so
+memory grows with Lq·Lk as in PyTorch's math backend.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import _source
+from .cache import kernel
+
+MASK_NONE, MASK_BOOL, MASK_ADD = 0, 1, 2
+
+_SOFTMAX = r"""
+extern "C" __global__ void scale_mask_softmax(T* s, const MASK_T* mask, const long long* mask_row,
+                                              long long mask_col, long long lq, long long lk,
+                                              ACC scale, int causal) {
+    __shared__ ACC buf[32];
+    long long row = blockIdx.x, q = row % lq;
+    T* sr = s + row * lk;
+    ACC m = -INFINITY;
+    for (long long c = threadIdx.x; c < lk; c += blockDim.x) {
+        ACC v = LOAD(sr[c]) * scale;
+        if (causal && c > q) v = -INFINITY;
+#if MASK_KIND == 1
+        if (!mask[mask_row[row] + c * mask_col]) v = -INFINITY;
+#elif MASK_KIND == 2
+        v += (ACC)mask[mask_row[row] + c * mask_col];
+#endif
+        sr[c] = STORE(v);
+        m = max_nan(m, v);
+    }
+    m = block_max(m, buf);
+    if (m == -INFINITY) m = 0;  // a fully masked row: exp(-inf - 0) = 0, and the sum stays 0
+    ACC total = 0;
+    for (long long c = threadIdx.x; c < lk; c += blockDim.x) total += EXP(LOAD(sr[c]) - m);
+    total = block_sum(total, buf);
+    ACC inv = total == 0 ? (ACC)0 : (ACC)1 / total;
+    for (long long c = threadIdx.x; c < lk; c += blockDim.x) sr[c] = STORE(EXP(LOAD(sr[c]) - m) * inv);
+}
+"""
+
+
+def source(dtype, mask_kind: int, mask_dtype=None) -> str:
+    """CUDA source of ``scale_mask_softmax`` for scores of ``dtype`` and a mask kind."""
+    mask_t = {MASK_NONE: "unsigned char", MASK_BOOL: "bool"}.get(mask_kind)
+    if mask_t is None:
+        mask_t = {"float16": "__half", "float32": "float", "float64": "double"}[str(np.dtype(mask_dtype))]
+    return (_source.type_header(dtype) + f"#define MASK_KIND {mask_kind}\n#define MASK_T {mask_t}\n"
+            + _source.BLOCK_REDUCE + _SOFTMAX)
+
+
+def mask_offsets(xp, mask_shape: tuple, scores_shape: tuple):
+    """(per-row offsets, column stride) in elements of a C-contiguous mask broadcast to the
+    scores (B..., Lq, Lk): element (row, c) of the broadcast is ``mask[offset[row] + c·stride]``."""
+    nd = len(scores_shape)
+    shape = (1,) * (nd - len(mask_shape)) + tuple(mask_shape)
+    strides, acc = [0] * nd, 1
+    for d in range(nd - 1, -1, -1):  # contiguous strides, 0 along broadcast dims
+        strides[d] = 0 if shape[d] == 1 and scores_shape[d] != 1 else acc
+        acc *= shape[d]
+    offsets = xp.zeros(scores_shape[:-1], dtype=np.int64)
+    for d, n in enumerate(scores_shape[:-1]):
+        if strides[d]:
+            offsets += (xp.arange(n, dtype=np.int64) * strides[d]).reshape((n,) + (1,) * (nd - 2 - d))
+    return offsets.reshape(-1), strides[-1]
+
+
+def _probabilities(xp, q, k, mask, is_causal: bool, scale: float):
+    """softmax(scale·QKᵀ + mask) by one GEMM and one kernel (None when not float)."""
+    if not _source.supported(q, k):
+        return None
+    s = xp.ascontiguousarray(xp.matmul(q, xp.swapaxes(k, -1, -2)))
+    lq, lk = s.shape[-2:]
+    rows = s.size // lk if lk else 0
+    if rows == 0:
+        return s
+    if mask is None:
+        kind, mask_arr, offsets, col = MASK_NONE, s, s, 0  # unused pointers
+        mask_dtype = None
+    else:
+        kind = MASK_BOOL if mask.dtype == np.bool_ else MASK_ADD
+        mask_arr = xp.ascontiguousarray(mask if kind == MASK_BOOL else mask.astype(_source.acc_dtype(s.dtype)))
+        offsets, col = mask_offsets(xp, mask_arr.shape, s.shape)
+        mask_dtype = mask_arr.dtype
+    import cupy
+
+    raw = kernel("scale_mask_softmax", s.dtype,
+                 lambda: cupy.RawKernel(source(s.dtype, kind, mask_dtype), "scale_mask_softmax"),
+                 variant=(kind, str(mask_dtype)))
+    acc = _source.acc_dtype(s.dtype).type
+    raw((rows,), (_source.block_size(lk),),
+        (s, mask_arr, offsets, np.int64(col), np.int64(lq), np.int64(lk), acc(scale), np.int32(is_causal)))
+    return s
+
+
+# --- op-level kernels ----------------------------------------------------------------------------
+
+def forward(generic):
+    """CUDA kernel of ``scaled_dot_product_attention`` (falls back to ``generic``)."""
+    from ...ops import attention as ops
+
+    def run(xp, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa, causal_mode="full"):
+        rep = ops._heads_ratio(q, k, enable_gqa)
+        k_, v_ = ops._repeat_heads(xp, k, rep), ops._repeat_heads(xp, v, rep)
+        p = _probabilities(xp, q, k_, attn_mask, is_causal, ops._scale_of(q, scale))
+        if p is None:
+            return generic(xp, q, k, v, attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                           enable_gqa=enable_gqa, causal_mode=causal_mode)
+        if dropout_p > 0:
+            keep = ops.keep_mask(xp, p.shape, dropout_p)
+            p = p * keep * p.dtype.type(1.0 / (1.0 - dropout_p))
+            return xp.matmul(p, v_), keep
+        return xp.matmul(p, v_)
+
+    return run
+
+
+def backward(generic):
+    """CUDA kernel of ``scaled_dot_product_attention_backward``: P recomputed by the fused
+    kernel, then dV = PᵀdO, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dP∘P)), dQ = dS·K·scale, dK = dSᵀQ·scale."""
+    from ...ops import attention as ops
+
+    def run(xp, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, causal_mode,
+            mask_grad):
+        rep = ops._heads_ratio(q, k, enable_gqa)
+        k_, v_ = ops._repeat_heads(xp, k, rep), ops._repeat_heads(xp, v, rep)
+        sc = ops._scale_of(q, scale)
+        p = _probabilities(xp, q, k_, attn_mask, is_causal, sc)
+        if p is None:
+            return generic(xp, g, q, k, v, attn_mask, keep, dropout_p=dropout_p, is_causal=is_causal,
+                           scale=scale, enable_gqa=enable_gqa, causal_mode=causal_mode, mask_grad=mask_grad)
+        keep_scale = p.dtype.type(1.0 / (1.0 - dropout_p)) if keep is not None else None
+        dropped = p * keep * keep_scale if keep is not None else p
+        dv = xp.matmul(xp.swapaxes(dropped, -1, -2), g)
+        dp = xp.matmul(g, xp.swapaxes(v_, -1, -2))
+        if keep is not None:
+            dp = dp * keep * keep_scale
+        acc = _source.acc_dtype(p.dtype)
+        p32, dp32 = p.astype(acc, copy=False), dp.astype(acc, copy=False)
+        ds = (p32 * (dp32 - (dp32 * p32).sum(axis=-1, keepdims=True))).astype(p.dtype, copy=False)
+        dq = xp.matmul(ds, k_) * q.dtype.type(sc)
+        dk = xp.matmul(xp.swapaxes(ds, -1, -2), q) * q.dtype.type(sc)
+        if rep > 1:
+            dk = dk.reshape(dk.shape[:-3] + (k.shape[-3], rep) + dk.shape[-2:]).sum(axis=-3)
+            dv = dv.reshape(dv.shape[:-3] + (v.shape[-3], rep) + dv.shape[-2:]).sum(axis=-3)
+        grads = (dq, dk, dv)
+        if mask_grad:
+            grads += (ds.astype(attn_mask.dtype, copy=False),)
+        return grads
+
+    return run
