@@ -3,8 +3,9 @@
 ``steps`` lists the chain: ``(op_name, args, attrs)`` per step, where an arg ``a >= 0`` is the
 op's input ``a`` and ``a < 0`` is the result of step ``-1 - a``; the last step's result is the
 output. On the CPU the kernel runs numpy ufuncs with ``out=`` into the chain's own temporaries,
-so a chain of k ops allocates one array instead of k. CuPy ufuncs take ``out=`` too, so the same
-kernel serves the GPU; ``_forward_cuda`` is the place for a generated single-pass CUDA kernel.
+so a chain of k ops allocates one array instead of k. On the GPU the chain is one generated
+single-pass ``ElementwiseKernel`` (``cuda/kernels/elementwise.py``); chains it cannot express run
+CuPy's ufuncs with the same buffer reuse as the CPU.
 
 Cost (COUNTING.md): MACs and FLOPs are the sum of the steps' own cost rules; bytes are only the
 fused kernel's external inputs and its output, since intermediates never leave registers/cache.
@@ -17,6 +18,7 @@ __all__ = ["fused_elementwise"]
 import numpy as np
 
 from ..autograd import unbroadcast
+from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..registry import Op, get_op, io_cost, register_op
 
@@ -107,8 +109,8 @@ def _evaluate(xp, arrays, steps, device_type: str):
 
 
 def _forward_cuda(xp, *xs, steps):
-    # The hook for a generated single-pass CUDA kernel (one cupy.ElementwiseKernel per chain);
-    # until then CuPy's ufuncs with out= run the chain with the same buffer reuse as the CPU.
+    # CuPy's ufuncs with out=, the same buffer reuse as the CPU: for chains the generated
+    # single-pass kernel (cuda/kernels/elementwise.py) cannot express
     return _evaluate(xp, xs, steps, "cuda")
 
 
@@ -116,7 +118,7 @@ def _forward_cuda(xp, *xs, steps):
 class FusedElementwise(Op):
     """A chain of elementwise ops as one kernel (made by the fuse_elementwise pass)."""
 
-    kernels = {"cuda": _forward_cuda}
+    kernels = {"cuda": cuda_kernels.fused(_forward_cuda)}
 
     def shape(*xs, steps):
         return _step_specs(xs, steps)[-1]

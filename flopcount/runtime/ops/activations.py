@@ -20,6 +20,7 @@ __all__ = ["relu", "relu6", "leaky_relu", "prelu", "elu", "selu", "celu", "gelu"
 
 import math
 
+from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, io_cost, numel, register_op
@@ -93,6 +94,8 @@ class LeakyRelu(Op):
     def forward(xp, x, *, negative_slope):
         return xp.where(x > 0, x, x * negative_slope)
 
+    kernels = {"cuda": cuda_kernels.activation("leaky_relu")(forward)}
+
     def vjp(g, out, x, *, negative_slope):
         return where(gt(x, 0), g, mul(g, negative_slope))
 
@@ -152,6 +155,8 @@ class Elu(Op):
         negative = alpha * xp.expm1(xp.minimum(x, 0) * input_scale)
         return scale * xp.where(x > 0, x, negative)
 
+    kernels = {"cuda": cuda_kernels.activation("elu")(forward)}
+
     def vjp(g, out, x, *, alpha, scale, input_scale):
         # for x <= 0: d/dx = input_scale·scale·alpha·exp(input_scale·x) = input_scale·(out + scale·alpha)
         negative = mul(g, add(out, scale * alpha))
@@ -181,6 +186,8 @@ class Gelu(Op):
             return 0.5 * x * (1 + xp.tanh(inner))
         return 0.5 * x * (1 + _erf_kernel(xp, x * (1 / math.sqrt(2))))
 
+    kernels = {"cuda": cuda_kernels.activation("gelu")(forward)}
+
     def vjp(g, out, x, *, approximate):
         if approximate == "tanh":
             # t = tanh(k(x + c x³)); d/dx = ½(1 + t) + ½x(1 − t²)·k(1 + 3c x²)
@@ -206,6 +213,8 @@ class Silu(Op):
     def forward(xp, x):
         return x * _stable_sigmoid(xp, x)
 
+    kernels = {"cuda": cuda_kernels.activation("silu")(forward)}
+
     def vjp(g, out, x):
         s = sigmoid(x)
         return mul(g, mul(s, add(mul(x, sub(1.0, s)), 1.0)))  # s·(1 + x(1 − s))
@@ -221,6 +230,8 @@ class Hardsigmoid(Op):
     def forward(xp, x):
         return xp.clip(x + 3, 0, 6) / 6
 
+    kernels = {"cuda": cuda_kernels.activation("hardsigmoid")(forward)}
+
     def vjp(g, out, x):
         return where(logical_and(gt(x, -3.0), lt(x, 3.0)), mul(g, 1 / 6), 0.0)
 
@@ -234,6 +245,8 @@ class Hardswish(Op):
 
     def forward(xp, x):
         return x * xp.clip(x + 3, 0, 6) / 6
+
+    kernels = {"cuda": cuda_kernels.activation("hardswish")(forward)}
 
     def vjp(g, out, x):
         # as PyTorch's hardswish_backward: 0 below -3, x/3 + 1/2 up to 3 (inclusive), 1 above
@@ -254,6 +267,8 @@ class Softplus(Op):
         z = x * beta
         return xp.where(z > threshold, x, _softplus_kernel(xp, z) / beta)
 
+    kernels = {"cuda": cuda_kernels.activation("softplus")(forward)}
+
     def vjp(g, out, x, *, beta, threshold):
         z = mul(x, beta) if beta != 1 else x
         return where(gt(z, threshold), g, mul(g, sigmoid(z)))
@@ -270,6 +285,8 @@ class Mish(Op):
     def forward(xp, x):
         return x * xp.tanh(_softplus_kernel(xp, x))
 
+    kernels = {"cuda": cuda_kernels.activation("mish")(forward)}
+
     def vjp(g, out, x):
         # d/dx x·tanh(sp(x)) = t + x·sigmoid(x)·(1 − t²), t = tanh(softplus(x))
         t = tanh(softplus(x, 1.0, math.inf))
@@ -285,6 +302,8 @@ class Sigmoid(Op):
 
     def forward(xp, x):
         return _stable_sigmoid(xp, x)
+
+    kernels = {"cuda": cuda_kernels.activation("sigmoid")(forward)}
 
     def vjp(g, out, x):
         return mul(g, mul(out, sub(1.0, out)))
@@ -311,6 +330,8 @@ class Softmax(_RowSoftmax):
         e /= e.sum(axis=dim, keepdims=True)
         return e
 
+    kernels = {"cuda": cuda_kernels.softmax(forward)}
+
     def vjp(g, out, x, *, dim):
         return mul(out, sub(g, reduce_sum(mul(g, out), dim, keepdim=True)))
 
@@ -320,6 +341,8 @@ class LogSoftmax(_RowSoftmax):
     def forward(xp, x, *, dim):
         shifted = x - x.max(axis=dim, keepdims=True)
         return shifted - xp.log(xp.exp(shifted).sum(axis=dim, keepdims=True))
+
+    kernels = {"cuda": cuda_kernels.log_softmax(forward)}
 
     def vjp(g, out, x, *, dim):
         return sub(g, mul(exp(out), reduce_sum(g, dim, keepdim=True)))

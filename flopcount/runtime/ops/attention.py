@@ -25,6 +25,7 @@ import math
 from math import prod
 
 from .. import dtypes as _dt
+from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, register_op
@@ -133,6 +134,8 @@ class ScaledDotProductAttention(Op):
             return out.astype(q.dtype, copy=False), keep
         return xp.matmul(p, v_).astype(q.dtype, copy=False)
 
+    kernels = {"cuda": cuda_kernels.sdpa(forward)}
+
     def vjp(g, out, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa, causal_mode="full"):
         keep = None
         if dropout_p > 0:
@@ -204,6 +207,8 @@ class ScaledDotProductAttentionBackward(Op):
         if mask_grad:
             grads += (ds.astype(attn_mask.dtype, copy=False),)  # the mask is added to the scores
         return grads
+
+    kernels = {"cuda": cuda_kernels.sdpa_backward(forward)}
 
     def cost(out, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, causal_mode,
              mask_grad):

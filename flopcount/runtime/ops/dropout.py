@@ -27,7 +27,8 @@ def uniform(xp, shape: tuple):
     (the seeded backend generator, so ``rt.manual_seed`` makes dropout reproducible)."""
     from ..factories import random_array
 
-    return random_array("cpu" if xp is np else "cuda", "uniform", shape, _dt.float32)
+    device = "cpu" if xp is np else f"cuda:{xp.cuda.Device().id}"  # the GPU the kernel runs on
+    return random_array(device, "uniform", shape, _dt.float32)
 
 
 def keep_mask(xp, shape: tuple, p: float):

@@ -9,6 +9,7 @@ from __future__ import annotations
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "where", "masked_fill", "clamp", "cast", "neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf", "floor", "ceil", "round", "logical_not", "isnan", "isinf"]  # the functional API (nn.functional re-exports it)
 
 from .. import dtypes as _dt
+from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
@@ -426,6 +427,8 @@ class Rsqrt(Op):
     def forward(xp, x):
         return 1.0 / xp.sqrt(x)
 
+    kernels = {"cuda": cuda_kernels.activation("rsqrt")(forward)}
+
     def vjp(g, out, x):
         return mul(g, mul(-0.5, mul(out, mul(out, out))))
 
@@ -470,6 +473,8 @@ class Tanh(Op):
 class Erf(Op):
     def forward(xp, x):
         return _erf_kernel(xp, x)
+
+    kernels = {"cuda": cuda_kernels.activation("erf")(forward)}
 
     def vjp(g, out, x):
         # d/dx erf(x) = 2/sqrt(pi) * exp(-x^2)

@@ -10,6 +10,7 @@ from __future__ import annotations
 __all__ = ["embedding", "one_hot"]  # the functional API (nn.functional re-exports it)
 
 from .. import dtypes as _dt
+from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Cost, Op, Spec, io_cost, nbytes, numel, register_op
@@ -36,6 +37,8 @@ class Embedding(Op):
             raise IndexError(f"embedding: ids must lie in [0, {weight.shape[0]}), got values in "
                              f"[{int(ids.min())}, {int(ids.max())}]")
         return weight[ids]
+
+    kernels = {"cuda": cuda_kernels.embedding(forward)}
 
     def vjp(g, out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False):
         gw = apply(EmbeddingBackward, g, ids, num_weights=weight.shape[0], padding_idx=padding_idx,

@@ -280,7 +280,7 @@ class GatherBackward(Op):
 
     def forward(xp, g, index, *, dim, shape):
         out = xp.zeros(shape, dtype=g.dtype)
-        grids = list(xp.indices(index.shape, sparse=True))
+        grids = list(xp.ix_(*(xp.arange(n) for n in index.shape)))  # open mesh (CuPy has no sparse indices)
         grids[dim] = index
         _scatter_add(xp, out, tuple(grids), g)
         return out

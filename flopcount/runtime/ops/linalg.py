@@ -12,6 +12,7 @@ __all__ = ["matmul", "mm", "bmm", "linear", "einsum"]  # the functional API (nn.
 import string
 from math import prod
 
+from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
@@ -76,6 +77,8 @@ class Linear(Op):
         if bias is not None:
             out += bias
         return out
+
+    kernels = {"cuda": cuda_kernels.linear(forward)}
 
     def vjp(g, out, x, weight, bias=None):
         from .movement import reshape, transpose

@@ -22,6 +22,7 @@ from math import prod
 
 import numpy as np
 
+from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply, no_grad
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
@@ -214,6 +215,8 @@ class LayerNorm(Op):
             y = y + bias
         return y.astype(x.dtype, copy=False)
 
+    kernels = {"cuda": cuda_kernels.layer_norm(forward)}
+
     def vjp(g, out, x, weight, bias, *, normalized_shape, eps):
         dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))
         xhat, rstd = _recompute_stats(x, dims, eps)
@@ -305,6 +308,8 @@ class RMSNorm(Op):
         if weight is not None:
             y = y * weight
         return y.astype(x.dtype, copy=False)
+
+    kernels = {"cuda": cuda_kernels.rms_norm(forward)}
 
     def vjp(g, out, x, weight, *, normalized_shape, eps):
         dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))

@@ -14,6 +14,7 @@ from collections import namedtuple
 from math import prod as _prod
 
 from .. import dtypes as _dt
+from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..registry import Op, Spec, io_cost, numel, register_op
 from ._helpers import check_float, float_dtype, norm_dim, norm_dims
@@ -56,6 +57,8 @@ class Sum(_Reduce):
     def forward(xp, x, *, dims, keepdim):
         return xp.sum(x, axis=dims, keepdims=keepdim)
 
+    kernels = {"cuda": cuda_kernels.sum(forward)}
+
     def vjp(g, out, x, *, dims, keepdim):
         return _expand_back(g, x, dims, keepdim)
 
@@ -67,6 +70,8 @@ class Mean(_Reduce):
 
     def forward(xp, x, *, dims, keepdim):
         return xp.mean(x, axis=dims, keepdims=keepdim)
+
+    kernels = {"cuda": cuda_kernels.mean(forward)}
 
     def vjp(g, out, x, *, dims, keepdim):
         from .elementwise import div
