@@ -215,33 +215,35 @@ def test_meta_model_counts_like_cpu():
 
 
 def test_counting_costs_about_one_forward():
-    # hooks and the observer only store specs; pricing afterwards is cheap. Plain and profiled
-    # runs alternate (both see the same machine) and the fastest of each is compared; three
-    # attempts, as the machine may be shared.
+    # Counting = one forward + the hooks' and the pricing's Python work. That extra work does
+    # not depend on the device, so it is measured on meta (where a forward is pure Python and
+    # nothing else varies) and compared with a real CPU forward: at most ~10% of it. A wall-
+    # clock ratio of two real runs is what users see, but on a shared machine it swings both
+    # ways by more than that.
     import time
 
     from flopcount import models
 
+    def fastest(fn, n=3):
+        times = []
+        for _ in range(n):
+            start = time.perf_counter()
+            fn()
+            times.append(time.perf_counter() - start)
+        return min(times)
+
     net = models.get("resnet50").eval()
     x = rt.randn(1, 3, 224, 224)
+    with rt.meta():
+        meta_net = models.get("resnet50").eval()
+    meta_x = rt.empty(1, 3, 224, 224, device="meta")
 
-    def plain():
+    def forward(model, inp):
         with rt.no_grad():
-            net(x)
+            model(inp)
 
-    def seconds(fn):
-        start = time.perf_counter()
-        fn()
-        return time.perf_counter() - start
-
-    plain()
-    ratios = []
-    for _ in range(3):
-        plain_s, profile_s = [], []
-        for _ in range(3):
-            plain_s.append(seconds(plain))
-            profile_s.append(seconds(lambda: flopcount.profile(net, x, mode="eager")))
-        ratios.append(min(profile_s) / min(plain_s))
-        if ratios[-1] <= 1.15:
-            break
-    assert ratios[-1] <= 1.15, ratios  # about 1.1x; the margin absorbs a shared machine
+    forward(net, x)
+    real = fastest(lambda: forward(net, x))
+    overhead = fastest(lambda: flopcount.profile(meta_net, meta_x, mode="eager")) - \
+        fastest(lambda: forward(meta_net, meta_x))
+    assert overhead <= 0.10 * real, (overhead, real)
