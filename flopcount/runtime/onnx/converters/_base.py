@@ -1,0 +1,110 @@
+"""The converter table and what a converter gets: ``NodeContext`` (attributes, opset, node name)
+and helpers to read operands that must be known at import time (shapes, axes, pads).
+
+A converter is ``fn(ctx, *inputs) -> Tensor | tuple``: ``inputs`` are runtime tensors (None
+for an omitted optional input) and the converter calls runtime ops on them. While the importer
+traces, an op whose inputs are all constants runs at once, so shape arithmetic (Shape, Gather,
+Concat, ...) leaves constants, which ``ctx.const`` reads.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ...errors import UnsupportedOpError
+from ...tensor import Tensor
+
+CONVERTERS: dict[str, Callable] = {}
+
+
+def converter(*op_types: str):
+    """Register ``fn`` as the converter of each ONNX op type in ``op_types`` (default domain)."""
+
+    def decorate(fn):
+        for op_type in op_types:
+            if op_type in CONVERTERS:
+                raise ValueError(f"ONNX op {op_type!r} already has a converter ({CONVERTERS[op_type].__name__})")
+            CONVERTERS[op_type] = fn
+        return fn
+
+    return decorate
+
+
+class NodeContext:
+    """One ONNX node as its converter sees it: op type, name, opset of the default domain,
+    attributes as Python values (tensors as numpy arrays), how many outputs it declares and
+    which of them the model reads."""
+
+    __slots__ = ("op_type", "name", "opset", "attrs", "n_outputs", "used")
+
+    def __init__(self, op_type: str, name: str, opset: int, attrs: dict, n_outputs: int = 1,
+                 used: tuple = (True,)):
+        self.op_type = op_type
+        self.name = name
+        self.opset = opset
+        self.attrs = attrs
+        self.n_outputs = n_outputs
+        self.used = used
+
+    def output_used(self, i: int) -> bool:
+        return i < len(self.used) and self.used[i]
+
+    def attr(self, key: str, default=None):
+        return self.attrs.get(key, default)
+
+    @property
+    def where(self) -> str:
+        return f"ONNX {self.op_type} node {self.name!r}" if self.name else f"ONNX {self.op_type} node"
+
+    def unsupported(self, detail: str) -> UnsupportedOpError:
+        return UnsupportedOpError(f"{self.where}: {detail}")
+
+    # --- operands known at import time ----------------------------------------------------
+    def const(self, t, what: str):
+        """The value of ``t`` as a numpy array (None for an omitted input); an error when it is
+        computed from the model's input data rather than from shapes and constants."""
+        if t is None:
+            return None
+        if not is_const(t):
+            raise self.unsupported(
+                f"{what} depends on the values of the model's inputs; flopcount needs it to be a "
+                f"constant or shape arithmetic that folds once the input shapes are known")
+        return np.asarray(t.data) if t.device.type in ("cpu", "meta") else t.numpy()
+
+    def ints(self, t, what: str):
+        """A constant 1-d (or 0-d) integer operand as a tuple of Python ints (None if omitted)."""
+        value = self.const(t, what)
+        return None if value is None else tuple(int(v) for v in np.asarray(value).reshape(-1))
+
+    def scalar(self, t, what: str):
+        """A constant one-element operand as a Python number (None if omitted)."""
+        value = self.const(t, what)
+        if value is None:
+            return None
+        if value.size != 1:
+            raise self.unsupported(f"{what} must hold one value, got shape {value.shape}")
+        return value.reshape(()).item()
+
+    def axis(self, axis: int, ndim: int, what: str = "axis") -> int:
+        """``axis`` in [-ndim, ndim) made non-negative."""
+        if not -ndim <= axis < max(ndim, 1):
+            raise self.unsupported(f"{what} {axis} is out of range for a tensor with {ndim} dims")
+        return axis % max(ndim, 1)
+
+    def axes(self, axes, ndim: int, what: str = "axes") -> tuple:
+        return tuple(self.axis(int(a), ndim, what) for a in axes)
+
+
+def is_const(t) -> bool:
+    """Whether ``t`` holds data while tracing (a constant, or an initializer's tensor)."""
+    return isinstance(t, Tensor) and t.data is not None
+
+
+def constant(array, dtype=None) -> Tensor:
+    """A CPU tensor holding ``array`` (the tracer keeps it as a graph constant)."""
+    from ...tensor import tensor
+
+    arr = np.asarray(array)
+    return tensor(arr, dtype=dtype if dtype is not None else arr.dtype, device="cpu")

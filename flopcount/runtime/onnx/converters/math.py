@@ -1,0 +1,190 @@
+"""Elementwise ONNX ops: arithmetic, comparisons, logic, unary math, activations, Where, Cast,
+Clip and the variadic Min/Max/Sum/Mean. Each maps to the runtime op of the same arithmetic,
+so the counters see ``add``, ``relu``, ``gelu``... exactly as for a model written in PyTorch.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from ... import dtypes as _dt
+from ...dispatch import apply
+from ...ops import activations as act
+from ...ops import elementwise as ew
+from ._base import constant, converter
+
+_ARITHMETIC = {"Add": ew.add, "Sub": ew.sub, "Mul": ew.mul}
+_COMPARE = {"Equal": ew.eq, "Less": ew.lt, "LessOrEqual": ew.le, "Greater": ew.gt,
+            "GreaterOrEqual": ew.ge, "And": ew.logical_and, "Or": ew.logical_or, "Xor": ew.logical_xor}
+_UNARY = {"Neg": ew.neg, "Abs": ew.abs, "Sign": ew.sign, "Exp": ew.exp, "Log": ew.log, "Sqrt": ew.sqrt,
+          "Reciprocal": ew.reciprocal, "Sin": ew.sin, "Cos": ew.cos, "Tanh": ew.tanh, "Erf": ew.erf,
+          "Floor": ew.floor, "Ceil": ew.ceil, "Round": ew.round, "Not": ew.logical_not, "IsNaN": ew.isnan,
+          "Relu": act.relu, "Sigmoid": act.sigmoid, "Softsign": act.softsign, "HardSwish": act.hardswish,
+          "Mish": act.mish, "Softplus": act.softplus}
+
+
+@converter(*_ARITHMETIC)
+def arithmetic(ctx, a, b):
+    return _ARITHMETIC[ctx.op_type](a, b)
+
+
+@converter(*_COMPARE)
+def compare(ctx, a, b):
+    return _COMPARE[ctx.op_type](a, b)
+
+
+@converter(*_UNARY)
+def unary(ctx, x):
+    return _UNARY[ctx.op_type](x)
+
+
+def _trunc_div(a, b):
+    """Integer division rounding toward zero, as ONNX (and C) divide integers."""
+    q = ew.floor_divide(a, b)
+    inexact = ew.ne(ew.remainder(a, b), 0)
+    negative = ew.logical_xor(ew.lt(a, 0), ew.lt(b, 0))
+    return ew.where(ew.logical_and(inexact, negative), ew.add(q, 1), q)
+
+
+@converter("Div")
+def div(ctx, a, b):
+    if not a.dtype.is_floating_point and not b.dtype.is_floating_point:
+        return _trunc_div(a, b)
+    return ew.div(a, b)
+
+
+@converter("Pow")
+def pow_(ctx, x, y):
+    out = ew.pow(x, y)
+    return ew.cast(out, x.dtype)  # ONNX: the result has the base's type
+
+
+@converter("Mod")
+def mod(ctx, a, b):
+    if not ctx.attr("fmod", 0):
+        return ew.remainder(a, b)  # the sign of the divisor, as Python's %
+    # C fmod: the sign of the dividend, a - b·trunc(a / b)
+    if a.dtype.is_floating_point:
+        q = ew.div(a, b)
+        q = ew.where(ew.lt(q, 0), ew.ceil(q), ew.floor(q))
+    else:
+        q = _trunc_div(a, b)
+    return ew.sub(a, ew.mul(b, q))
+
+
+@converter("Where")
+def where(ctx, condition, a, b):
+    return ew.where(condition, a, b)
+
+
+@converter("Cast")
+def cast(ctx, x):
+    from ..elem_types import to_dtype
+
+    return ew.cast(x, to_dtype(ctx.attr("to"), f"{ctx.where}: attribute 'to'"))
+
+
+@converter("CastLike")
+def cast_like(ctx, x, like):
+    return ew.cast(x, like.dtype)
+
+
+@converter("IsInf")
+def isinf(ctx, x):
+    out = ew.isinf(x)
+    negative, positive = ctx.attr("detect_negative", 1), ctx.attr("detect_positive", 1)
+    if negative and positive:
+        return out
+    if positive:
+        return ew.logical_and(out, ew.gt(x, 0))
+    if negative:
+        return ew.logical_and(out, ew.lt(x, 0))
+    return ew.logical_and(out, constant(False, _dt.bool_))
+
+
+@converter("Clip")
+def clip(ctx, x, low=None, high=None):
+    if ctx.opset < 11:  # bounds were attributes before opset 11
+        low, high = ctx.attr("min"), ctx.attr("max")
+    else:
+        low = ctx.scalar(low, "input 'min'") if low is None or low.data is not None else low
+        high = ctx.scalar(high, "input 'max'") if high is None or high.data is not None else high
+    if low is None and high is None:
+        return x
+    return ew.clamp(x, low, high)
+
+
+@converter("Max", "Min", "Sum", "Mean")
+def variadic(ctx, *xs):
+    combine = {"Max": ew.maximum, "Min": ew.minimum, "Sum": ew.add, "Mean": ew.add}[ctx.op_type]
+    out = reduce(combine, xs)
+    if ctx.op_type == "Mean" and len(xs) > 1:
+        out = ew.div(out, constant(len(xs), out.dtype))
+    return out
+
+
+# --- activations with attributes ---------------------------------------------------------------
+
+@converter("LeakyRelu")
+def leaky_relu(ctx, x):
+    return act.leaky_relu(x, ctx.attr("alpha", 0.01))
+
+
+@converter("Elu")
+def elu(ctx, x):
+    return act.elu(x, ctx.attr("alpha", 1.0))
+
+
+@converter("Celu")
+def celu(ctx, x):
+    return act.celu(x, ctx.attr("alpha", 1.0))
+
+
+@converter("Selu")
+def selu(ctx, x):
+    # ONNX's constants are float32 roundings of SELU's; the node's own values are used
+    return apply(act.Elu, x, alpha=float(ctx.attr("alpha", act.SELU_ALPHA)),
+                 scale=float(ctx.attr("gamma", act.SELU_SCALE)), input_scale=1.0)
+
+
+@converter("HardSigmoid")
+def hard_sigmoid(ctx, x):
+    alpha, beta = ctx.attr("alpha", 0.2), ctx.attr("beta", 0.5)
+    if abs(alpha - 1 / 6) < 1e-7 and beta == 0.5:  # PyTorch's Hardsigmoid: relu6(x + 3) / 6
+        return act.hardsigmoid(x)
+    return ew.clamp(ew.add(ew.mul(x, alpha), beta), 0.0, 1.0)
+
+
+@converter("ThresholdedRelu")
+def thresholded_relu(ctx, x):
+    return ew.where(ew.gt(x, ctx.attr("alpha", 1.0)), x, 0.0)
+
+
+@converter("Shrink")
+def shrink(ctx, x):
+    lambd, bias = ctx.attr("lambd", 0.5), ctx.attr("bias", 0.0)
+    inner = ew.where(ew.gt(x, lambd), ew.sub(x, bias), 0.0)
+    return ew.where(ew.lt(x, -lambd), ew.add(x, bias), inner)
+
+
+@converter("Gelu")
+def gelu(ctx, x):
+    return act.gelu(x, ctx.attr("approximate", "none"))
+
+
+@converter("PRelu")
+def prelu(ctx, x, slope):
+    from ...ops.movement import reshape
+
+    # one slope, or one per channel (dim 1): the runtime's prelu op; other layouts broadcast
+    shape = tuple(slope.shape)
+    channels = x.shape[1] if x.ndim >= 2 else None
+    squeezed = tuple(n for n in shape if n != 1)
+    if slope.numel() == 1:
+        return act.prelu(x, reshape(slope, (1,)))
+    lead = len(shape) - (x.ndim - 1)  # slope dims aligned with x's dims 1..
+    per_channel = (channels is not None and squeezed == (channels,) and lead >= 0
+                   and shape[lead] == channels and all(n == 1 for n in shape[lead + 1:]))
+    if per_channel:
+        return act.prelu(x, reshape(slope, (channels,)))
+    return ew.where(ew.gt(x, 0), x, ew.mul(x, slope))

@@ -1,0 +1,296 @@
+"""Layer ONNX ops: MatMul/Gemm/Einsum, Conv/ConvTranspose, normalizations, pooling, Softmax,
+Dropout. They map onto the runtime's layer ops (``conv``, ``linear``, ``batch_norm``,
+``max_pool``...) so an imported model is counted by the same rules as one written with
+``rt.nn``; ONNX-only cases (asymmetric padding, opset differences) become an explicit ``pad``
+or a short composite in front of the op.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ...dispatch import apply
+from ...ops import activations as act
+from ...ops import elementwise as ew
+from ...ops import linalg, movement, norm
+from ...ops.conv import Conv, ConvTranspose
+from ...ops.pooling import AdaptiveAvgPool, AdaptiveMaxPool, AvgPool, MaxPool
+from ._base import constant, converter
+
+
+# --- matrix products ---------------------------------------------------------------------------
+
+@converter("MatMul")
+def matmul(ctx, a, b):
+    return linalg.matmul(a, b)
+
+
+@converter("Gemm")
+def gemm(ctx, a, b, c=None):
+    """alpha·A'·B' + beta·C: a ``linear`` (one op with its bias) when alpha = beta = 1 and C is a
+    bias vector, else matmul, scale and add."""
+    alpha, beta = ctx.attr("alpha", 1.0), ctx.attr("beta", 1.0)
+    if ctx.attr("transA", 0):
+        a = movement.transpose(a, 0, 1)
+    trans_b = ctx.attr("transB", 0)
+    n = b.shape[0] if trans_b else b.shape[1]
+    if alpha == 1.0 and (c is None or (beta == 1.0 and c.numel() == n and c.shape[-1:] == (n,))):
+        weight = b if trans_b else movement.transpose(b, 0, 1)
+        bias = None if c is None else movement.reshape(c, (n,))
+        return linalg.linear(a, weight, bias)
+    y = linalg.matmul(a, movement.transpose(b, 0, 1) if trans_b else b)
+    if alpha != 1.0:
+        y = ew.mul(y, alpha)
+    if c is not None:
+        y = ew.add(y, c if beta == 1.0 else ew.mul(c, beta))
+    return y
+
+
+@converter("Einsum")
+def einsum(ctx, *xs):
+    return linalg.einsum(ctx.attr("equation"), *xs)
+
+
+# --- convolutions ------------------------------------------------------------------------------
+
+def _spatial(ctx, name: str, nd: int, default: int) -> tuple:
+    values = ctx.attr(name)
+    return tuple(int(v) for v in values) if values else (default,) * nd
+
+
+def _pad_pairs(ctx, sizes: tuple, kernel: tuple, strides: tuple, dilations: tuple) -> list:
+    """(begin, end) padding of each spatial dim from ``pads`` or ``auto_pad``."""
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    nd = len(kernel)
+    if auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        pairs = []
+        for n, k, s, d in zip(sizes, kernel, strides, dilations):
+            total = max((-(-n // s) - 1) * s + (k - 1) * d + 1 - n, 0)  # output ceil(n / s)
+            small = total // 2
+            pairs.append((small, total - small) if auto_pad == "SAME_UPPER" else (total - small, small))
+        return pairs
+    if auto_pad == "VALID":
+        return [(0, 0)] * nd
+    if auto_pad != "NOTSET":
+        raise ctx.unsupported(f"auto_pad {auto_pad!r} is not one of NOTSET, SAME_UPPER, SAME_LOWER, VALID")
+    pads = [int(p) for p in ctx.attr("pads") or [0] * (2 * nd)]
+    return list(zip(pads[:nd], pads[nd:]))
+
+
+def _pad_spatial(x, pairs, value=0.0):
+    """``x`` (N, C, *S) padded by ``pairs`` (one (begin, end) per spatial dim)."""
+    flat = []
+    for begin, end in reversed(pairs):  # F.pad lists the last dim first
+        flat += [begin, end]
+    return movement.pad(x, flat, value=value)
+
+
+def _conv_input(x, pairs, fits):
+    """(x, padding): the op's own symmetric padding when ``fits`` allows it, else an explicit
+    pad in front (ONNX allows asymmetric padding, the runtime's ops do not)."""
+    if all(b == e for b, e in pairs) and fits(tuple(b for b, _ in pairs)):
+        return x, tuple(b for b, _ in pairs)
+    return _pad_spatial(x, pairs), (0,) * len(pairs)
+
+
+@converter("Conv")
+def conv(ctx, x, w, b=None):
+    nd = w.ndim - 2
+    kernel = tuple(w.shape[2:])
+    strides, dilations = _spatial(ctx, "strides", nd, 1), _spatial(ctx, "dilations", nd, 1)
+    pairs = _pad_pairs(ctx, x.shape[2:], kernel, strides, dilations)
+    x, padding = _conv_input(x, pairs, lambda p: True)
+    return apply(Conv, x, w, b, stride=strides, padding=padding, dilation=dilations,
+                 groups=int(ctx.attr("group", 1)))
+
+
+@converter("ConvTranspose")
+def conv_transpose(ctx, x, w, b=None):
+    nd = w.ndim - 2
+    kernel = tuple(w.shape[2:])
+    strides, dilations = _spatial(ctx, "strides", nd, 1), _spatial(ctx, "dilations", nd, 1)
+    out_pad = _spatial(ctx, "output_padding", nd, 0)
+    groups = int(ctx.attr("group", 1))
+    auto_pad = ctx.attr("auto_pad", "NOTSET")
+    full = [s * (n - 1) + op + (k - 1) * d + 1
+            for n, s, op, k, d in zip(x.shape[2:], strides, out_pad, kernel, dilations)]
+    target = ctx.attr("output_shape")
+    if not target and auto_pad in ("SAME_UPPER", "SAME_LOWER"):
+        target = [n * s for n, s in zip(x.shape[2:], strides)]
+    if target:
+        pairs = []
+        for f, o in zip(full, list(target)[-nd:]):
+            total = f - int(o)
+            half = total // 2
+            pairs.append((half, total - half) if auto_pad == "SAME_UPPER" else (total - half, half))
+    elif auto_pad == "VALID":
+        pairs = [(0, 0)] * nd
+    else:
+        pairs = _pad_pairs(ctx, x.shape[2:], kernel, strides, dilations)
+    symmetric = all(p == q >= 0 for p, q in pairs)
+    valid_out_pad = all(op < s or op < d for op, s, d in zip(out_pad, strides, dilations))
+    if symmetric and valid_out_pad:
+        return apply(ConvTranspose, x, w, b, stride=strides, padding=tuple(p for p, _ in pairs),
+                     output_padding=out_pad, dilation=dilations, groups=groups)
+    # the unpadded result, then crop (negative pad) the begin padding and the end padding net
+    # of output_padding, then the bias
+    y = apply(ConvTranspose, x, w, None, stride=strides, padding=(0,) * nd, output_padding=(0,) * nd,
+              dilation=dilations, groups=groups)
+    y = _pad_spatial(y, [(-p, op - q) for (p, q), op in zip(pairs, out_pad)])
+    if b is not None:
+        y = ew.add(y, movement.reshape(b, (1, b.shape[0]) + (1,) * nd))
+    return y
+
+
+# --- normalization -----------------------------------------------------------------------------
+
+@converter("BatchNormalization")
+def batch_norm(ctx, x, scale, bias, mean, var, *_):
+    if ctx.attr("training_mode", 0):
+        raise ctx.unsupported("training_mode=1 (batch statistics) is not supported; export the model in eval mode")
+    return norm.batch_norm(x, mean, var, scale, bias, training=False, eps=ctx.attr("epsilon", 1e-5))
+
+
+@converter("LayerNormalization")
+def layer_norm(ctx, x, scale, bias=None):
+    axis = ctx.axis(ctx.attr("axis", -1), x.ndim)
+    shape = tuple(x.shape[axis:])
+    eps = ctx.attr("epsilon", 1e-5)
+    fits = all(t is None or tuple(t.shape) == shape for t in (scale, bias))
+    if fits:
+        return norm.layer_norm(x, shape, scale, bias, eps)
+    y = ew.mul(norm.layer_norm(x, shape, None, None, eps), scale)  # broadcastable affine
+    return y if bias is None else ew.add(y, bias)
+
+
+def _per_channel(t, channels: int, groups: int):
+    """A per-group vector (num_groups,) repeated to one value per channel."""
+    if t is None or t.shape == (channels,):
+        return t
+    per_group = movement.expand(movement.reshape(t, (groups, 1)), (groups, channels // groups))
+    return movement.reshape(per_group, (channels,))
+
+
+@converter("GroupNormalization")
+def group_norm(ctx, x, scale, bias):
+    groups = int(ctx.attr("num_groups"))
+    channels = x.shape[1]
+    if ctx.opset < 21:  # opset 18 gave scale and bias per group; 21 per channel
+        scale, bias = _per_channel(scale, channels, groups), _per_channel(bias, channels, groups)
+    return norm.group_norm(x, groups, scale, bias, ctx.attr("epsilon", 1e-5))
+
+
+@converter("InstanceNormalization")
+def instance_norm(ctx, x, scale, bias):
+    return norm.group_norm(x, x.shape[1], scale, bias, ctx.attr("epsilon", 1e-5))
+
+
+# --- pooling -----------------------------------------------------------------------------------
+
+def _pool_geometry(ctx, x):
+    kernel = tuple(int(k) for k in ctx.attr("kernel_shape"))
+    nd = len(kernel)
+    strides, dilations = _spatial(ctx, "strides", nd, 1), _spatial(ctx, "dilations", nd, 1)
+    pairs = _pad_pairs(ctx, x.shape[2:], kernel, strides, dilations)
+    return kernel, strides, dilations, pairs, bool(ctx.attr("ceil_mode", 0))
+
+
+def _onnx_pool_out(sizes, kernel, strides, dilations, pairs, ceil_mode) -> tuple:
+    """ONNX's pooled size: a last window that would start in the end padding is dropped."""
+    out = []
+    for n, k, s, d, (b, e) in zip(sizes, kernel, strides, dilations, pairs):
+        room = n + b + e - d * (k - 1) - 1
+        o = (-(-room // s) if ceil_mode else room // s) + 1
+        if ceil_mode and (o - 1) * s >= n + b:
+            o -= 1
+        out.append(o)
+    return tuple(out)
+
+
+def _crop_to(y, out):
+    for i, o in enumerate(out):
+        if y.shape[2 + i] > o:
+            y = movement.narrow(y, 2 + i, 0, o)
+    return y
+
+
+def _native_padding(pairs, kernel):
+    """The op's own padding when the pads are symmetric and at most half the kernel."""
+    if all(b == e and b <= k // 2 for (b, e), k in zip(pairs, kernel)):
+        return tuple(b for b, _ in pairs)
+    return None
+
+
+@converter("MaxPool")
+def max_pool(ctx, x):
+    kernel, strides, dilations, pairs, ceil_mode = _pool_geometry(ctx, x)
+    padding = _native_padding(pairs, kernel)
+    if padding is not None:
+        return apply(MaxPool, x, kernel_size=kernel, stride=strides, padding=padding, dilation=dilations,
+                     ceil_mode=ceil_mode)
+    lowest = -math.inf if x.dtype.is_floating_point else int(np.iinfo(x.dtype.np).min)
+    y = apply(MaxPool, _pad_spatial(x, pairs, lowest), kernel_size=kernel, stride=strides,
+              padding=(0,) * len(kernel), dilation=dilations, ceil_mode=ceil_mode)
+    return _crop_to(y, _onnx_pool_out(x.shape[2:], kernel, strides, dilations, pairs, ceil_mode))
+
+
+@converter("AveragePool")
+def avg_pool(ctx, x):
+    kernel, strides, dilations, pairs, ceil_mode = _pool_geometry(ctx, x)
+    if any(d != 1 for d in dilations):
+        raise ctx.unsupported(f"dilations {dilations} are not supported (the runtime's avg_pool has none)")
+    include_pad = bool(ctx.attr("count_include_pad", 0))
+    padding = _native_padding(pairs, kernel)
+    geometry = dict(kernel_size=kernel, stride=strides, ceil_mode=ceil_mode, divisor_override=None)
+    if padding is not None:
+        return apply(AvgPool, x, padding=padding, count_include_pad=include_pad, **geometry)
+    nd = len(kernel)
+    out = _onnx_pool_out(x.shape[2:], kernel, strides, dilations, pairs, ceil_mode)
+    summed = apply(AvgPool, _pad_spatial(x, pairs), padding=(0,) * nd, count_include_pad=True, **geometry)
+    if not include_pad:
+        # divide by the share of real (unpadded) elements of each window: the same pooling of
+        # a constant mask, which folds at import
+        mask = constant(np.ones((1, 1) + tuple(x.shape[2:]), dtype=x.dtype.np))
+        share = apply(AvgPool, _pad_spatial(mask, pairs), padding=(0,) * nd, count_include_pad=True, **geometry)
+        summed = ew.div(summed, share)
+    return _crop_to(summed, out)
+
+
+@converter("GlobalAveragePool")
+def global_avg_pool(ctx, x):
+    return apply(AdaptiveAvgPool, x, output_size=(1,) * (x.ndim - 2))
+
+
+@converter("GlobalMaxPool")
+def global_max_pool(ctx, x):
+    return apply(AdaptiveMaxPool, x, output_size=(1,) * (x.ndim - 2))
+
+
+# --- softmax, dropout --------------------------------------------------------------------------
+
+@converter("Softmax", "LogSoftmax")
+def softmax(ctx, x):
+    fn = act.softmax if ctx.op_type == "Softmax" else act.log_softmax
+    if ctx.opset >= 13:
+        return fn(x, ctx.axis(ctx.attr("axis", -1), x.ndim))
+    # before opset 13 the input was coerced to 2-d at ``axis`` (default 1)
+    axis = ctx.axis(ctx.attr("axis", 1), x.ndim + 1)
+    rows = math.prod(x.shape[:axis])
+    y = fn(movement.reshape(x, (rows, x.numel() // max(rows, 1))), 1)
+    return movement.reshape(y, x.shape)
+
+
+@converter("Dropout")
+def dropout(ctx, x, ratio=None, training_mode=None):
+    if training_mode is not None and ctx.scalar(training_mode, "input 'training_mode'"):
+        raise ctx.unsupported("training_mode=True (random dropout) is not supported; export the model in eval mode")
+    if ctx.output_used(1):  # inference: nothing is dropped, the mask is all True
+        return x, constant(np.ones(x.shape, dtype=bool))
+    return x
+
+
+@converter("Identity")
+def identity(ctx, x):
+    return x

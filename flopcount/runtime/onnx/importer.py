@@ -1,0 +1,345 @@
+"""``load(path, input_shapes=None) -> Graph``: an ONNX file as an ordinary runtime Graph.
+
+1. read the file with the ``onnx`` package (weights in side files too); a missing, truncated
+   or corrupted file, or one that is not ONNX, is a ModelFileError naming the file;
+2. check every node has a converter, and report all that do not in one UnsupportedOpError;
+3. ``onnx.checker`` validates the model;
+4. bind symbolic input dims from ``input_shapes`` (``symbolic.py``);
+5. run the converters under the graph tracer: each ONNX node becomes runtime ops recorded in
+   the node's module scope, and shape arithmetic folds to constants because the tracer runs
+   ops whose inputs are all constants at once.
+
+Initializers become named graph parameters, except 0-d tensors and small integer tensors (shape
+data: constants) and the running statistics of BatchNormalization (buffers). Initializers that
+only served as import-time constants (a Resize's scales) are dropped with the dead code.
+"""
+
+from __future__ import annotations
+
+import os
+from collections import OrderedDict
+
+import numpy as np
+
+from ..device import CPU
+from ..dispatch import named_scope
+from ..errors import FlopcountError, ModelFileError, UnsupportedOpError
+from ..factories import empty
+from ..graph.ir import Graph
+from ..graph.passes.dce import dce
+from ..graph.trace import Tracer
+from ..nn.parameter import Parameter
+from ..tensor import Tensor
+from . import naming, symbolic
+from .converters import CONVERTERS, NodeContext
+from .elem_types import to_dtype
+
+# integer initializers up to this many elements are shape data (Reshape targets, axes, ids)
+SHAPE_DATA_MAX = 4096
+_DEFAULT_DOMAINS = ("", "ai.onnx")
+
+
+def _onnx():
+    try:
+        import onnx
+    except ImportError:  # pragma: no cover - onnx is a test and extra dependency
+        raise FlopcountError("ONNX files need the onnx package: pip install 'flopcount[onnx]'") from None
+    return onnx
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+def read_model(path: str):
+    """The ModelProto of ``path`` without its external data; a ModelFileError when the file is
+    missing or is not a readable ONNX model."""
+    onnx = _onnx()
+    if not os.path.exists(path):
+        raise ModelFileError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise ModelFileError(f"{path}: is a directory, not an ONNX file")
+    try:
+        model = onnx.load(path, load_external_data=False)
+    except Exception as exc:  # protobuf's DecodeError and friends
+        raise ModelFileError(f"{path}: not a readable ONNX model (truncated, corrupted or another "
+                             f"format): {_first_line(exc)}") from None
+    if model.ir_version <= 0 or not model.HasField("graph"):
+        raise ModelFileError(f"{path}: not an ONNX model (no IR version or no graph; truncated or "
+                             f"another format)")
+    return model
+
+
+def _first_line(exc) -> str:
+    text = str(exc).strip()
+    return text.splitlines()[0] if text else type(exc).__name__
+
+
+def _has_external_data(model) -> bool:
+    onnx = _onnx()
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+
+
+def _validate(model, path: str) -> None:
+    onnx = _onnx()
+    try:
+        # with side files the path form resolves them next to the model, not the working dir
+        onnx.checker.check_model(path if path and _has_external_data(model) else model)
+    except Exception as exc:
+        raise ModelFileError(f"{path or 'model'}: not a valid ONNX model: {_first_line(exc)}") from None
+
+
+def _load_external_data(model, path: str) -> None:
+    onnx = _onnx()
+    if not _has_external_data(model):
+        return
+    try:
+        onnx.external_data_helper.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
+    except Exception as exc:
+        raise ModelFileError(f"{path}: cannot read the model's external weight data: {_first_line(exc)}") from None
+
+
+# --- what the file needs -----------------------------------------------------------------------
+
+def default_opset(model) -> int:
+    for entry in model.opset_import:
+        if entry.domain in _DEFAULT_DOMAINS:
+            return entry.version
+    return 1
+
+
+def op_label(node) -> str:
+    return node.op_type if node.domain in _DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
+
+
+def unsupported_ops(model) -> dict:
+    """{op label: [node names]} for every node no converter handles."""
+    found: dict = OrderedDict()
+    for i, node in enumerate(model.graph.node):
+        if node.domain in _DEFAULT_DOMAINS and node.op_type in CONVERTERS:
+            continue
+        found.setdefault(op_label(node), []).append(node.name or f"#{i}")
+    return found
+
+
+def _check_supported(model, path: str) -> None:
+    found = unsupported_ops(model)
+    if not found:
+        return
+    parts = []
+    for label, names in found.items():
+        shown = ", ".join(repr(n) for n in names[:5]) + (", ..." if len(names) > 5 else "")
+        parts.append(f"{label} ({len(names)} node{'s' if len(names) > 1 else ''}: {shown})")
+    raise UnsupportedOpError(f"{path or 'model'}: {len(found)} ONNX op type(s) with no converter: "
+                             + "; ".join(parts))
+
+
+# --- attributes --------------------------------------------------------------------------------
+
+def _python_value(value):
+    onnx = _onnx()
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, onnx.TensorProto):
+        return onnx.numpy_helper.to_array(value)
+    if isinstance(value, list):
+        return [_python_value(v) for v in value]
+    return value
+
+
+_SCHEMA_DEFAULTS: dict = {}
+
+
+def _schema_defaults(op_type: str, opset: int) -> dict:
+    """The attribute defaults the operator schema in force at ``opset`` declares."""
+    key = (op_type, opset)
+    if key not in _SCHEMA_DEFAULTS:
+        onnx = _onnx()
+        defaults = {}
+        try:
+            schema = onnx.defs.get_schema(op_type, opset, "")
+        except Exception:  # an op newer than this onnx package: no defaults to add
+            schema = None
+        if schema is not None:
+            for name, attr in schema.attributes.items():
+                if attr.default_value.type != 0:
+                    defaults[name] = _python_value(onnx.helper.get_attribute_value(attr.default_value))
+        _SCHEMA_DEFAULTS[key] = defaults
+    return _SCHEMA_DEFAULTS[key]
+
+
+def node_attributes(node, opset: int) -> dict:
+    onnx = _onnx()
+    attrs = dict(_schema_defaults(node.op_type, opset))
+    for attr in node.attribute:
+        attrs[attr.name] = _python_value(onnx.helper.get_attribute_value(attr))
+    return attrs
+
+
+# --- inputs and initializers -------------------------------------------------------------------
+
+def _declared_inputs(model, initializers: set) -> list:
+    """[(name, dims or None, element type)] of the graph inputs that are not initializers."""
+    out = []
+    for value in model.graph.input:
+        if value.name in initializers:
+            continue
+        if not value.type.HasField("tensor_type"):
+            raise UnsupportedOpError(f"graph input {value.name!r} is not a tensor (sequences and maps are not supported)")
+        tt = value.type.tensor_type
+        dims = None
+        if tt.HasField("shape"):
+            dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None) for d in tt.shape.dim]
+        out.append((value.name, dims, tt.elem_type))
+    return out
+
+
+def _buffer_names(model) -> set:
+    """Initializers that are running statistics (BatchNormalization's mean and variance)."""
+    return {name for node in model.graph.node if node.op_type == "BatchNormalization"
+            for name in node.input[3:5] if name}
+
+
+def _initializer_tensors(model, path: str) -> tuple:
+    """(constants, parameters): {name: Tensor} and {name: (Tensor, kind)}."""
+    onnx = _onnx()
+    buffers = _buffer_names(model)
+    constants, params = {}, {}
+    for init in model.graph.initializer:
+        dtype = to_dtype(init.data_type, f"initializer {init.name!r}")
+        try:
+            array = onnx.numpy_helper.to_array(init)
+        except Exception as exc:
+            raise ModelFileError(f"{path or 'model'}: initializer {init.name!r} cannot be read: {_first_line(exc)}") from None
+        array = np.array(array, dtype=dtype.np, copy=not array.flags.writeable)
+        tensor = Tensor._make(array, tuple(array.shape), dtype, CPU)
+        if array.ndim == 0 or (not dtype.is_floating_point and array.size <= SHAPE_DATA_MAX):
+            constants[init.name] = tensor
+        elif init.name in buffers or not dtype.is_floating_point:
+            params[init.name] = (tensor, "buffer")
+        else:
+            params[init.name] = (Parameter(tensor), "param")
+    return constants, params
+
+
+# --- conversion --------------------------------------------------------------------------------
+
+class _OnnxTracer(Tracer):
+    """The graph tracer, with graph inputs named as the ONNX inputs and the initializers
+    registered as named parameters before the trace starts."""
+
+    def __init__(self, fn, input_names: list, params: dict):
+        super().__init__(fn)
+        self.input_names = input_names
+        for name, (tensor, kind) in params.items():
+            self.known[id(tensor)] = self.graph.add_parameter(name, tensor, kind)
+
+    def _arg_names(self, args: tuple, kwargs: dict) -> list:
+        return list(self.input_names)
+
+
+class _Conversion:
+    """Runs the ONNX nodes through their converters (the function the tracer traces)."""
+
+    def __init__(self, model, constants: dict, params: dict, input_names: list):
+        self.model = model
+        self.opset = default_opset(model)
+        self.values = dict(constants)
+        self.values.update((name, t) for name, (t, _) in params.items())
+        self.input_names = input_names
+        self.tracer = None
+        graph = model.graph
+        self.used = {name for node in graph.node for name in node.input if name}
+        self.used.update(v.name for v in graph.output)
+
+    def __call__(self, *inputs):
+        values = self.values
+        values.update(zip(self.input_names, inputs))
+        for node in self.model.graph.node:
+            self._convert(node, values)
+        outs = []
+        for v in self.model.graph.output:
+            if v.name not in values:
+                raise ModelFileError(f"graph output {v.name!r} is not computed by any node")
+            outs.append(values[v.name])
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    def _convert(self, node, values: dict) -> None:
+        metadata = {p.key: p.value for p in node.metadata_props}
+        scope, module_type = naming.node_scope(node.name, metadata)
+        ctx = NodeContext(node.op_type, node.name, self.opset, node_attributes(node, self.opset),
+                          len(node.output), tuple(bool(name) and name in self.used for name in node.output))
+        inputs = []
+        for name in node.input:
+            if not name:
+                inputs.append(None)
+            elif name in values:
+                inputs.append(values[name])
+            else:
+                raise ModelFileError(f"{ctx.where} reads {name!r}, which no input, initializer or "
+                                     f"earlier node defines")
+        while inputs and inputs[-1] is None:
+            inputs.pop()
+        recorded = self.tracer.graph.nodes
+        first = len(recorded)
+        try:
+            with named_scope(scope):
+                result = CONVERTERS[node.op_type](ctx, *inputs)
+        except UnsupportedOpError:
+            raise
+        except FlopcountError as exc:
+            raise type(exc)(f"{ctx.where}: {exc}") from exc
+        for n in recorded[first:]:
+            n.module_type = module_type
+        results = result if isinstance(result, (tuple, list)) else (result,)
+        for i, name in enumerate(node.output):
+            if i < len(results):
+                if name:
+                    values[name] = results[i]
+            elif name and name in self.used:
+                raise ctx.unsupported(f"output {i} ({name!r}) is used but not supported")
+
+
+def _graph_name(model, path: str) -> str:
+    if model.graph.name:
+        return model.graph.name
+    return os.path.splitext(os.path.basename(path))[0] if path else "onnx"
+
+
+def import_model(model, input_shapes=None, path: str = "") -> Graph:
+    """A Graph from a checked ModelProto whose external data is loaded."""
+    constants, params = _initializer_tensors(model, path)
+    declared = _declared_inputs(model, {t.name for t in model.graph.initializer})
+    shapes = symbolic.bind([(name, dims) for name, dims, _ in declared], input_shapes)
+    dtypes = [to_dtype(code, f"graph input {name!r}") for name, _, code in declared]
+    names = [name for name, _, _ in declared]
+    conversion = _Conversion(model, constants, params, names)
+    tracer = _OnnxTracer(conversion, names, params)
+    conversion.tracer = tracer
+    examples = tuple(empty(*shape, dtype=dtype, device="meta") for shape, dtype in zip(shapes, dtypes))
+    graph = dce(tracer.run(examples, {}))
+    graph.name = _graph_name(model, path)
+    return graph
+
+
+def load(path, input_shapes=None) -> Graph:
+    """Import the ONNX model at ``path`` as a Graph (see the module docstring).
+
+    ``input_shapes`` binds symbolic input dims: ``{"input_ids": (1, 128)}``, a list of shapes in
+    input order, or one shape for a one-input model. ``path`` may also be an ``onnx.ModelProto``.
+
+    >>> g = rt.onnx.load("resnet18.onnx", input_shapes={"input": (1, 3, 224, 224)})  # doctest: +SKIP
+    >>> g.cost().macs                                                                 # doctest: +SKIP
+    1814073344
+    """
+    onnx = _onnx()
+    if isinstance(path, onnx.ModelProto):
+        model, path = path, ""
+    else:
+        path = os.fspath(path)
+        model = read_model(path)
+    if model.functions:
+        model = onnx.inliner.inline_local_functions(model)
+    _check_supported(model, path)
+    _validate(model, path)
+    if path:
+        _load_external_data(model, path)
+    return import_model(model, input_shapes, path)

@@ -1,0 +1,82 @@
+"""Symbolic input dims (``batch``, ``sequence``) bound to numbers from the user's input shapes.
+
+A graph input's dims are ints, names (``dim_param``) or unknown (None). ``bind`` takes
+``input_shapes`` as a dict ``{input name: shape}``, a list of shapes in input order, or one
+shape for a one-input model, checks them against the declared dims, and gives every input a
+concrete shape. A name bound once (``batch`` by ``input_ids``) also fixes the same name in other
+inputs, so ``attention_mask: [batch, sequence]`` needs no shape of its own.
+"""
+
+from __future__ import annotations
+
+from ..errors import ShapeError
+
+
+def _as_binding(input_shapes, names: list) -> dict:
+    """``input_shapes`` as {input name: shape tuple}."""
+    if input_shapes is None:
+        return {}
+    if isinstance(input_shapes, dict):
+        unknown = [k for k in input_shapes if k not in names]
+        if unknown:
+            raise ShapeError(f"input_shapes names {unknown}, which are not inputs of the model "
+                             f"(its inputs are {names})")
+        return {k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
+    shapes = list(input_shapes)
+    if shapes and all(isinstance(d, int) for d in shapes):  # one shape for a one-input model
+        shapes = [tuple(shapes)]
+    if len(shapes) > len(names):
+        raise ShapeError(f"input_shapes gives {len(shapes)} shapes but the model has {len(names)} "
+                         f"input(s) {names}")
+    return {name: tuple(int(d) for d in s) for name, s in zip(names, shapes)}
+
+
+def _describe(dims) -> str:
+    return "[" + ", ".join("?" if d is None else str(d) for d in dims) + "]"
+
+
+def bind(inputs: list, input_shapes=None) -> list:
+    """Concrete shapes for ``inputs`` [(name, dims or None when the rank is unknown)].
+
+    >>> bind([("ids", ["batch", 8])], {"ids": (2, 8)})
+    [(2, 8)]
+    """
+    names = [name for name, _ in inputs]
+    given = _as_binding(input_shapes, names)
+    symbols: dict = {}  # symbolic name -> (value, the input that bound it)
+    for name, dims in inputs:
+        if name not in given:
+            continue
+        shape = given[name]
+        if dims is not None and len(dims) != len(shape):
+            raise ShapeError(f"input {name!r} has {len(dims)} dims {_describe(dims)}, but input_shapes "
+                             f"gives {len(shape)}: {shape}")
+        for d, n in zip(dims or [None] * len(shape), shape):
+            if isinstance(d, int) and d != n:
+                raise ShapeError(f"input {name!r} has dims {_describe(dims)}; input_shapes gives {shape}")
+            if isinstance(d, str):
+                seen = symbols.setdefault(d, (n, name))
+                if seen[0] != n:
+                    raise ShapeError(f"symbolic dim {d!r} is {seen[0]} for input {seen[1]!r} but {n} for "
+                                     f"input {name!r} in input_shapes")
+    shapes, missing = [], []
+    for name, dims in inputs:
+        if name in given:
+            shapes.append(given[name])
+            continue
+        if dims is not None and all(isinstance(d, int) or (isinstance(d, str) and d in symbols) for d in dims):
+            shapes.append(tuple(d if isinstance(d, int) else symbols[d][0] for d in dims))
+            continue
+        missing.append((name, dims))
+        shapes.append(None)
+    if missing:
+        parts = []
+        for name, dims in missing:
+            if dims is None:
+                parts.append(f"input {name!r} has no declared shape")
+            else:
+                free = [d if isinstance(d, str) else "?" for d in dims if not isinstance(d, int)]
+                parts.append(f"input {name!r} has symbolic dims {free}")
+        example = ", ".join(f"{name!r}: (...)" for name, _ in missing)
+        raise ShapeError(f"{'; '.join(parts)}; pass input_shapes, e.g. input_shapes={{{example}}}")
+    return shapes
