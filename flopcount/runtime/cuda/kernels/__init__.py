@@ -5,7 +5,7 @@ cached (``cache``).
 """
 
 from .attention import backward as sdpa_backward, forward as sdpa
-from .conv import conv, conv_transpose, transpose_weight_grad, weight_grad as conv_weight_grad
+from .conv import conv_transpose, conv_transpose_weight_grad, convolution, conv_weight_grad_op as conv_weight_grad
 from .elementwise import activation, fused
 from .indexing import embedding
 from .linalg import linear
@@ -13,6 +13,6 @@ from .pooling import max_pool, max_pool_backward
 from .reduction import mean, sum
 from .rowwise import layer_norm, log_softmax, rms_norm, softmax
 
-__all__ = ["activation", "conv", "conv_transpose", "conv_weight_grad", "embedding", "fused",
-           "layer_norm", "linear", "log_softmax", "max_pool", "max_pool_backward", "mean",
-           "rms_norm", "sdpa", "sdpa_backward", "softmax", "sum", "transpose_weight_grad"]
+__all__ = ["activation", "convolution", "conv_transpose", "conv_transpose_weight_grad", "conv_weight_grad",
+           "embedding", "fused", "layer_norm", "linear", "log_softmax", "max_pool", "max_pool_backward",
+           "mean", "rms_norm", "sdpa", "sdpa_backward", "softmax", "sum"]

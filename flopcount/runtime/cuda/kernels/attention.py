@@ -9,6 +9,9 @@ same way (the op's contract: memory-efficient kernels keep no probabilities) and
 gradient GEMMs with CuPy. Float16 inputs use float16 GEMMs (cuBLAS accumulates in float32)
 and float32 softmax arithmetic.
 
+``scale_mask_softmax_reference`` is the kernel in numpy; handed numpy arrays, the op-level
+kernels use it, so their GEMMs, masks and gradients run (and are tested) on the CPU.
+
 There is no flash-style (tiled, online-softmax) kernel: the score matrix is materialized, so
 memory grows with Lq·Lk as in PyTorch's math backend.
 """
@@ -94,15 +97,38 @@ def _probabilities(xp, q, k, mask, is_causal: bool, scale: float):
         mask_arr = xp.ascontiguousarray(mask if kind == MASK_BOOL else mask.astype(_source.acc_dtype(s.dtype)))
         offsets, col = mask_offsets(xp, mask_arr.shape, s.shape)
         mask_dtype = mask_arr.dtype
+    acc = _source.acc_dtype(s.dtype).type
+    if xp is np:
+        return scale_mask_softmax_reference(s, None if mask is None else mask_arr, offsets, col, acc(scale),
+                                            is_causal)
     import cupy
 
     raw = kernel("scale_mask_softmax", s.dtype,
                  lambda: cupy.RawKernel(source(s.dtype, kind, mask_dtype), "scale_mask_softmax"),
                  variant=(kind, str(mask_dtype)))
-    acc = _source.acc_dtype(s.dtype).type
     raw((rows,), (_source.block_size(lk),),
         (s, mask_arr, offsets, np.int64(col), np.int64(lq), np.int64(lk), acc(scale), np.int32(is_causal)))
     return s
+
+
+def scale_mask_softmax_reference(s: np.ndarray, mask, offsets, col: int, scale, causal: bool) -> np.ndarray:
+    """``scale_mask_softmax`` in numpy, row by row as the kernel's blocks (a new array)."""
+    lq, lk = s.shape[-2:]
+    acc = _source.acc_dtype(s.dtype)
+    v = s.reshape(-1, lk).astype(acc) * scale
+    if causal:
+        q = np.arange(v.shape[0]) % lq
+        v = np.where(np.arange(lk)[None, :] > q[:, None], -np.inf, v)
+    if mask is not None:
+        m = mask.reshape(-1)[offsets[:, None] + np.arange(lk)[None, :] * col]
+        v = np.where(m, v, -np.inf) if mask.dtype == np.bool_ else v + m.astype(acc)
+    v = v.astype(s.dtype).astype(acc)  # the kernel stores the masked scores, then rereads them
+    top = np.max(v, axis=1, keepdims=True)
+    top = np.where(top == -np.inf, 0, top)
+    e = np.exp(v - top)
+    total = e.sum(axis=1, keepdims=True)
+    inv = np.where(total == 0, 0, 1 / np.where(total == 0, 1, total))
+    return (e * inv).astype(s.dtype).reshape(s.shape)
 
 
 # --- op-level kernels ----------------------------------------------------------------------------

@@ -10,7 +10,9 @@ matrix. Chunks keep the column buffer under ``COLUMN_BYTES``.
 
 Spatial dims are padded to three (size 1, kernel 1, stride 1), so one kernel serves 1d/2d/3d.
 ``source_index`` and ``gather_index`` are the index arithmetic of im2col and col2im;
-``im2col_reference`` and ``col2im_reference`` run it in numpy for CPU tests.
+``im2col_reference``, ``col2im_reference`` and ``depthwise_reference`` run it in numpy. Handed
+numpy arrays, the launchers use them, so the layouts, chunking and GEMMs of this module run
+(and are tested) on the CPU.
 """
 
 from __future__ import annotations
@@ -153,6 +155,8 @@ def chunks(n: int, bytes_per_item: int, budget: int = COLUMN_BYTES) -> list:
 
 def im2col(xp, x, kernel, out, stride, padding, dilation):
     """(C·K, N·P) columns of x (N, C, *S)."""
+    if xp is np:
+        return im2col_reference(x, kernel, out, stride, padding, dilation)
     x = xp.ascontiguousarray(x)
     n, c = x.shape[:2]
     cols = xp.empty((c * prod(kernel), n * prod(out)), dtype=x.dtype)
@@ -163,9 +167,25 @@ def im2col(xp, x, kernel, out, stride, padding, dilation):
 
 def col2im(xp, cols, n, channels, size, kernel, inp, stride, padding, dilation):
     """(N, C, *size) sums of columns (C·K, N·I) — the adjoint of ``im2col``."""
+    if xp is np:
+        return col2im_reference(cols, n, channels, size, kernel, inp, stride, padding, dilation)
     y = xp.empty((n, channels) + tuple(size), dtype=cols.dtype)
     geo = geometry(size, kernel, inp, stride, padding, dilation)
     _launch("col2im", cols.dtype, y.size, (cols, y, np.int64(n), np.int64(channels)) + _geo_args(geo))
+    return y
+
+
+def depthwise(xp, x, w, out, stride, padding, dilation):
+    """y (N, Cout, *out) of a conv with one input channel per group, one thread per output."""
+    if xp is np:
+        return depthwise_reference(x, w, out, stride, padding, dilation)
+    x = xp.ascontiguousarray(x)
+    n, c = x.shape[:2]
+    cout = w.shape[0]
+    y = xp.empty((n, cout) + tuple(out), dtype=x.dtype)
+    geo = geometry(x.shape[2:], w.shape[2:], out, stride, padding, dilation)
+    _launch("depthwise", x.dtype, y.size, (x, xp.ascontiguousarray(w), y, np.int64(n), np.int64(c),
+                                           np.int64(cout // c)) + _geo_args(geo))
     return y
 
 
@@ -198,11 +218,7 @@ def conv_forward(xp, x, w, b, stride, padding, dilation, groups):
     kernel = tuple(w.shape[2:])
     out = _out_shape(x.shape[2:], kernel, stride, padding, dilation)
     if cg == 1 and groups > 1:
-        x = xp.ascontiguousarray(x)
-        y = xp.empty((n, cout) + out, dtype=x.dtype)
-        geo = geometry(x.shape[2:], kernel, out, stride, padding, dilation)
-        _launch("depthwise", x.dtype, y.size, (x, xp.ascontiguousarray(w), y, np.int64(n), np.int64(c),
-                                               np.int64(cout // c)) + _geo_args(geo))
+        y = depthwise(xp, x, w, out, stride, padding, dilation)
     else:
         w3 = w.reshape(groups, cout // groups, -1)
         if _pointwise(kernel, stride, padding):
@@ -275,7 +291,7 @@ def _with_fallback(launch):
 
 
 @_with_fallback
-def conv(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
+def convolution(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
     return conv_forward(xp, x, weight, bias, stride, padding, dilation, groups)
 
 
@@ -285,12 +301,12 @@ def conv_transpose(xp, x, weight, bias=None, *, stride, padding, output_padding,
 
 
 @_with_fallback
-def weight_grad(xp, x, g, *, kernel_size, stride, padding, dilation, groups):
+def conv_weight_grad_op(xp, x, g, *, kernel_size, stride, padding, dilation, groups):
     return conv_weight_grad(xp, x, g, kernel_size, stride, padding, dilation, groups)
 
 
 @_with_fallback
-def transpose_weight_grad(xp, x, g, *, kernel_size, stride, padding, output_padding, dilation, groups):
+def conv_transpose_weight_grad(xp, x, g, *, kernel_size, stride, padding, output_padding, dilation, groups):
     # the weight gradient of the conv that maps g back to x's shape, roles swapped
     return conv_weight_grad(xp, g, x, kernel_size, stride, padding, dilation, groups)
 
@@ -343,3 +359,14 @@ def col2im_reference(cols: np.ndarray, n: int, channels: int, size, kernel, inp,
         taken = c4[:, k_flat][:, :, flat]                            # (C, N, *size)
         y += np.where(valid, taken, 0).transpose((1, 0) + tuple(range(2, 2 + nd)))
     return y
+
+
+def depthwise_reference(x: np.ndarray, w: np.ndarray, out, stride, padding, dilation) -> np.ndarray:
+    """``depthwise`` in numpy: output channel co reads input channel co // mult."""
+    n, c = x.shape[:2]
+    cout = w.shape[0]
+    k = prod(w.shape[2:])
+    cols = im2col_reference(x, w.shape[2:], out, stride, padding, dilation).reshape(c, k, n, -1)
+    src = cols[np.arange(cout) // (cout // c)]                          # (Cout, K, N, P)
+    y = np.einsum("oknp,ok->nop", src, w.reshape(cout, k))
+    return y.reshape((n, cout) + tuple(out)).astype(x.dtype)

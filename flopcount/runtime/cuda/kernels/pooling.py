@@ -7,6 +7,8 @@ stored between forward and backward), then ``atomicAdd`` adds the gradient at th
 element — overlapping windows may pick the same one. Float16 gradients accumulate in a float32
 buffer. Ties and NaN follow the CPU kernel: the first maximum in scan order, and a NaN wins.
 
+``window_max_reference`` is the window scan in numpy; handed numpy arrays, the kernels use it.
+
 Average and adaptive pooling run the generic array kernels (strided views, CuPy ufuncs).
 """
 
@@ -76,6 +78,28 @@ def source(name: str, dtype) -> str:
         + _GEOMETRY + _WINDOW + _KERNELS[name]
 
 
+def window_max_reference(x: np.ndarray, kernel_size, out, stride, padding, dilation) -> tuple:
+    """(maxima (N, C, *out), input offset of each window's argmax within its plane, -1 for
+    padding): ``window_max`` for every output at once, kernel positions in scan order."""
+    planes = x.reshape(x.shape[0] * x.shape[1], -1)
+    size = x.shape[2:]
+    grids = np.indices(out).reshape(len(out), -1)
+    best = arg = None
+    for k, pos in enumerate(np.ndindex(*kernel_size)):
+        src = [grids[d] * stride[d] - padding[d] + pos[d] * dilation[d] for d in range(len(out))]
+        inside = np.all([(s >= 0) & (s < n) for s, n in zip(src, size)], axis=0)
+        at = np.ravel_multi_index(tuple(np.clip(s, 0, n - 1) for s, n in zip(src, size)), size)
+        v = np.where(inside, planes[:, at].astype(_source.acc_dtype(x.dtype)), -np.inf)
+        here = np.where(inside, at, -1)
+        if k == 0:
+            best, arg = v, np.broadcast_to(here, v.shape).copy()
+            continue
+        better = (v > best) | (v != v)
+        best, arg = np.where(better, v, best), np.where(better, here, arg)
+    shape = x.shape[:2] + tuple(out)
+    return best.astype(x.dtype).reshape(shape), arg.reshape(shape)
+
+
 def _launch(name, dtype, total, args):
     import cupy
 
@@ -98,8 +122,10 @@ def max_pool(generic):
         if not _source.supported(x):
             return generic(xp, x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
                            ceil_mode=ceil_mode)
-        x = xp.ascontiguousarray(x)
         out = _out_size(x.shape, kernel_size, stride, padding, dilation, ceil_mode)
+        if xp is np:
+            return window_max_reference(x, kernel_size, out, stride, padding, dilation)[0]
+        x = xp.ascontiguousarray(x)
         y = xp.empty(x.shape[:2] + out, dtype=x.dtype)
         geo = geometry(x.shape[2:], kernel_size, out, stride, padding, dilation)
         _launch("max_pool", x.dtype, y.size, (x, y, np.int64(x.shape[0] * x.shape[1])) + _geo_args(geo))
@@ -115,6 +141,13 @@ def max_pool_backward(generic):
         if not _source.supported(g, x):
             return generic(xp, g, x, kernel_size=kernel_size, stride=stride, padding=padding, dilation=dilation,
                            ceil_mode=ceil_mode)
+        if xp is np:
+            _, arg = window_max_reference(x, kernel_size, g.shape[2:], stride, padding, dilation)
+            gx = np.zeros((x.shape[0] * x.shape[1], int(np.prod(x.shape[2:]))), _source.acc_dtype(x.dtype))
+            rows = np.broadcast_to(np.arange(gx.shape[0])[:, None], (gx.shape[0], arg[0, 0].size))
+            arg, gv = arg.reshape(gx.shape[0], -1), g.reshape(gx.shape[0], -1)
+            np.add.at(gx, (rows[arg >= 0], arg[arg >= 0]), gv[arg >= 0])  # the kernel's atomicAdd
+            return gx.reshape(x.shape).astype(x.dtype)
         x, g = xp.ascontiguousarray(x), xp.ascontiguousarray(g)
         gx = xp.zeros(x.shape, dtype=_source.acc_dtype(x.dtype))
         geo = geometry(x.shape[2:], kernel_size, g.shape[2:], stride, padding, dilation)

@@ -8,7 +8,7 @@ Softmax makes three passes over the row (max, sum of exponentials, write); the n
 statistics passes (mean then centered variance, as the CPU kernels) and a write.
 
 ``softmax_reference`` and ``norm_reference`` run the same geometry and reduction order in numpy,
-so the algorithm is tested on machines without a GPU.
+so the algorithm is tested on machines without a GPU: the launchers run them when handed numpy.
 """
 
 from __future__ import annotations
@@ -90,6 +90,8 @@ def launch_softmax(xp, x, dim: int, log: bool = False):
     """softmax (or log_softmax) of ``x`` along ``dim`` in one kernel launch."""
     if not _source.supported(x) or x.size == 0:
         return None
+    if xp is np:
+        return softmax_reference(x, dim, log)
     x = xp.ascontiguousarray(x)
     outer, cols, inner = row_layout(x.shape, dim)
     y = xp.empty_like(x)
@@ -102,6 +104,8 @@ def launch_norm(xp, x, weight, bias, normalized_shape: tuple, eps: float, center
     """Layer norm (``centered``) or RMS norm over the trailing ``normalized_shape`` dims."""
     if not _source.supported(x, weight, bias) or x.size == 0:
         return None
+    if xp is np:
+        return norm_reference(x, weight, bias, normalized_shape, eps, centered)
     x = xp.ascontiguousarray(x)
     cols = prod(normalized_shape)
     y = xp.empty_like(x)
