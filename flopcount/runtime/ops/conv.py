@@ -14,6 +14,7 @@ __all__ = ["conv1d", "conv2d", "conv3d", "conv_transpose1d", "conv_transpose2d",
 
 from math import prod
 
+from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
@@ -102,6 +103,8 @@ class Conv(Op):
     def forward(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
         return kernels.conv_forward(xp, x, weight, bias, stride, padding, dilation, groups)
 
+    kernels = {"cuda": cuda_kernels.convolution(forward)}
+
     def vjp(g, out, x, weight, bias=None, *, stride, padding, dilation, groups):
         gx = gw = gb = None
         if x.requires_grad:
@@ -138,6 +141,8 @@ class ConvWeightGrad(Op):
 
     def forward(xp, x, g, *, kernel_size, stride, padding, dilation, groups):
         return kernels.conv_weight_grad(xp, x, g, kernel_size, stride, padding, dilation, groups)
+
+    kernels = {"cuda": cuda_kernels.conv_weight_grad(forward)}
 
     def vjp(gg, out, x, g, *, kernel_size, stride, padding, dilation, groups):
         # the weight gradient is bilinear in (x, g): its adjoints are the conv's own two passes
@@ -182,6 +187,8 @@ class ConvTranspose(Op):
         return kernels.conv_transpose_forward(xp, x, weight, bias, stride, padding, output_padding,
                                               dilation, groups)
 
+    kernels = {"cuda": cuda_kernels.conv_transpose(forward)}
+
     def vjp(g, out, x, weight, bias=None, *, stride, padding, output_padding, dilation, groups):
         gx = gw = gb = None
         if x.requires_grad:
@@ -219,6 +226,8 @@ class ConvTransposeWeightGrad(Op):
 
     def forward(xp, x, g, *, kernel_size, stride, padding, output_padding, dilation, groups):
         return kernels.conv_weight_grad(xp, g, x, kernel_size, stride, padding, dilation, groups)
+
+    kernels = {"cuda": cuda_kernels.conv_transpose_weight_grad(forward)}
 
     def vjp(gg, out, x, g, *, kernel_size, stride, padding, output_padding, dilation, groups):
         gx = gout = None

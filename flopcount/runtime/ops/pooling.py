@@ -20,6 +20,7 @@ from math import prod
 
 import numpy as np
 
+from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError, UnsupportedOpError
 from ..registry import Op, Spec, io_cost, numel, register_op
@@ -87,6 +88,8 @@ class MaxPool(Op):
             y = view.copy() if y is None else xp.maximum(y, view, out=y)  # maximum keeps NaN
         return y
 
+    kernels = {"cuda": cuda_kernels.max_pool(forward)}
+
     def vjp(g, out, x, *, kernel_size, stride, padding, dilation, ceil_mode):
         return apply(MaxPoolBackward, g, x, kernel_size=kernel_size, stride=stride, padding=padding,
                      dilation=dilation, ceil_mode=ceil_mode)
@@ -115,6 +118,8 @@ class MaxPoolBackward(Op):
         parts = ((pos, xp.where(arg == i, g, 0)) for i, pos in enumerate(positions(kernel_size)))
         return scatter_windows(xp, parts, x.shape[:2], x.shape[2:], kernel_size, out, stride, padding,
                                dilation, g.dtype)
+
+    kernels = {"cuda": cuda_kernels.max_pool_backward(forward)}
 
     def cost(out, g, x, *, kernel_size, stride, padding, dilation, ceil_mode):
         # the forward comparisons again (to find the argmax), then one add per output gradient
@@ -216,6 +221,14 @@ def _mean_matrix(size: int, out: int) -> np.ndarray:
     return inside / (end - start)[:, None]
 
 
+def _tiles(in_size, out_size):
+    """(N, C, o0, k0, o1, k1, ...) split of an input whose windows tile it exactly (L = o·k),
+    as for a global pool; None when some dim does not divide."""
+    if any(n % o for n, o in zip(in_size, out_size)):
+        return None
+    return tuple(v for n, o in zip(in_size, out_size) for v in (o, n // o))
+
+
 def _per_dim(xp, y, matrices, dtype):
     """Apply one (new, old) matrix along each spatial dim of y (N, C, *spatial)."""
     for d, m in enumerate(matrices):
@@ -243,6 +256,9 @@ class AdaptiveAvgPool(Op):
         return Spec(x.shape[:2] + tuple(output_size), x.dtype, x.device)
 
     def forward(xp, x, *, output_size):
+        tiles = _tiles(x.shape[2:], output_size)
+        if tiles is not None:  # equal windows that tile the input: a plain mean
+            return x.reshape(x.shape[:2] + tiles).mean(axis=tuple(range(3, 3 + len(tiles), 2)))
         mats = [_mean_matrix(n, o) for n, o in zip(x.shape[2:], output_size)]
         return _per_dim(xp, x, mats, x.dtype)
 
@@ -263,6 +279,11 @@ class AdaptiveAvgPoolBackward(Op):
         return Spec(tuple(g.shape[:2]) + tuple(input_size), g.dtype, g.device)
 
     def forward(xp, g, *, input_size):
+        tiles = _tiles(input_size, g.shape[2:])
+        if tiles is not None:  # equal windows that tile the input: each element gets g / window size
+            share = g / (prod(input_size) // prod(g.shape[2:]))
+            per_tile = share.reshape(g.shape[:2] + tuple(v for o in g.shape[2:] for v in (o, 1)))
+            return xp.broadcast_to(per_tile, g.shape[:2] + tiles).reshape(g.shape[:2] + tuple(input_size))
         mats = [_mean_matrix(n, o).T for n, o in zip(input_size, g.shape[2:])]
         return _per_dim(xp, g, mats, g.dtype)
 
