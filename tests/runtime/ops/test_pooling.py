@@ -194,7 +194,8 @@ def test_avg_pool_variants(xs, nd, kw):
 
 
 @pytest.mark.parametrize("xs,out", [((1, 2, 7), 3), ((1, 2, 3), 5), ((1, 2, 6, 4), (None, 3)),
-                                    ((1, 2, 4, 3, 5), (2, 3, 2)), ((1, 2, 2, 3), (4, 5))])
+                                    ((1, 2, 4, 3, 5), (2, 3, 2)), ((1, 2, 2, 3), (4, 5)),
+                                    ((2, 3, 5, 5), 1), ((1, 2, 6, 4), (3, 2))])  # windows that tile
 def test_adaptive_variants_including_output_larger_than_input(xs, out):
     nd = len(xs) - 2
     sizes = tuple(n if o is None else o for n, o in zip(xs[2:], _n(out, nd)))
