@@ -91,23 +91,80 @@ def load_native(path: str, device) -> Target:
     return Target(graph, os.path.basename(path), NATIVE, graph_inputs(graph), fixed=True)
 
 
-def load_onnx(path: str, device, input_shapes) -> Target:
-    """Import an ONNX file; ``input_shapes`` (a dict by name, or a list in input order) binds
-    its symbolic dimensions."""
-    from .. import runtime as rt
-
+def load_onnx(path: str, device, given: list, batch: int | None) -> Target:
+    """Import an ONNX file, its symbolic dimensions bound from ``given`` (``parse_shape``
+    results) and ``batch``."""
     _require_file(path)
-    onnx_io = getattr(rt, "onnx", None)
-    if onnx_io is None or not hasattr(onnx_io, "load"):
-        raise errors.ModelFileError(f"{path}: ONNX import is not available in this version of flopcount")
+    onnx_io = onnx_module(path)
     try:
-        graph = onnx_io.load(path, input_shapes=input_shapes or None)
-    except ImportError as exc:
-        raise errors.ModelFileError(f"{path}: reading ONNX files needs the onnx package ({exc}); "
-                                    f"{ONNX_INSTALL}") from None
+        graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch))
+    except errors.ShapeError as exc:
+        raise errors.ShapeError(f"{os.path.basename(path)}: {exc}; {_onnx_hint(path)}") from exc
     if str(device) != "cpu":
         graph.to(device)
     return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True)
+
+
+def onnx_input_dims(path: str) -> list:
+    """[(name, dims)] of an ONNX file's inputs (initializers excluded); a dim is an int, the
+    name of a symbolic dim, or None when unknown."""
+    from ..runtime.onnx.importer import read_model
+
+    model = read_model(path)
+    weights = {t.name for t in model.graph.initializer}
+    out = []
+    for value in model.graph.input:
+        if value.name in weights:
+            continue
+        dims = [d.dim_value if d.HasField("dim_value") else (d.dim_param or None)
+                for d in value.type.tensor_type.shape.dim]
+        out.append((value.name, dims))
+    return out
+
+
+def _onnx_hint(path: str) -> str:
+    # an example the user can paste: each symbolic or unknown dim shown as 1
+    inputs = onnx_input_dims(path)
+    example = " ".join(f"-i {name}={format_shape(d if isinstance(d, int) else 1 for d in dims)}"
+                       for name, dims in inputs if dims)
+    declared = ", ".join(f"{name} [{', '.join('?' if d is None else str(d) for d in dims)}]"
+                         for name, dims in inputs)
+    return f"the file's inputs are {declared}; give their shapes, e.g. {example}" if example else \
+        f"the file's inputs are {declared}"
+
+
+def onnx_binding(path: str, given: list, batch: int | None):
+    """``input_shapes`` for the ONNX importer: a dict by name, or a list in input order. With
+    ``batch``, every input whose other dims are known gets that first dimension."""
+    named = {name: dims for name, dims in given if name is not None}
+    positional = [dims for name, dims in given if name is None]
+    if batch is None:
+        if not given:
+            return None
+        if named and positional:
+            raise errors.ShapeError("for an ONNX model give every --input-shape by name (name=1x128) or none by name")
+        return named or positional
+    shapes = {}
+    for i, (name, dims) in enumerate(onnx_input_dims(path)):
+        shape = named.pop(name, None) or (positional[i] if i < len(positional) else None)
+        if shape is None and dims and all(isinstance(d, int) for d in dims[1:]):
+            shape = tuple(dims)
+        if shape:
+            shapes[name] = (batch,) + tuple(shape[1:])
+    shapes.update(named)   # names the file does not have: the importer says which inputs it has
+    return shapes
+
+
+def onnx_module(path: str):
+    """``flopcount.runtime.onnx``, or a one-line error naming what is missing."""
+    try:
+        from ..runtime import onnx as onnx_io
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or ""
+        if missing == "onnx" or missing.startswith("onnx."):
+            raise errors.ModelFileError(f"{path}: reading ONNX files needs the onnx package: {ONNX_INSTALL}") from None
+        raise errors.ModelFileError(f"{path}: ONNX import is not available in this version of flopcount") from None
+    return onnx_io
 
 
 def load_factory(spec: str, device, factory_args: dict) -> Target:
@@ -151,16 +208,18 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
-def load(spec: str, device, *, zoo_device=None, onnx_shapes=None, factory_args: dict | None = None) -> Target:
+def load(spec: str, device, *, zoo_device=None, given: list = (), batch: int | None = None,
+         factory_args: dict | None = None) -> Target:
     """The Target named by ``spec``. Zoo models are built on ``zoo_device`` (the meta device
-    when only counting), everything else on ``device``."""
+    when only counting), everything else on ``device``; an ONNX file's symbolic dimensions are
+    bound from ``given`` shapes and ``batch``."""
     kind = kind_of(spec)
     if kind == FACTORY:
         return load_factory(spec, device, factory_args or {})
     if factory_args:
         raise errors.FlopcountError(f"--factory-arg applies to file.py:factory models, not to {spec}")
     if kind == ONNX:
-        return load_onnx(spec, device, onnx_shapes)
+        return load_onnx(spec, device, list(given), batch)
     if kind == NATIVE:
         return load_native(spec, device)
     return load_zoo(spec, zoo_device or device)

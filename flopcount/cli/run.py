@@ -49,17 +49,6 @@ def check_device(device: str) -> None:
     backend(parse_device(device))
 
 
-def _onnx_shapes(given: list, batch):
-    # the ONNX importer binds symbolic dims from these: by name, or a list in input order
-    if not given:
-        return None
-    if all(name is not None for name, _ in given):
-        return {name: dims for name, dims in given}
-    if all(name is None for name, _ in given):
-        return [dims for _, dims in given]
-    raise errors.ShapeError("for an ONNX model give every --input-shape by name (name=1x128) or none by name")
-
-
 def inputs_for(target, specs: list, device) -> tuple:
     """(args, kwargs) matching ``specs`` for ``target``'s model. Named inputs of a Python model
     are bound to its ``forward`` parameters, so they travel as positional arguments where
@@ -87,7 +76,7 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
     given = [parse_shape(s) for s in shapes]
     say = steps.start if steps is not None else (lambda _: None)
     say(f"loading {spec}")
-    target = loading.load(spec, opts.device, zoo_device=opts.zoo_device, onnx_shapes=_onnx_shapes(given, opts.batch),
+    target = loading.load(spec, opts.device, zoo_device=opts.zoo_device, given=given, batch=opts.batch,
                           factory_args=opts.factory_args)
     if opts.mode == "eager" and isinstance(target.model, Graph):
         raise errors.FlopcountError(f"--mode eager runs a model's Python modules; {target.label} is a graph "
