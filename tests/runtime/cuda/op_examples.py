@@ -1,0 +1,55 @@
+"""The op EXAMPLES of tests/runtime/ops, loaded as test_registry.py loads them, and the ops'
+calls recorded while they run: what the CUDA kernels are checked against."""
+
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+
+import numpy as np
+
+import flopcount.runtime as rt
+from opcheck import _to_tensors
+
+OPS_TESTS = pathlib.Path(__file__).resolve().parent.parent / "ops"
+
+
+def load_examples() -> dict:
+    """op name -> Example, from every tests/runtime/ops/test_*.py."""
+    examples = {}
+    for path in sorted(OPS_TESTS.glob("test_*.py")):
+        if path.stem == "test_registry":
+            continue
+        spec = importlib.util.spec_from_file_location(f"_gpu_opexamples_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        examples.update(getattr(module, "EXAMPLES", {}))
+    return examples
+
+
+class Calls:
+    """Observer keeping (op, input arrays, attrs, output arrays) of every dispatched op."""
+
+    def __init__(self):
+        self.calls = []
+
+    def on_op(self, event):
+        ins = [None if t is None else t.data for t in event.inputs]
+        outs = [t.data for t in event.outputs]
+        self.calls.append((event.op, ins, dict(event.attrs), outs))
+
+
+def recorded_calls(example, dtype=np.float64) -> list:
+    """The op calls (forward and backward) of one example run on CPU tensors of ``dtype``."""
+    tensors = _to_tensors(example.arrays, dtype, requires_grad=example.grad)
+    calls = Calls()
+    with rt.observe(calls):
+        out = example.fn(*tensors)
+        outs = [o for o in (out if isinstance(out, (tuple, list)) else [out])
+                if isinstance(o, rt.Tensor) and o.dtype.is_floating_point and o.requires_grad]
+        if outs:
+            total = outs[0].sum()
+            for o in outs[1:]:
+                total = total + o.sum()
+            total.backward()
+    return calls.calls
