@@ -34,7 +34,7 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
          "calls": int, "latency_ms": float | null, "latency_min_ms": float | null,
          "backward_macs": int, "backward_flops": int, "backward_latency_ms": float | null,
          "functional_macs": int, "functional_flops": int,
-         "input_shapes": [[int, ...]], "output_shapes": [[int, ...]]}
+         "input_shapes": [[int, ...] | null], "output_shapes": [[int, ...]]}
       ],
       "ops": [                           # execution order; forward then backward
         {"name": str, "op": str, "scope": str, "phase": "forward" | "backward",
@@ -97,13 +97,15 @@ def to_json(report, indent: int | None = 2) -> str:
 
 def _cell(value):
     if isinstance(value, (list, tuple)):
-        return ";".join("x".join(str(d) for d in s) if isinstance(s, (list, tuple)) else str(s) for s in value)
+        # shapes: 1x3x224x224 joined by ';', an absent optional input (a conv's bias) as '-'
+        return ";".join("-" if s is None else "x".join(str(d) for d in s) if isinstance(s, (list, tuple))
+                        else str(s) for s in value)
     return "" if value is None else value
 
 
 def to_csv(report, by: str = "module") -> str:
     """A header line, then one line per row (``by="op"``: one per op record). Shapes are
-    written as ``1x3x224x224`` joined by ``;``."""
+    written as ``1x3x224x224`` joined by ``;`` (``-`` for an absent optional input)."""
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     if by == "op":
