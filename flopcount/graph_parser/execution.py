@@ -74,12 +74,14 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     tagged = tagged_copy(graph)
     saved = _grad_state(graph)
     runs = []
+    warmup = 1 if timing else 0  # a discarded first run keeps kernel compilation (CUDA) out of the times
     try:
-        for _ in range(max(1, repeat if timing else 1)):
+        for i in range(warmup + max(1, repeat if timing else 1)):
             collector = _Collector(timing)
             with observe(collector):
                 _backward_step(tagged, args, kwargs)
-            runs.append(collector.events)
+            if i >= warmup:
+                runs.append(collector.events)
     finally:
         for t, g in saved:
             t.grad = g
