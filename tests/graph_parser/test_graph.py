@@ -133,3 +133,62 @@ def test_unsupported_ops_and_strict():
     assert report.row("/cumsum").counted_by == "unsupported"
     with pytest.raises(flopcount.UnsupportedOpError, match="cumsum"):
         flopcount.profile(rt.trace(fn, rt.randn(4)), convention="ptflops", strict=True)
+
+
+def _onnx_conv_relu(path):
+    onnx = pytest.importorskip("onnx")
+    import numpy as np
+    from onnx import TensorProto, helper
+
+    rng = np.random.default_rng(0)
+    weight = helper.make_tensor("w", TensorProto.FLOAT, [2, 3, 3, 3], rng.standard_normal(54).astype(np.float32))
+    bias = helper.make_tensor("b", TensorProto.FLOAT, [2], rng.standard_normal(2).astype(np.float32))
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["x", "w", "b"], ["c"], name="/features/conv1/Conv"),
+         helper.make_node("Relu", ["c"], ["y"], name="/features/relu/Relu")],
+        "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3, 8, 8])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, None)], [weight, bias])
+    onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8), path)
+
+
+def test_an_onnx_graph_is_parsed_node_by_node(tmp_path):
+    if getattr(rt, "onnx", None) is None:
+        pytest.skip("ONNX import is not in this build")
+    path = os.path.join(tmp_path, "conv.onnx")
+    _onnx_conv_relu(path)
+    report = flopcount.profile(path)
+    conv = 2 * 6 * 6 * 3 * 9  # Cout·prod(O)·Cin·prod(K)
+    assert report.macs == conv and report.flops == 2 * conv + 72 + 72  # bias, relu
+    assert report.row("features.conv1").macs == conv and report.params == 56
+
+
+def test_trace_fields_match_onnxruntime(tmp_path):
+    ort = pytest.importorskip("onnxruntime")
+    if getattr(rt, "onnx", None) is None:
+        pytest.skip("ONNX import is not in this build")
+    import json
+
+    import numpy as np
+
+    path = os.path.join(tmp_path, "conv.onnx")
+    _onnx_conv_relu(path)
+    options = ort.SessionOptions()
+    options.enable_profiling = True
+    options.profile_file_prefix = os.path.join(tmp_path, "ort")
+    session = ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    session.run(None, {"x": np.ones((1, 3, 8, 8), np.float32)})
+    with open(session.end_profiling()) as f:
+        theirs = [e for e in json.load(f) if e.get("cat") == "Node"]
+    ours = flopcount.profile(path, latency=True, repeat=2).chrome_trace()["traceEvents"]
+    top = {"cat", "pid", "tid", "dur", "ts", "ph", "name", "args"}
+    shared_args = {"op_name", "provider", "node_index", "input_type_shape", "output_type_shape", "output_size",
+                   "parameter_size", "activation_size"}
+    for event in theirs:
+        assert top <= set(event) and shared_args - {"input_type_shape"} <= set(event["args"])
+        assert event["name"].endswith("_kernel_time")
+    for event in ours:
+        assert top <= set(event) and shared_args <= set(event["args"]) and event["name"].endswith("_kernel_time")
+    # the same image enters both convolutions, written the same way
+    conv = next(e for e in theirs if e["args"]["op_name"] == "Conv")
+    assert ours[0]["args"]["op_name"] == "conv"
+    assert ours[0]["args"]["input_type_shape"][0] == conv["args"]["input_type_shape"][0] == {"float": [1, 3, 8, 8]}
