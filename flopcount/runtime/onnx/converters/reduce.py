@@ -26,8 +26,15 @@ _REDUCE = {
     "ReduceL2": lambda x, d, k: ew.sqrt(_sum(ew.mul(x, x), d, k)),
     "ReduceSumSquare": lambda x, d, k: _sum(ew.mul(x, x), d, k),
     "ReduceLogSum": lambda x, d, k: ew.log(_sum(x, d, k)),
-    "ReduceLogSumExp": lambda x, d, k: reduction.logsumexp(x, d if d is not None else tuple(range(x.ndim)), k),
+    "ReduceLogSumExp": lambda x, d, k: _log_sum_exp(x, d, k),
 }
+
+
+def _log_sum_exp(x, dims, keep):
+    """log(sum(exp(x))) around the maximum, as ``logsumexp`` computes it."""
+    top = reduction.amax(x, dims, True)
+    out = ew.add(ew.log(reduction.sum(ew.exp(ew.sub(x, top)), dims, True)), top)
+    return out if keep else movement.squeeze(out, dims)
 
 
 @converter(*_REDUCE)

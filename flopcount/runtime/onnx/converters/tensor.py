@@ -173,8 +173,8 @@ def gather(ctx, data, indices):
     index = _normalized_indices(ctx, indices, data.shape[axis])
     if is_const(index) and index.ndim == 0:  # one position: a view, not a copy
         return indexing.getitem(data, (slice(None),) * axis + (int(index.data),))
-    if axis == 0 and data.ndim == 2 and data.dtype.is_floating_point and not is_const(index):
-        return apply(Embedding, data, index)  # a table lookup by run-time ids
+    if axis == 0 and data.ndim == 2 and data.dtype.is_floating_point:
+        return apply(Embedding, data, index)  # rows of a table: an embedding lookup
     items = [["s", 0, n, 1] for n in data.shape[:axis]] + [["t", 0]]
     return apply(indexing.Index, data, index, items=items)
 
