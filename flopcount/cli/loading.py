@@ -99,7 +99,8 @@ def load_onnx(path: str, device, given: list, batch: int | None) -> Target:
     try:
         graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch))
     except errors.ShapeError as exc:
-        raise errors.ShapeError(f"{os.path.basename(path)}: {exc}; {_onnx_hint(path)}") from exc
+        hint = _onnx_hint(path, example=not given and batch is None)
+        raise errors.ShapeError(f"{os.path.basename(path)}: {exc}; {hint}") from exc
     if str(device) != "cpu":
         graph.to(device)
     return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True)
@@ -122,15 +123,16 @@ def onnx_input_dims(path: str) -> list:
     return out
 
 
-def _onnx_hint(path: str) -> str:
-    # an example the user can paste: each symbolic or unknown dim shown as 1
+def _onnx_hint(path: str, example: bool) -> str:
+    # what the file takes, and (when nothing was given) a line to paste: unknown dims shown as 1
     inputs = onnx_input_dims(path)
-    example = " ".join(f"-i {name}={format_shape(d if isinstance(d, int) else 1 for d in dims)}"
-                       for name, dims in inputs if dims)
     declared = ", ".join(f"{name} [{', '.join('?' if d is None else str(d) for d in dims)}]"
                          for name, dims in inputs)
-    return f"the file's inputs are {declared}; give their shapes, e.g. {example}" if example else \
-        f"the file's inputs are {declared}"
+    paste = " ".join(f"-i {name}={format_shape(d if isinstance(d, int) else 1 for d in dims)}"
+                     for name, dims in inputs if dims)
+    if example and paste:
+        return f"the file's inputs are {declared}; give their shapes, e.g. {paste}"
+    return f"the file's inputs are {declared}"
 
 
 def onnx_binding(path: str, given: list, batch: int | None):

@@ -4,6 +4,7 @@ unsupported ops listed in one line."""
 from __future__ import annotations
 
 import json
+import os
 
 import numpy as np
 import pytest
@@ -70,3 +71,19 @@ def test_not_onnx_truncated_and_empty_files(run, mlp_onnx, tmp_path):
         path = tmp_path / name
         path.write_bytes(payload)
         assert_bad_input(run(path, "-i", "x=1x4"), str(path))
+
+
+BERT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "data", "onnx",
+                    "bert_torchscript_op17.onnx")
+
+
+def test_a_pytorch_export_with_batch_and_sequence_axes(run):
+    import flopcount
+    import flopcount.runtime as rt
+
+    expected = flopcount.profile(rt.onnx.load(BERT, input_shapes={"input_ids": (1, 32)})).macs
+    assert _macs(run(BERT, "-i", "input_ids=1x32", "--format", "json")) == expected
+    assert _macs(run(BERT, "-i", "1x32", "--batch", 3, "--format", "json")) == 3 * expected
+    assert_bad_input(run(BERT), "'input_ids' has symbolic dims ['batch', 'sequence']",
+                     "input_ids [batch, sequence]", "-i input_ids=1x1")
+    assert_bad_input(run(BERT, "--batch", 2), "symbolic dims", "input_ids [batch, sequence]")

@@ -98,6 +98,15 @@ def _human(params: int) -> str:
     return params_to_string(params)
 
 
+@pytest.mark.parametrize("key, attr", [("macs", "macs"), ("flops", "flops"), ("params", "params"),
+                                       ("memory", "output_bytes")])
+def test_sort_orders_siblings_largest_first(run, resnet18, key, attr):
+    rows = _markdown_rows(run("resnet18", "--format", "markdown", "--depth", 1, "--sort", key).stdout)
+    children = [r for r in resnet18.rows if r.depth == 1]
+    expected = sorted(children, key=lambda r: getattr(r, attr), reverse=True)   # stable: ties keep tree order
+    assert [r[0] for r in rows[1:]] == ["└ " + r.name.rsplit("/", 1)[-1] for r in expected]
+
+
 def test_csv_has_a_header_and_one_row_per_layer(run, resnet18):
     result = run("resnet18", "--format", "csv")
     assert result.exit_code == 0 and result.stderr == ""
@@ -119,6 +128,7 @@ def test_views_by_op_and_op_type(run, resnet18):
 
 def test_trace_has_one_event_per_op(run, resnet18):
     result = run("resnet18", "--format", "trace")
+    assert result.stderr == ""
     events = json.loads(result.stdout)["traceEvents"]
     assert [e["args"]["op_name"] for e in events] == [o.op for o in resnet18.ops]
     assert all(e["ph"] == "X" and e["cat"] == "Node" for e in events)
