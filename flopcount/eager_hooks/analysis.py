@@ -290,20 +290,16 @@ def unsupported(priced: Priced, module_latency: dict | None = None, total_ms: fl
             out.append(Unsupported("op", name, n, spent[name] / whole if op_latency and whole else None))
         return out
     direct = {e.call for i, e in priced._functional() if e.call >= 0}
-    has_children = {c.parent for c in rec.calls}
     calls = Counter()
+    per_call = Counter(c.path for c in rec.calls)
     spent = defaultdict(float)
     for i, c in enumerate(rec.calls):
-        if priced.rules[i] is None and not priced.covered[i] and i in direct and i not in has_children \
-                and next(c.module.children(), None) is None:
+        leaf = next(c.module.children(), None) is None
+        if priced.rules[i] is None and not priced.covered[i] and i in direct and leaf:
             name = type(c.module).__name__
             calls[name] += 1
             if module_latency and c.path in module_latency:
-                spent[name] += module_latency[c.path][0] / max(1, _calls_of(rec, c.path))
+                spent[name] += module_latency[c.path][0] / per_call[c.path]  # the path's time, per call
     for name, n in sorted(calls.items()):
         out.append(Unsupported("module", name, n, spent[name] / total_ms if total_ms and module_latency else None))
     return out
-
-
-def _calls_of(rec, path: str) -> int:
-    return sum(1 for c in rec.calls if c.path == path)

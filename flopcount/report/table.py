@@ -50,15 +50,15 @@ def _module_cells(report, depth, top, sort) -> tuple:
 
 def _op_type_cells(report, top, sort) -> tuple:
     summary = by_op_type(report)
-    if sort in ("latency",):
-        summary.sort(key=lambda s: s.latency_ms or 0.0, reverse=True)
-    elif sort == "macs":
-        summary.sort(key=lambda s: s.macs, reverse=True)
+    total_macs = sum(s.macs for s in summary)
+    total_flops = sum(s.flops for s in summary)
+    total_ms = sum(s.latency_ms or 0.0 for s in summary)
+    key = {"latency": lambda s: s.latency_ms or 0.0, "macs": lambda s: s.macs,
+           "memory": lambda s: s.bytes_written}.get(sort or "")
+    if key is not None:
+        summary.sort(key=key, reverse=True)
     if top is not None:
         summary = summary[:top]
-    total_macs = sum(s.macs for s in by_op_type(report))
-    total_flops = sum(s.flops for s in by_op_type(report))
-    total_ms = sum(s.latency_ms or 0.0 for s in by_op_type(report))
     headers = ["Op", "Calls", "MACs", "MACs %", "FLOPs", "FLOPs %", "Bytes read", "Bytes written",
                "Latency", "Latency %"]
     body = [[s.op, str(s.calls), macs_to_string(s.macs), percent(s.macs, total_macs),
