@@ -236,7 +236,10 @@ def hardsigmoid(b, node, ins, outs):
 
 @emitter("hardswish")
 def hardswish(b, node, ins, outs):
-    b.add("HardSwish", ins, outs)
+    if b.opset >= 14:
+        b.add("HardSwish", ins, outs)
+    else:  # x·hardsigmoid(x)
+        b.add("Mul", [ins[0], b.add("HardSigmoid", ins, alpha=1 / 6, beta=0.5)], outs)
 
 
 @emitter("softplus")
@@ -504,8 +507,14 @@ def pad(b, node, ins, outs):
 
 @emitter("tril", "triu")
 def triangle(b, node, ins, outs):
-    b.add("Trilu", [ins[0], b.const(np.array(node.attrs["diagonal"], np.int64), "k")], outs,
-          upper=int(node.op_name == "triu"))
+    upper, k = node.op_name == "triu", node.attrs["diagonal"]
+    if b.opset >= 14:
+        b.add("Trilu", [ins[0], b.const(np.array(k, np.int64), "k")], outs, upper=int(upper))
+        return
+    x = node.inputs[0]  # before Trilu: a select with the constant triangle
+    rows, cols = x.shape[-2:]
+    keep = np.triu(np.ones((rows, cols), bool), k) if upper else np.tril(np.ones((rows, cols), bool), k)
+    b.add("Where", [b.const(keep, "triangle"), ins[0], b.scalar(0, x.dtype)], outs)
 
 
 # --- indexing ----------------------------------------------------------------------------------

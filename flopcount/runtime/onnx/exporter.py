@@ -1,10 +1,11 @@
 """``export(module_or_graph, path, *example_inputs, opset=17)``: a runtime graph as an ONNX file.
 
 A Module is traced first (``rt.trace``); every node of the graph then goes through the table
-``runtime op -> emitter`` (``emitters.py``), which writes one or a few ONNX nodes. Parameters,
-buffers and constants become initializers under their graph names; node names carry the
+``runtime op -> emitter`` (``emitters.py``), which writes one or a few ONNX nodes. Parameters
+and buffers become initializers under their graph names; node names carry the
 module scope as the TorchScript exporter writes it (``/layer1/0/conv1/Conv``), so importing the
-file back gives the same scopes. The IR version is the lowest the opset needs, which the
+file back gives the same scopes; graph constants (masks, index tables) are Constant nodes, so
+they import back as constants, not weights. The IR version is the lowest the opset needs, which the
 installed onnxruntime accepts, and ``onnx.checker`` validates the file.
 """
 
@@ -51,7 +52,10 @@ class Builder:
     def initializer(self, name: str, array) -> str:
         from onnx import numpy_helper
 
-        self.initializers.append(numpy_helper.from_array(np.ascontiguousarray(array), name))
+        array = np.asarray(array)
+        if not array.flags.c_contiguous:  # (np.ascontiguousarray would make a 0-d array 1-d)
+            array = array.copy()
+        self.initializers.append(numpy_helper.from_array(array, name))
         return name
 
     def const(self, array, base: str = "const") -> str:
@@ -109,7 +113,7 @@ def _tensor_array(graph: Graph, name: str) -> np.ndarray:
 
 def to_model(graph: Graph, opset: int = 17):
     """The ONNX ModelProto of ``graph``."""
-    from onnx import helper
+    from onnx import helper, numpy_helper
 
     from .emitters import EMITTERS
 
@@ -120,9 +124,12 @@ def to_model(graph: Graph, opset: int = 17):
         raise UnsupportedOpError(f"export: no ONNX emitter for runtime op(s) {missing}")
     b = Builder(graph, opset)
     read = {v.name for n in graph.nodes for v in n.inputs if v is not None} | {v.name for v in graph.outputs}
-    for name in list(graph.parameters) + list(graph.constants):
+    for name in graph.parameters:
         if name in read:  # unused buffers (a batch norm's step counter) stay out of the file
             b.initializer(name, _tensor_array(graph, name))
+    for name in graph.constants:  # Constant nodes, so that importing keeps them apart from weights
+        if name in read:
+            b.add("Constant", [], [name], value=numpy_helper.from_array(_tensor_array(graph, name).copy()))
     for node in graph.nodes:
         b.scope = node.scope
         ins = [None if v is None else v.name for v in node.inputs]

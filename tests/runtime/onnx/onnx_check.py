@@ -82,7 +82,9 @@ def feeds_of(case: Case) -> dict:
 
 
 def run_ort(model, feeds: dict) -> list:
-    session = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    """onnxruntime's outputs for a ModelProto or a file path."""
+    source = model if isinstance(model, str) else model.SerializeToString()
+    session = ort.InferenceSession(source, providers=["CPUExecutionProvider"])
     return session.run(None, feeds)
 
 

@@ -108,7 +108,8 @@ CASES = [
     Case("Slice", [randn(5, 6), C(np.array([4], I64)), C(np.array([np.iinfo(np.int64).min], I64)),
                    C(np.array([1], I64)), C(np.array([-1], I64))]),
     Case("Slice", [randn(5, 6)], {"starts": [1], "ends": [3], "axes": [1]}, opset=9),
-    Case("Gather", [randn(10, 4), ints(2, 3, low=0, high=10)]),  # an embedding lookup by run-time ids
+    Case("Gather", [C(randn(10, 4)), ints(2, 3, low=0, high=10)]),  # an embedding lookup by run-time ids
+    Case("Gather", [randn(10, 4), ints(2, 3, low=-10, high=10)]),  # negative run-time indices
     Case("Gather", [randn(10, 4), C(np.array([[1, -1], [0, 9]], I64))]),  # negative constant indices
     Case("Gather", [randn(3, 5, 2), C(np.array([4, 0, -2], I64))], {"axis": 1}),
     Case("Gather", [randn(3, 5, 2), C(np.int64(-1))], {"axis": 1}),  # one position: a view
@@ -117,6 +118,8 @@ CASES = [
     Case("GatherElements", [randn(3, 4), C(ints(2, 4, low=-3, high=3))]),
     Case("GatherND", [randn(3, 4, 2), ints(5, 2, low=0, high=3)]),
     Case("GatherND", [randn(3, 4, 2), C(np.array([[1], [3], [2]], I64))], {"batch_dims": 1}),
+    Case("ScatterND", [randn(4, 3), C(np.array([[2], [0]], I64)), randn(2, 3, seed=1)]),
+    Case("ScatterND", [randn(4, 3), ints(2, 2, low=0, high=3), randn(2, seed=1)]),
     Case("Tile", [randn(2, 3), C(np.array([2, 3], I64))]),
     Case("Pad", [randn(2, 3), C(np.array([1, 0, 2, 3], I64)), C(np.float32(1.5))]),
     Case("Pad", [randn(2, 5), C(np.array([0, -1, 0, 2], I64))]),  # negative: crop
@@ -190,7 +193,9 @@ def test_shape_arithmetic_folds_to_constants():
 
 
 def test_ops_map_to_the_runtime_ops_counters_know():
-    assert [n.op_name for n in compare(Case("Gather", [randn(10, 4), ints(2, 3, low=0, high=10)])).nodes] == ["embedding"]
+    # rows of a weight table by run-time ids: an embedding; of another tensor: an indexing gather
+    assert [n.op_name for n in compare(Case("Gather", [C(randn(10, 4)), ints(2, 3, low=0, high=10)])).nodes] == ["embedding"]
+    assert [n.op_name for n in compare(Case("Gather", [randn(10, 4), ints(2, 3, low=-10, high=10)])).nodes] == ["index"]
     assert [n.op_name for n in compare(Case("Gather", [randn(3, 5), C(np.int64(2))], {"axis": 1})).nodes] == ["getitem"]
     assert [n.op_name for n in compare(Case("Div", [ints(3, 4), nonzero_ints(3, 4)])).nodes] != ["div"]
     # integer initializers are shape data: constants, not parameters

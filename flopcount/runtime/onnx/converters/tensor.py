@@ -17,6 +17,7 @@ from ...dispatch import apply
 from ...ops import elementwise as ew
 from ...ops import indexing, movement, reduction
 from ...ops._helpers import broadcast_shapes
+from ...nn.parameter import Parameter
 from ...ops.embedding import Embedding
 from ._base import constant, converter, is_const
 
@@ -173,8 +174,9 @@ def gather(ctx, data, indices):
     index = _normalized_indices(ctx, indices, data.shape[axis])
     if is_const(index) and index.ndim == 0:  # one position: a view, not a copy
         return indexing.getitem(data, (slice(None),) * axis + (int(index.data),))
-    if axis == 0 and data.ndim == 2 and data.dtype.is_floating_point:
-        return apply(Embedding, data, index)  # rows of a table: an embedding lookup
+    if axis == 0 and data.ndim == 2 and isinstance(data, Parameter):
+        # rows of a weight table: an embedding lookup (ids into a table are never negative)
+        return apply(Embedding, data, index)
     items = [["s", 0, n, 1] for n in data.shape[:axis]] + [["t", 0]]
     return apply(indexing.Index, data, index, items=items)
 
@@ -200,6 +202,16 @@ def gather_nd(ctx, data, indices):
         parts.append(indexing.getitem(indices, (Ellipsis, j)))
     items = [["t", k] for k in range(len(parts))]
     return apply(indexing.Index, data, *parts, items=items)
+
+
+@converter("ScatterND")
+def scatter_nd(ctx, data, indices, updates):
+    if ctx.attr("reduction", "none") != "none":
+        raise ctx.unsupported(f"reduction {ctx.attr('reduction')!r} is not supported (only 'none')")
+    # data[indices[..., 0], indices[..., 1], ...] = updates
+    parts = [indexing.getitem(indices, (Ellipsis, j)) for j in range(indices.shape[-1])]
+    items = [["t", j] for j in range(len(parts))]
+    return apply(indexing.IndexPut, data, ew.cast(updates, data.dtype), *parts, items=items)
 
 
 @converter("Tile")
