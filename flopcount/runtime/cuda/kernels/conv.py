@@ -147,9 +147,10 @@ def _launch(name: str, dtype, total: int, args) -> None:
     raw(grid, block, args)
 
 
-def chunks(n: int, bytes_per_item: int, budget: int = COLUMN_BYTES) -> list:
-    """(start, stop) ranges over ``n`` images so each chunk's columns stay under ``budget``."""
-    step = max(1, budget // max(bytes_per_item, 1))
+def chunks(n: int, bytes_per_item: int, budget: int | None = None) -> list:
+    """(start, stop) ranges over ``n`` images so each chunk's columns stay under ``budget``
+    (``COLUMN_BYTES`` by default, read at call time)."""
+    step = max(1, (COLUMN_BYTES if budget is None else budget) // max(bytes_per_item, 1))
     return [(i, min(i + step, n)) for i in range(0, n, step)]
 
 
