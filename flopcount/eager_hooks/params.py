@@ -15,13 +15,20 @@ class ParamCount:
 
 
 class ModelIndex:
-    """A model's modules (with dotted paths), parameters and buffers, walked once."""
+    """A model's modules (with dotted paths), parameters and buffers, walked once.
+    ``ModelIndex.of_tensors(params, buffers)`` indexes a Graph's tensors (no modules)."""
 
     def __init__(self, model):
         self.modules = list(model.named_modules())
         self.params = list(model.parameters())
         self.buffers = list(model.buffers())
         self.paths = {id(m): path for path, m in self.modules}
+
+    @classmethod
+    def of_tensors(cls, params: list, buffers: list) -> "ModelIndex":
+        index = cls.__new__(cls)
+        index.modules, index.params, index.buffers, index.paths = [], list(params), list(buffers), {}
+        return index
 
 
 def parameter_counts(model, modules: list | None = None) -> dict:

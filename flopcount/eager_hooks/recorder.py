@@ -81,6 +81,8 @@ class Recorder:
     """Records calls (global module hooks) and op events (an observer) of one model."""
 
     def __init__(self, model, inputs=(), timing: bool = False, clock=None, index=None):
+        """``index`` (a ModelIndex) saves walking ``model`` again; with it ``model`` may be
+        None (a graph run: op events only, no module calls)."""
         from .params import ModelIndex
 
         index = index or ModelIndex(model)

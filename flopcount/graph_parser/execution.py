@@ -66,25 +66,56 @@ def _backward_step(tagged, args, kwargs):
         seed = backward_seed(out)
         if seed is not None:
             seed.backward(ones_like(seed))
+    return out
 
 
-def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: int = 1) -> tuple:
-    """(backward Cost per node, backward latency ms per node or None, OpRecords) of one
-    training step: forward with grad on and backward seeded with ones."""
+def _graph_index(graph):
+    from ..eager_hooks.params import ModelIndex
+
+    params = [graph.tensors[n] for n, v in graph.parameters.items() if v.kind == "param"]
+    buffers = [graph.tensors[n] for n, v in graph.parameters.items() if v.kind == "buffer"]
+    return ModelIndex.of_tensors(params, buffers)
+
+
+def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: int = 1,
+                 measure_on=None) -> tuple:
+    """One training step (forward with grad on, backward seeded with ones) through the
+    executor: (backward Cost per node, backward latency ms per node or None, OpRecords,
+    memory dict). The first step is also recorded for the memory prediction (the eager view's
+    over the ops the executor dispatches); with ``measure_on`` (a device) one more step runs
+    inside the backend's tracker."""
+    from ..eager_hooks import memory as mem
+    from ..eager_hooks.profiler import tensors_in
+    from ..eager_hooks.recorder import Recorder
+
     tagged = tagged_copy(graph)
     saved = _grad_state(graph)
+    index = _graph_index(graph)
+    recorder = Recorder(None, tensors_in((list(args), kwargs)), index=index)
     runs = []
+    memory = {}
     warmup = 1 if timing else 0  # a discarded first run keeps kernel compilation (CUDA) out of the times
     try:
         for i in range(warmup + max(1, repeat if timing else 1)):
             collector = _Collector(timing)
             with observe(collector):
-                _backward_step(tagged, args, kwargs)
+                if i == 0:
+                    with observe(recorder):
+                        out = _backward_step(tagged, args, kwargs)
+                    outputs = [recorder.serial(t) for t in tensors_in(out)]
+                    del out
+                else:
+                    _backward_step(tagged, args, kwargs)
             if i >= warmup:
                 runs.append(collector.events)
+        if measure_on is not None:
+            memory["measured"] = _measure_step(tagged, args, kwargs, measure_on)
     finally:
         for t, g in saved:
             t.grad = g
+    own = [e.op.cost(e.output_spec, *e.inputs, **e.attrs) if e.op.cost else Cost() for e in recorder.events]
+    grad_bytes = sum(p.numel() * p.dtype.itemsize for p in index.params if p.requires_grad)
+    memory["predicted"] = mem.predicted_training_peak(recorder.events, own, grad_bytes, outputs)
     events = runs[0]
     n = len(graph.nodes)
     per_node = [Cost() for _ in range(n)]
@@ -114,7 +145,24 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
             input_dtypes=[None if s is None else s.dtype.name for s in ins],
             output_shapes=[tuple(s.shape) for s in outs], output_dtypes=[s.dtype.name for s in outs],
             counted=cost is not None, latency_ms=ms))
-    return per_node, latency, records
+    return per_node, latency, records, memory
+
+
+def _measure_step(tagged, args, kwargs, device) -> tuple:
+    """(tracker peak, most bytes held between two ops) of one more training step."""
+    be = backend(device)
+    held = [0]
+
+    class Sampler:
+        def on_op(self, event):
+            held.append(tracker.current())
+
+    for t in tagged.tensors.values():
+        t.grad = None
+    with be.track_memory() as tracker, observe(Sampler()):
+        out = _backward_step(tagged, args, kwargs)
+        del out
+    return tracker.peak, max(held)
 
 
 def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) -> dict:

@@ -89,8 +89,12 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
     bwd_records = []
     backward_total_ms = None
     if backward:
-        per_node_bwd, bwd_ms, bwd_records = execution.run_backward(graph, args, kwargs, conv,
-                                                                   timing=latency and real, repeat=repeat)
+        per_node_bwd, bwd_ms, bwd_records, step_memory = execution.run_backward(
+            graph, args, kwargs, conv, timing=latency and real, repeat=repeat,
+            measure_on=device if real and measure_memory else None)
+        memory.training_predicted_peak = step_memory["predicted"]
+        if "measured" in step_memory:
+            memory.training_measured_peak, memory.training_measured_activation_peak = step_memory["measured"]
         if latency and real:
             step = execution.time_training_step(graph, args, kwargs, device, repeat)
             backward_total_ms = None if step is None or whole[0] is None else max(0.0, step - whole[0])

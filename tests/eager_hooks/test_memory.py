@@ -22,3 +22,14 @@ def test_predicted_peak_within_10_percent_of_measured(name, mode):
     assert memory.measured_activation_peak == pytest.approx(memory.predicted_peak, rel=0.10)
     assert memory.measured_peak >= memory.measured_activation_peak
     assert memory.parameter_bytes == 4 * sum(p.numel() for p in net.parameters())
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_training_step_prediction(mode):
+    # what autograd keeps for the backward pass, released as the walk reaches each op, plus the
+    # gradients; batch 4 keeps the training step short on CPU
+    net = models.get("shufflenet_v2_x0_5")
+    x = models.example_input("shufflenet_v2_x0_5", batch=4)
+    memory = flopcount.profile(net, x, mode=mode, backward=True, measure_memory=True).memory
+    assert memory.training_measured_activation_peak == pytest.approx(memory.training_predicted_peak, rel=0.10)
+    assert memory.training_predicted_peak > 2 * memory.predicted_peak  # the forward's buffers are kept
