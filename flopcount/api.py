@@ -20,7 +20,6 @@ from .report.units import macs_to_string, params_to_string
 from .runtime import errors
 from .runtime.graph import Graph
 from .runtime.nn.modules.module import Module
-from .runtime.tensor import Tensor
 
 MODES = ("eager", "graph")
 

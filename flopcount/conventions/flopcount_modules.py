@@ -226,7 +226,7 @@ def multihead_attention(module, inputs, output) -> Cost:
 _GATES = {"RNN": 1, "GRU": 3, "LSTM": 4, "RNNCell": 1, "GRUCell": 3, "LSTMCell": 4}
 
 
-def _cell_flops(kind: str, h: int, nonlinearity: str = "tanh") -> int:
+def _cell_flops(kind: str, h: int) -> int:
     """Elementwise FLOPs of one step per sample, after the two gate projections.
 
     RNN: add the projections (h), tanh or relu (h). LSTM: add (4h), three sigmoids (3·4h),
@@ -254,7 +254,7 @@ def recurrent(module, inputs, output) -> Cost:
     steps, batch = _sequence_shape(module, inputs[0])
     h, g = module.hidden_size, _GATES[kind]
     directions = 2 if module.bidirectional else 1
-    cell = _cell_flops(kind, h, getattr(module, "nonlinearity", "tanh"))
+    cell = _cell_flops(kind, h)
     macs = flops = 0
     for layer in range(module.num_layers):
         in_size = module.input_size if layer == 0 else h * directions
@@ -272,7 +272,7 @@ def recurrent_cell(module, inputs, output) -> Cost:
     batch = x.shape[0] if x.ndim == 2 else 1
     h, g = module.hidden_size, _GATES[kind]
     macs = batch * (module.input_size + h) * g * h
-    flops = 2 * macs + batch * _cell_flops(kind, h, getattr(module, "nonlinearity", "tanh"))
+    flops = 2 * macs + batch * _cell_flops(kind, h)
     if module.bias:
         flops += batch * 2 * g * h
     return Cost(macs=macs, flops=flops)
