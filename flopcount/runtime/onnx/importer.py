@@ -218,7 +218,9 @@ def _initializer_tensors(model, path: str) -> tuple:
             array = onnx.numpy_helper.to_array(init)
         except Exception as exc:
             raise ModelFileError(f"{path or 'model'}: initializer {init.name!r} cannot be read: {_first_line(exc)}") from None
-        array = np.array(array, dtype=dtype.np, copy=not array.flags.writeable)
+        array = np.asarray(array, dtype=dtype.np)
+        if not array.flags.writeable:  # a view of the file's bytes: the runtime's tensors own their data
+            array = array.copy()
         tensor = Tensor._make(array, tuple(array.shape), dtype, CPU)
         if array.ndim == 0 or (not dtype.is_floating_point and array.size <= SHAPE_DATA_MAX):
             constants[init.name] = tensor

@@ -98,15 +98,24 @@ def test_cnn_macs_by_hand(name, imported):
     assert imported[name].cost().macs == BATCH * per_image
 
 
-def test_export_with_torch_on_the_fly(tmp_path):
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::FutureWarning")  # torch's own notices
+@pytest.mark.parametrize("dynamo", [False, True], ids=["torchscript", "dynamo"])
+def test_export_with_torch_on_the_fly(tmp_path, dynamo):
     torch = pytest.importorskip("torch")
+    if dynamo:
+        pytest.importorskip("onnxscript")  # the dynamo exporter's dependency (a dev tool here)
     from data.make_onnx_fixtures import build
 
     model = build("cnn")
     x = torch.randn(2, 3, 24, 20)
     path = os.path.join(tmp_path, "cnn.onnx")
-    torch.onnx.export(model, (x,), path, dynamo=False, opset_version=17, input_names=["image"],
-                      dynamic_axes={"image": {0: "n", 2: "h", 3: "w"}})
+    if dynamo:
+        dims = {0: torch.export.Dim("n"), 2: torch.export.Dim("h", min=8), 3: torch.export.Dim("w", min=8)}
+        torch.onnx.export(model, (x,), dynamo=True, input_names=["image"], dynamic_shapes=(dims,),
+                          verbose=False).save(path)
+    else:
+        torch.onnx.export(model, (x,), path, dynamo=False, opset_version=17, input_names=["image"],
+                          dynamic_axes={"image": {0: "n", 2: "h", 3: "w"}})
     with pytest.raises(rt.ShapeError, match=r"input 'image' has symbolic dims \['n', 'h', 'w'\]"):
         rt.onnx.load(path)
     graph = rt.onnx.load(path, input_shapes=[(2, 3, 24, 20)])

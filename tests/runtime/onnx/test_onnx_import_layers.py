@@ -103,6 +103,13 @@ CASES = [
     Case("Resize", [IMG, None, None, C(np.array([14, 14], I64))],
          {"mode": "linear", "axes": [2, 3], "keep_aspect_ratio_policy": "not_larger"}, opset=18),
     Case("Resize", [randn(1, 2, 5), None, C(np.array([1, 1, 2.0], F32))], {"mode": "linear"}),
+    Case("Resize", [IMG, None, C(np.array([1, 1, 2, 1.5], F32))],  # no PyTorch mode: gathers and a blend
+         {"mode": "linear", "coordinate_transformation_mode": "asymmetric"}),
+    Case("Resize", [IMG, None, None, C(np.array([2, 4, 1, 3], I64))],
+         {"mode": "linear", "coordinate_transformation_mode": "pytorch_half_pixel"}),
+    Case("Resize", [IMG, None, C(np.array([1, 1, 1.7, 0.6], F32))],
+         {"mode": "nearest", "coordinate_transformation_mode": "half_pixel_symmetric"}, opset=19),
+    Case("Upsample", [IMG, C(np.array([1, 1, 2, 2], F32))], {"mode": "linear"}, opset=9),
     Case("Resize", [IMG, C(np.array([1, 1, 2, 2], F32))], {"mode": "nearest"}, opset=10),
     Case("Upsample", [IMG, C(np.array([1, 1, 2, 3], F32))], {"mode": "nearest"}, opset=9),
 ]
@@ -169,6 +176,8 @@ def test_layers_become_the_runtime_layer_ops():
                               "nearest_mode": "floor"}))) == ["upsample_nearest"]
     assert _ops(compare(Case("Resize", [IMG, None, C(np.array([1, 1, 2, 2], F32))], {"mode": "linear"}))) == [
         "upsample_bilinear"]
+    assert "upsample_bilinear" not in _ops(compare(Case("Resize", [IMG, None, C(np.array([1, 1, 2, 2], F32))], {
+        "mode": "linear", "coordinate_transformation_mode": "asymmetric"})))
 
 
 def test_parameters_and_buffers_from_initializers():

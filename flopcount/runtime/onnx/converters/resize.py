@@ -1,12 +1,12 @@
 """ONNX Resize (and opset-9 Upsample) onto the runtime's ``upsample_nearest`` and
 ``upsample_bilinear`` ops.
 
-Nearest: the source index of every output element is computed from ONNX's rule (coordinate
-transformation and rounding mode); when it is the index the runtime's op picks (PyTorch's
-``nearest`` or ``nearest-exact``), that op is used, otherwise a gather of exactly those indices.
-Linear: ``half_pixel``/``pytorch_half_pixel`` are ``align_corners=False``, ``align_corners`` is
-itself. Cubic, ``tf_crop_and_resize``, antialiasing and resizing the batch or channel dims
-are not supported (an UnsupportedOpError names the node).
+The source positions of the output elements are computed from ONNX's rules (coordinate
+transformation, and the rounding mode for nearest). When the runtime's op reads the same
+pixels with the same weights (PyTorch's nearest, nearest-exact, or linear with or without
+align_corners) that op is used; otherwise the resize is written as gathers of exactly those
+pixels (and, for linear, their blend). Cubic, ``tf_crop_and_resize``, antialiasing and resizing
+the batch or channel dims are not supported (an UnsupportedOpError names the node).
 """
 
 from __future__ import annotations
@@ -17,7 +17,8 @@ import numpy as np
 
 from ...dispatch import apply
 from ...ops.indexing import index_select
-from ...ops.sampling import UpsampleBilinear, UpsampleNearest, _nearest_index
+from ...ops import elementwise as ew
+from ...ops.sampling import UpsampleBilinear, UpsampleNearest, _linear_taps, _nearest_index
 from ._base import constant, converter
 
 
@@ -51,40 +52,61 @@ def _targets(ctx, x, scales, sizes):
     return tuple(out[2:]), given[2:]
 
 
-def _onnx_nearest(ctx, size: int, out: int, scale) -> np.ndarray:
-    """Source indices along one dim by ONNX's formulas (float32, as ONNX Runtime computes)."""
+def _source(ctx, size: int, out: int, scale) -> np.ndarray:
+    """Source coordinate of every output element along one dim, by ONNX's
+    coordinate_transformation_mode (in float32, as ONNX Runtime computes it)."""
     f = np.float32
     mode = ctx.attr("coordinate_transformation_mode", "half_pixel")
     r = f(scale) if scale is not None else f(out) / f(size)
     dst = np.arange(out, dtype=f)
     if mode in ("half_pixel", "pytorch_half_pixel"):
-        src = (dst + f(0.5)) / r - f(0.5)
         if mode == "pytorch_half_pixel" and out == 1:
-            src = np.zeros(1, f)
-    elif mode == "half_pixel_symmetric":
-        width = f(size) * r
-        offset = f(size) / f(2) * (f(1) - f(out) / width)
-        src = offset + (dst + f(0.5)) / r - f(0.5)
-    elif mode == "align_corners":
-        src = dst * f(size - 1) / f(out - 1) if out > 1 else np.zeros(1, f)
-    elif mode == "asymmetric":
-        src = dst / r
-    elif mode == "tf_half_pixel_for_nn":
-        src = (dst + f(0.5)) / r
-    else:
-        raise ctx.unsupported(f"coordinate_transformation_mode {mode!r} is not supported")
+            return np.zeros(1, f)
+        return (dst + f(0.5)) / r - f(0.5)
+    if mode == "half_pixel_symmetric":
+        offset = f(size) / f(2) * (f(1) - f(out) / (f(size) * r))
+        return offset + (dst + f(0.5)) / r - f(0.5)
+    if mode == "align_corners":
+        return dst * f(size - 1) / f(out - 1) if out > 1 else np.zeros(1, f)
+    if mode == "asymmetric":
+        return dst / r
+    if mode == "tf_half_pixel_for_nn":
+        return (dst + f(0.5)) / r
+    raise ctx.unsupported(f"coordinate_transformation_mode {mode!r} is not supported")
+
+
+def _onnx_nearest(ctx, size: int, out: int, scale) -> np.ndarray:
+    """Source indices along one dim by ONNX's coordinate transformation and nearest_mode."""
+    src = _source(ctx, size, out, scale)
     rounding = ctx.attr("nearest_mode", "round_prefer_floor")
+    tie = src - np.floor(src) == np.float32(0.5)
     if rounding == "floor":
         index = np.floor(src)
     elif rounding == "ceil":
         index = np.ceil(src)
     elif rounding == "round_prefer_floor":
-        index = np.where(src - np.floor(src) == f(0.5), np.floor(src), np.round(src))
+        index = np.where(tie, np.floor(src), np.round(src))
     elif rounding == "round_prefer_ceil":
-        index = np.where(src - np.floor(src) == f(0.5), np.ceil(src), np.round(src))
+        index = np.where(tie, np.ceil(src), np.round(src))
     else:
         raise ctx.unsupported(f"nearest_mode {rounding!r} is not supported")
     return np.clip(index.astype(np.int64), 0, size - 1)
+
+
+def _onnx_linear(ctx, size: int, out: int, scale) -> tuple:
+    """(i0, i1, w1) along one dim: output = (1 − w1)·x[i0] + w1·x[i1], source clamped to the input."""
+    src = np.clip(_source(ctx, size, out, scale), 0, size - 1)
+    i0 = np.floor(src).astype(np.int64)
+    return i0, np.minimum(i0 + 1, size - 1), (src - i0).astype(np.float32)
+
+
+def _weights(taps, size: int) -> np.ndarray:
+    """The (out, size) matrix of an interpolation's taps, to compare two ways of writing it."""
+    i0, i1, w1 = taps
+    m = np.zeros((len(i0), size))
+    np.add.at(m, (np.arange(len(i0)), i0), 1 - w1.astype(np.float64))
+    np.add.at(m, (np.arange(len(i0)), i1), w1.astype(np.float64))
+    return m
 
 
 def _nearest(ctx, x, out, given):
@@ -106,28 +128,33 @@ def _nearest(ctx, x, out, given):
 
 
 def _linear(ctx, x, out, given):
-    mode = ctx.attr("coordinate_transformation_mode", "half_pixel")
-    if mode == "align_corners":
-        align = True
-    elif mode == "half_pixel" or (mode == "pytorch_half_pixel" and all(o > 1 for o in out)):
-        align = False
-    else:
-        raise ctx.unsupported(f"linear mode with coordinate_transformation_mode {mode!r} is not supported "
-                              f"(half_pixel, pytorch_half_pixel and align_corners are)")
     if ctx.attr("antialias", 0) and any(o < n for o, n in zip(out, x.shape[2:])):
         raise ctx.unsupported("antialias=1 when downscaling is not supported")
-    scales = None if None in given or align else tuple(given)
-    return apply(UpsampleBilinear, x, output_size=tuple(out), scales=scales, align_corners=align)
+    sizes = x.shape[2:]
+    wanted = [_onnx_linear(ctx, n, o, s) for n, o, s in zip(sizes, out, given)]
+    candidates = [(False, tuple(given))] if None not in given else []
+    candidates += [(False, None), (True, None)]
+    for align, scales in candidates:
+        picks = [_linear_taps(n, o, None if scales is None else scales[d], align, x.dtype.np)
+                 for d, (n, o) in enumerate(zip(sizes, out))]
+        if all(np.allclose(_weights(p, n), _weights(w, n), atol=1e-6) for p, w, n in zip(picks, wanted, sizes)):
+            return apply(UpsampleBilinear, x, output_size=tuple(out), scales=scales, align_corners=align)
+    y = x  # no PyTorch mode has these taps: blend the gathered neighbours along each dim
+    for d, (i0, i1, w1) in enumerate(wanted):
+        a, b = index_select(y, 2 + d, constant(i0)), index_select(y, 2 + d, constant(i1))
+        weight = constant(w1.astype(x.dtype.np).reshape((-1,) + (1,) * (len(sizes) - 1 - d)))
+        y = ew.add(a, ew.mul(ew.sub(b, a), weight))
+    return y
 
 
 @converter("Resize", "Upsample")
 def resize(ctx, x, roi=None, scales=None, sizes=None):
-    if ctx.op_type == "Upsample" or ctx.opset < 11:  # (X, scales) before opset 11
+    if ctx.op_type == "Upsample" or ctx.opset < 11:
+        # (X, scales) with Upsample's coordinates (asymmetric, nearest rounds down) before opset 11
         scales, roi, sizes = roi, None, None
-        if ctx.op_type == "Upsample" and ctx.attr("mode", "nearest") == "nearest":
-            ctx.attrs = {**ctx.attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
-        elif ctx.op_type == "Upsample":
-            ctx.attrs = {**ctx.attrs, "coordinate_transformation_mode": "asymmetric"}
+        if scales is None and ctx.attr("scales"):  # an attribute before opset 9
+            scales = constant(np.array(ctx.attr("scales"), np.float32))
+        ctx.attrs = {**ctx.attrs, "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}
     out, given = _targets(ctx, x, ctx.const(scales, "input 'scales'"), ctx.const(sizes, "input 'sizes'"))
     mode = ctx.attr("mode", "nearest")
     if mode == "nearest":
