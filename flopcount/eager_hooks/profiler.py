@@ -129,8 +129,6 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
                 step_ms = timing.median_min(timing.time_calls(step, device, 0, repeat))[0]
                 backward_ms = None if step_ms is None or whole[0] is None else max(0.0, step_ms - whole[0])
                 backward_rows = _backward_by_module(events, op_latency)
-            if module_times and "" in module_times:
-                module_times[""] = whole
 
     rows = analysis.build_rows(model, priced, module_times, backward_rows, index.modules)
     records, seen, folded = analysis.op_records(priced, op_latency, op_start)

@@ -100,8 +100,6 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
             backward_total_ms = None if step is None or whole[0] is None else max(0.0, step - whole[0])
 
     report_rows = rows.rows(node_ms, per_node_bwd, bwd_ms, node_min)
-    if whole[0] is not None:
-        report_rows[0].latency_ms, report_rows[0].latency_min_ms = whole
     records = rows.records(node_ms, starts, bwd_records)
     inputs = tensor_leaves((args, kwargs))
     dtype = next((t.dtype.name for t in inputs if t.dtype.is_floating_point),

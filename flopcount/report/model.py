@@ -169,7 +169,9 @@ class Report:
     ``input_shapes``, ``unsupported`` (list of :class:`Unsupported`), ``seen_not_counted``
     (ops observed but outside the convention's total), ``folded`` (eager: ops computed from
     constants only, which a graph folds away; in no total), ``memory`` (:class:`Memory`),
-    ``latency_ms`` (whole forward, median), ``backward``.
+    ``latency_ms`` (whole forward, median, timed without per-module or per-op
+    synchronization; a row's ``latency_ms`` comes from the per-module or per-node runs, so the
+    root row's differs by that synchronization), ``backward``.
     """
 
     def __init__(self, rows: list, *, convention: str, mode: str, device: str, dtype: str = "",

@@ -41,7 +41,8 @@ def _module_cells(report, depth, top, sort) -> tuple:
                  flops_to_string(row.flops), percent(row.flops, total.flops),
                  bytes_to_string(row.output_bytes)]
         if timed:
-            cells += [time_to_string(row.latency_ms), percent(row.latency_ms or 0.0, report.latency_ms)]
+            # shares of the root row, timed in the same runs (nested spans, or summed nodes)
+            cells += [time_to_string(row.latency_ms), percent(row.latency_ms or 0.0, total.latency_ms or 0.0)]
         if report.backward:
             cells += [macs_to_string(row.backward_macs), flops_to_string(row.backward_flops)]
         body.append(cells)
