@@ -255,7 +255,8 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     ``params`` counts trainable parameters once. With ``as_strings`` both are strings such as
     ``"4.12 GMac"`` and ``"25.56 M"`` (``flops_units``/``param_units`` force a unit).
     ``ignore_modules`` lists module types counted as zero; ``custom_modules_hooks`` maps a type to
-    a ptflops-style hook. ``mode="graph"`` parses the traced graph instead of hooking modules.
+    a ptflops-style hook (both act on module rules: the eager view). ``mode="graph"`` parses
+    the traced graph instead of hooking modules, pricing every op with the convention's op rules.
 
     >>> import flopcount, flopcount.runtime as rt
     >>> flopcount.get_model_complexity_info(rt.nn.Linear(3, 2), (3,), print_per_layer_stat=False)
