@@ -256,8 +256,8 @@ def models_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
         body = [[e.name, e.family, _inputs_text(_zoo_inputs(e)), e.params, e.description] for e in entries]
     else:
         headers = ["Model", "Family", "Default input", "Params", "Description"]
-        body = [[e.name, e.family, _inputs_text(_zoo_inputs(e)), "-" if e.params is None else params_to_string(e.params),
-                 e.description] for e in entries]
+        body = [[e.name, e.family, _inputs_text(_zoo_inputs(e)),
+                 "-" if e.params is None else params_to_string(e.params), e.description] for e in entries]
     footer = [f"{len(entries)} models; profile one with: flopcount NAME"]
     if fmt == "table" and output is None and render.stdout_is_terminal():
         render.print_rich(render.rich_table(headers, body, title="flopcount model zoo", footer=footer))

@@ -65,7 +65,8 @@ def inputs_for(target, specs: list, device) -> tuple:
     try:
         bound = signature.bind(*args, **kwargs)
     except TypeError as exc:
-        raise errors.ShapeError(f"the inputs do not fit {type(target.model).__name__}.forward{signature}: {exc}") from None
+        raise errors.ShapeError(f"the inputs do not fit {type(target.model).__name__}.forward{signature}: "
+                                f"{exc}") from None
     return bound.args, bound.kwargs
 
 

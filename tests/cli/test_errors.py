@@ -67,7 +67,8 @@ def test_cuda_without_cupy_or_gpu_says_how_to_install(run):
 def test_user_code_errors(run, factory_file, tmp_path):
     assert_bad_input(run(f"{factory_file}:broken", "-i", "3,4"),
                      "nets.py:broken raised ValueError: the weights are missing")
-    assert_bad_input(run(f"{factory_file}:not_a_module", "-i", "3,4"), "returned int, not a flopcount.runtime.nn.Module")
+    assert_bad_input(run(f"{factory_file}:not_a_module", "-i", "3,4"),
+                     "returned int, not a flopcount.runtime.nn.Module")
     assert_bad_input(run(f"{factory_file}:missing", "-i", "3,4"), "has no function 'missing'", "it defines", "mlp")
     assert_bad_input(run(factory_file, "-i", "3,4"), "name the function that builds the model")
     bad = tmp_path / "syntax.py"

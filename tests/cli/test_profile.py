@@ -235,3 +235,10 @@ def test_debug_lets_the_exception_through(run):
     result = run("resnet5", "--debug", catch_exceptions=True)
     assert isinstance(result.exception, flopcount.FlopcountError)
     assert result.exit_code == 1
+
+
+@pytest.mark.gpu
+def test_latency_on_the_gpu(run):
+    doc = _json(run("resnet18", "--device", "cuda", "--latency", "--repeat", 2, "--format", "json"))
+    assert doc["device"].startswith("cuda") and doc["totals"]["latency_ms"] > 0
+    assert doc["totals"]["macs"] == flopcount.profile("resnet18", device="meta").macs
