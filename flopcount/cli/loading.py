@@ -241,4 +241,4 @@ def check_fixed(target: Target, specs: list) -> None:
 
 
 __all__ = ["Target", "kind_of", "load", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
-           "graph_inputs", "format_shape"]
+           "graph_inputs", "onnx_input_dims", "onnx_binding"]

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from ..runtime import errors
 from ..runtime.graph import Graph
 from . import loading
-from .inputs import format_shape, make_tensors, parse_dtype, parse_factory_arg, parse_shape, resolve_inputs
+from .inputs import make_tensors, parse_dtype, parse_factory_arg, parse_shape, resolve_inputs
 
 
 @dataclass
@@ -102,4 +102,4 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
     return report, target
 
 
-__all__ = ["RunOptions", "profile", "check_device", "inputs_for", "format_shape"]
+__all__ = ["RunOptions", "profile", "check_device", "inputs_for"]
