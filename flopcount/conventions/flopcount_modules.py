@@ -92,9 +92,9 @@ def instance_norm(module, inputs, output) -> Cost:
 
 
 def rms_norm(module, inputs, output) -> Cost:
-    # square, sum, scale: 3 per element (no mean to subtract); + 1 for the weight
+    # COUNTING.md's norm row: 5 per element, as every norm; + 1 for the weight
     n = numel(inputs[0])
-    return Cost(flops=3 * n + _affine_flops(n, module.weight))
+    return Cost(flops=5 * n + _affine_flops(n, module.weight))
 
 
 def per_element(price: int):

@@ -324,8 +324,9 @@ class RMSNorm(Op):
         return gx, gw
 
     def cost(out, x, weight, *, normalized_shape, eps):
-        # square, sum, scale (3 per element): no mean subtraction; + the weight multiply
-        return io_cost(out, (x, weight), flops=3 * numel(x) + _affine_flops(x, weight))
+        # COUNTING.md prices every norm alike: 5 per element (its kernel does 3: square, sum,
+        # scale; the shared row keeps norms comparable across models) + the weight multiply
+        return io_cost(out, (x, weight), flops=5 * numel(x) + _affine_flops(x, weight))
 
 
 def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):
