@@ -192,7 +192,8 @@ def _declared_inputs(model, initializers: set) -> list:
         if value.name in initializers:
             continue
         if not value.type.HasField("tensor_type"):
-            raise UnsupportedOpError(f"graph input {value.name!r} is not a tensor (sequences and maps are not supported)")
+            raise UnsupportedOpError(f"graph input {value.name!r} is not a tensor (sequences and maps are "
+                                     f"not supported)")
         tt = value.type.tensor_type
         dims = None
         if tt.HasField("shape"):
@@ -217,7 +218,8 @@ def _initializer_tensors(model, path: str) -> tuple:
         try:
             array = onnx.numpy_helper.to_array(init)
         except Exception as exc:
-            raise ModelFileError(f"{path or 'model'}: initializer {init.name!r} cannot be read: {_first_line(exc)}") from None
+            raise ModelFileError(f"{path or 'model'}: initializer {init.name!r} cannot be read: "
+                                 f"{_first_line(exc)}") from None
         array = np.asarray(array, dtype=dtype.np)
         if not array.flags.writeable:  # a view of the file's bytes: the runtime's tensors own their data
             array = array.copy()

@@ -4,7 +4,6 @@ bert_base and gpt2 round-trip with their MACs; the file passes onnx.checker."""
 
 from __future__ import annotations
 
-import math
 import os
 
 import numpy as np
@@ -99,7 +98,8 @@ CASES = [
     ("avg_pool", lambda x: F.avg_pool2d(x, 3, 2, 1, count_include_pad=False), [IMG]),
     ("avg_pool_divisor", lambda x: F.avg_pool2d(x, 2, divisor_override=3), [IMG]),
     ("global_pools", lambda x: F.adaptive_avg_pool2d(x, 1) + F.adaptive_max_pool2d(x, 1), [IMG]),
-    ("adaptive_equal_windows", lambda x: F.adaptive_avg_pool2d(x, (3, 2)) * F.adaptive_max_pool2d(x, (2, 4))[..., :1, :2].sum(), [IMG]),
+    ("adaptive_equal_windows",
+     lambda x: F.adaptive_avg_pool2d(x, (3, 2)) * F.adaptive_max_pool2d(x, (2, 4))[..., :1, :2].sum(), [IMG]),
     ("nearest", lambda x: F.interpolate(x, scale_factor=2), [IMG]),
     ("nearest_size", lambda x: F.interpolate(x, size=(9, 5)), [IMG]),
     ("nearest_exact", lambda x: F.interpolate(x, size=(9, 13), mode="nearest-exact"), [IMG]),
@@ -107,7 +107,8 @@ CASES = [
     ("bilinear_align", lambda x: F.interpolate(x, size=(7, 5), mode="bilinear", align_corners=True), [IMG]),
     ("linear1d", lambda x: F.interpolate(x, size=11, mode="linear"), [arr(2, 3, 6)]),
     ("views", lambda x: x.reshape(2, 4, -1).permute(2, 0, 1).unsqueeze(0).flatten(2).squeeze(0), [IMG]),
-    ("expand", lambda x: x.expand(4, 3, 5), [arr(3, 1)]), ("cat_stack", lambda a, b: rt.stack([rt.cat([a, b], 1)[:, 1:4], b], 0), [A, A]),
+    ("expand", lambda x: x.expand(4, 3, 5), [arr(3, 1)]),
+    ("cat_stack", lambda a, b: rt.stack([rt.cat([a, b], 1)[:, 1:4], b], 0), [A, A]),
     ("split", lambda x: x.chunk(3, 2)[1] * x.split([1, 2], 1)[1].sum(), [arr(2, 3, 9)]),
     ("flip", lambda x: x.flip([0, 2]), [A]), ("repeat", lambda x: x.repeat(2, 1, 3, 1), [A]),
     ("pad", lambda x: F.pad(x, (1, 2, 0, 1), value=0.5), [IMG]), ("pad_crop", lambda x: F.pad(x, (-1, 2)), [IMG]),

@@ -64,7 +64,8 @@ CASES = [
     Case("InstanceNormalization", [IMG, C(randn(4, seed=1)), C(randn(4, seed=2))], {"epsilon": 1e-3}),
     # --- pooling ---
     Case("MaxPool", [IMG], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}),
-    Case("MaxPool", [IMG], {"kernel_shape": [2, 2]}), Case("MaxPool", [IMG], {"kernel_shape": [3, 2], "ceil_mode": 1, "strides": [2, 2]}),
+    Case("MaxPool", [IMG], {"kernel_shape": [2, 2]}),
+    Case("MaxPool", [IMG], {"kernel_shape": [3, 2], "ceil_mode": 1, "strides": [2, 2]}),
     Case("MaxPool", [IMG], {"kernel_shape": [3, 3], "pads": [0, 2, 1, 0], "strides": [2, 2]}),
     Case("MaxPool", [IMG], {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER", "strides": [2, 2]}),
     Case("MaxPool", [IMG], {"kernel_shape": [2, 2], "dilations": [2, 2]}),
@@ -81,6 +82,7 @@ CASES = [
     Case("LogSoftmax", [randn(2, 3, 5)], {"axis": 0}),
     Case("Softmax", [randn(2, 3, 5)], opset=11),  # coerced to 2-d at axis 1 before opset 13
     Case("LogSoftmax", [randn(2, 3, 5)], {"axis": 2}, opset=11),
+    Case("Softmax", [randn(2, 3, 5)], {"axis": -1}, opset=11),
     # --- resize ---
     Case("Resize", [IMG, None, C(np.array([1, 1, 2, 2], F32))],
          {"mode": "nearest", "coordinate_transformation_mode": "asymmetric", "nearest_mode": "floor"}),

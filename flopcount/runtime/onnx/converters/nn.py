@@ -248,14 +248,15 @@ def avg_pool(ctx, x):
         return apply(AvgPool, x, padding=padding, count_include_pad=include_pad, **geometry)
     nd = len(kernel)
     out = _onnx_pool_out(x.shape[2:], kernel, strides, dilations, pairs, ceil_mode)
-    summed = apply(AvgPool, _pad_spatial(x, pairs), padding=(0,) * nd, count_include_pad=True, **geometry)
-    if not include_pad:
-        # divide by the share of real (unpadded) elements of each window: the same pooling of
-        # a constant mask, which folds at import
-        mask = constant(np.ones((1, 1) + tuple(x.shape[2:]), dtype=x.dtype.np))
-        share = apply(AvgPool, _pad_spatial(mask, pairs), padding=(0,) * nd, count_include_pad=True, **geometry)
-        summed = ew.div(summed, share)
-    return _crop_to(summed, out)
+    pooled = _crop_to(apply(AvgPool, _pad_spatial(x, pairs), padding=(0,) * nd, count_include_pad=True,
+                            **geometry), out)
+    if include_pad:
+        return pooled
+    # divide by the share of real (unpadded) elements of each window: the same pooling of a
+    # constant mask, which folds at import
+    mask = constant(np.ones((1, 1) + tuple(x.shape[2:]), dtype=x.dtype.np))
+    share = apply(AvgPool, _pad_spatial(mask, pairs), padding=(0,) * nd, count_include_pad=True, **geometry)
+    return ew.div(pooled, _crop_to(share, out))
 
 
 @converter("GlobalAveragePool")
@@ -275,8 +276,9 @@ def softmax(ctx, x):
     fn = act.softmax if ctx.op_type == "Softmax" else act.log_softmax
     if ctx.opset >= 13:
         return fn(x, ctx.axis(ctx.attr("axis", -1), x.ndim))
-    # before opset 13 the input was coerced to 2-d at ``axis`` (default 1)
-    axis = ctx.axis(ctx.attr("axis", 1), x.ndim + 1)
+    # before opset 13 the input was coerced to 2-d at ``axis`` (default 1, in [-ndim, ndim])
+    axis = ctx.attr("axis", 1)
+    axis = axis + x.ndim if axis < 0 else axis
     rows = math.prod(x.shape[:axis])
     y = fn(movement.reshape(x, (rows, x.numel() // max(rows, 1))), 1)
     return movement.reshape(y, x.shape)
