@@ -11,7 +11,8 @@ from ... import dtypes as _dt
 from ...dispatch import apply
 from ...ops import activations as act
 from ...ops import elementwise as ew
-from ._base import constant, converter
+from ..elem_types import to_dtype
+from ._base import constant, converter, is_const
 
 _ARITHMETIC = {"Add": ew.add, "Sub": ew.sub, "Mul": ew.mul}
 _COMPARE = {"Equal": ew.eq, "Less": ew.lt, "LessOrEqual": ew.le, "Greater": ew.gt,
@@ -79,8 +80,6 @@ def where(ctx, condition, a, b):
 
 @converter("Cast")
 def cast(ctx, x):
-    from ..elem_types import to_dtype
-
     return ew.cast(x, to_dtype(ctx.attr("to"), f"{ctx.where}: attribute 'to'"))
 
 
@@ -102,13 +101,17 @@ def isinf(ctx, x):
     return ew.logical_and(out, constant(False, _dt.bool_))
 
 
+def _bound(ctx, t, what: str):
+    """A Clip bound: a Python number when it is known (one ``clamp`` op), else the tensor."""
+    return ctx.scalar(t, what) if is_const(t) else t
+
+
 @converter("Clip")
 def clip(ctx, x, low=None, high=None):
     if ctx.opset < 11:  # bounds were attributes before opset 11
         low, high = ctx.attr("min"), ctx.attr("max")
     else:
-        low = ctx.scalar(low, "input 'min'") if low is None or low.data is not None else low
-        high = ctx.scalar(high, "input 'max'") if high is None or high.data is not None else high
+        low, high = _bound(ctx, low, "input 'min'"), _bound(ctx, high, "input 'max'")
     if low is None and high is None:
         return x
     return ew.clamp(x, low, high)

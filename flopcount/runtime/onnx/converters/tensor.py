@@ -1,6 +1,7 @@
 """Shape and data-movement ONNX ops: Shape/Size/Constant/ConstantOfShape/Range (constants once
 shapes are known), Reshape/Flatten/Squeeze/Unsqueeze/Transpose/Expand (views), Concat, Split,
-Slice, Gather*, Tile, Pad, Trilu, CumSum, DepthToSpace/SpaceToDepth.
+Slice, Gather/GatherElements/GatherND, ScatterND, Tile, Pad, Trilu, CumSum, DepthToSpace,
+SpaceToDepth, OneHot.
 
 Operands that describe shapes (a Reshape target, Slice bounds, axes, pads) must be known at
 import time: they are constants of the file or shape arithmetic that folded to constants.
@@ -14,10 +15,10 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...dispatch import apply
+from ...nn.parameter import Parameter
 from ...ops import elementwise as ew
 from ...ops import indexing, movement, reduction
 from ...ops._helpers import broadcast_shapes
-from ...nn.parameter import Parameter
 from ...ops.embedding import Embedding
 from ._base import constant, converter, is_const
 
