@@ -218,8 +218,10 @@ class Tensor:
         return self.to(other.dtype)
 
     def detach(self) -> "Tensor":
-        """The same data, cut from the autograd graph."""
-        return Tensor._make(self.data, self.shape, self.dtype, self.device)
+        """The same data, cut from the autograd graph (while tracing, the same graph value)."""
+        out = Tensor._make(self.data, self.shape, self.dtype, self.device)
+        out._value = self._value
+        return out
 
     def requires_grad_(self, requires_grad: bool = True) -> "Tensor":
         if requires_grad and not self.dtype.is_floating_point:
