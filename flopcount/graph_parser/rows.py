@@ -38,6 +38,46 @@ def _prefixes(scope: str) -> list:
     return [""] + [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
+def common_scope(scopes) -> str:
+    """The deepest scope containing every one of ``scopes``: ['a.b.c', 'a.b.d'] -> 'a.b'."""
+    paths = [s.split(".") if s else [] for s in scopes]
+    if not paths:
+        return ""
+    common = paths[0]
+    for parts in paths[1:]:
+        n = 0
+        while n < min(len(common), len(parts)) and common[n] == parts[n]:
+            n += 1
+        common = common[:n]
+    return ".".join(common)
+
+
+def param_scopes(graph, scopes) -> dict:
+    """{parameter name: the scope it is counted in}, each parameter exactly once.
+
+    A dotted name whose module part is a scope that reads it (``encoder.fc.weight``) belongs
+    there. Other names say nothing about the module: TorchScript exports name the weights they
+    transpose ``onnx::MatMul_354``, and exporters merge equal tensors into one initializer under
+    one of their names (a tied embedding read only by ``wte`` may be called
+    ``lm_head.weight``). Such a parameter goes to the deepest scope holding every node that
+    reads it.
+    """
+    readers: dict = {}
+    for n in graph.nodes:
+        for v in n.inputs:
+            if v is not None and v.kind == "param":
+                readers.setdefault(v.name, []).append(n.scope)
+    out = {}
+    for name, v in graph.parameters.items():
+        if v.kind != "param":
+            continue
+        owner = name.rpartition(".")[0]
+        read_in = readers.get(name, [])
+        named = owner in scopes and (not read_in or any(s == owner or s.startswith(owner + ".") for s in read_in))
+        out[name] = owner if owner and named else common_scope(read_in)
+    return out
+
+
 class NodeRows:
     """Rows and op records of a graph; ``costs`` and ``own`` are per node index."""
 
@@ -134,7 +174,7 @@ class NodeRows:
         return out
 
     def _scope_params(self, scopes: dict) -> None:
-        """Parameters per scope: from the module when known, else from parameter names."""
+        """Parameters per scope: from the module when known, else from :func:`param_scopes`."""
         if self.module is not None:
             from ..eager_hooks.params import parameter_counts
 
@@ -146,21 +186,15 @@ class NodeRows:
                     row.trainable_params, row.frozen_params = c.trainable, c.frozen
             return
         graph = self.graph
-        for name, v in graph.parameters.items():
-            if v.kind != "param":
-                continue
-            tensor = graph.tensors.get(name)
-            trainable = bool(getattr(tensor, "requires_grad", True))
-            owner = name.rpartition(".")[0]
+        for name, owner in param_scopes(graph, scopes).items():
+            v = graph.parameters[name]
+            trainable = bool(getattr(graph.tensors.get(name), "requires_grad", True))
+            scopes[owner].params_own += v.numel()
             for p in _prefixes(owner):
-                row = scopes.get(p)
-                if row is None:
-                    continue
+                row = scopes[p]
                 row.params += v.numel()
                 row.trainable_params += v.numel() if trainable else 0
                 row.frozen_params += 0 if trainable else v.numel()
-                if p == owner:
-                    row.params_own += v.numel()
 
     def _scope_outputs(self, scopes: dict) -> None:
         """A scope's output memory: its nodes' outputs read outside the scope (or graph outputs)."""
