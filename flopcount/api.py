@@ -8,13 +8,13 @@
 
 from __future__ import annotations
 
-import os
 import sys
 from typing import Callable
 
-from . import conventions
+from . import conventions, loading
 from .eager_hooks import profile_eager
 from .graph_parser import profile_graph
+from .inputs import API, bind_inputs, given_shapes, inputs_for, resolve_inputs
 from .report import Report
 from .report.units import macs_to_string, params_to_string
 from .runtime import errors
@@ -26,60 +26,6 @@ MODES = ("eager", "graph")
 
 # --- models and inputs ---------------------------------------------------------------------------
 
-def _load_file(path: str):
-    from . import runtime as rt
-
-    if not os.path.exists(path):
-        raise errors.ModelFileError(f"{path}: no such file")
-    if path.lower().endswith(".onnx"):
-        onnx_io = getattr(rt, "onnx", None)
-        if onnx_io is None or not hasattr(onnx_io, "load"):
-            raise errors.ModelFileError(f"{path}: ONNX import is not available in this build")
-        return onnx_io.load(path)
-    return rt.load(path)
-
-
-def _load_factory(spec: str, device):
-    """``path/to/file.py:factory`` -> factory() (a Module)."""
-    import importlib.util
-
-    path, _, attr = spec.rpartition(":")
-    if not os.path.exists(path):
-        raise errors.ModelFileError(f"{path}: no such file")
-    loader = importlib.util.spec_from_file_location(os.path.splitext(os.path.basename(path))[0], path)
-    module = importlib.util.module_from_spec(loader)
-    loader.loader.exec_module(module)
-    factory = getattr(module, attr, None)
-    if not callable(factory):
-        raise errors.FlopcountError(f"{path} has no callable {attr!r}")
-    from .runtime.dispatch import default_device
-
-    with default_device(device):
-        return factory()
-
-
-def resolve_model(model, device="cpu") -> tuple:
-    """(Module or Graph, zoo name or None, display name) for a Module, Graph, zoo name or path."""
-    if isinstance(model, (Module, Graph)):
-        return model, None, ""
-    if not isinstance(model, str):
-        raise TypeError(f"profile: model must be a Module, a Graph, a zoo name or a file path, "
-                        f"got {type(model).__name__}")
-    from . import models
-    from .runtime.dispatch import default_device
-
-    if model.endswith(".py") or ".py:" in model:
-        return _load_factory(model, device), None, model
-    if os.path.sep in model or os.path.exists(model) or model.lower().endswith((".onnx", ".safetensors")):
-        graph = _load_file(model)
-        if str(device) != str(graph.device) and isinstance(graph, Graph):
-            graph.to(device)
-        return graph, None, os.path.basename(model)
-    with default_device(device):
-        net = models.get(model)
-    return net, model, model
-
-
 def _parameter_device(model):
     if isinstance(model, Graph):
         return model.device
@@ -90,60 +36,38 @@ def _parameter_device(model):
     return None
 
 
-def _as_shapes(input_shape) -> list:
-    if input_shape is None:
-        return []
-    if isinstance(input_shape, dict):
-        return [tuple(s) for s in input_shape.values()]
-    if input_shape and all(isinstance(d, int) for d in input_shape):
-        return [tuple(input_shape)]
-    return [tuple(s) for s in input_shape]
+def _shapes_of(args: tuple, kwargs: dict) -> list:
+    """[(name or None, shape)] of the tensors given: they bind an ONNX file's symbolic dims."""
+    from .runtime.tensor import Tensor
 
-
-def make_inputs(model, zoo_name, input_shape, device) -> tuple:
-    """Inputs when none are given: from ``input_shape`` (zoo dtypes kept), the zoo's default
-    input, or the graph's own input types."""
-    from . import models
-    from .runtime import factories
-
-    shapes = _as_shapes(input_shape)
-    if shapes:
-        specs = models.info(zoo_name).inputs if zoo_name else ()
-        out = []
-        for i, shape in enumerate(shapes):
-            dtype, high = ("float32", None) if i >= len(specs) else (specs[i][2], specs[i][3])
-            if str(device) == "meta":
-                out.append(factories.empty(*shape, dtype=dtype, device="meta"))
-            elif high is not None:
-                out.append(factories.randint(0, high, size=shape, dtype=dtype, device=device))
-            else:
-                out.append(factories.randn(*shape, dtype=dtype, device=device))
-        return tuple(out)
-    if zoo_name is not None:
-        value = models.example_input(zoo_name, device=device)
-        return value if isinstance(value, tuple) else (value,)
-    if isinstance(model, Graph):
-        return ()
-    raise ValueError("profile: give the model's inputs, or input_shape=(1, 3, 224, 224)")
+    return ([(None, tuple(a.shape)) for a in args if isinstance(a, Tensor)]
+            + [(k, tuple(v.shape)) for k, v in kwargs.items() if isinstance(v, Tensor)])
 
 
 # --- profile -------------------------------------------------------------------------------------
 
 def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
             backward: bool = False, convention: str = "flopcount", strict: bool = False,
-            warmup: int = 1, repeat: int = 5, measure_memory: bool = False, **kwargs) -> Report:
+            warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
+            **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
-    ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file (``.onnx``, a
-    native file, or ``file.py:factory``). ``inputs`` are the model's inputs; without them
-    ``input_shape`` (a shape or a list of shapes) or the zoo's default input is used. A Module
-    is profiled where its parameters live; ``device`` places models built here and the inputs
-    made here (``"meta"`` counts without allocating). ``mode`` is ``"graph"`` (trace and parse
-    every op) or ``"eager"`` (module hooks on a real run). ``latency=True`` times warm-up plus
-    ``repeat`` synchronized runs; ``backward=True`` adds a training step's backward pass;
-    ``measure_memory=True`` measures the activation peak beside the prediction. ``strict=True``
-    raises UnsupportedOpError when anything ran that the convention has no rule for. Extra
-    keyword arguments go to the model's forward.
+    ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
+    native file, or ``file.py:factory`` (which RUNS that Python file and calls
+    ``factory(**factory_args)``; model files are only read). A bare name that is both a zoo
+    model and a file means the zoo model (``"./name"`` is the file); see :mod:`flopcount.loading`.
+    ``inputs`` and ``named_inputs`` are the model's inputs: names are bound to ``forward``'s
+    parameters (or a graph's input names), checked before anything runs. Without them
+    ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
+    default input is used; an ONNX file's symbolic dims are bound from ``input_shape`` (or from
+    the inputs given). A Module is profiled where its parameters live; ``device`` places models
+    built here and the inputs made here (``"meta"`` counts without allocating). ``mode`` is
+    ``"graph"`` (trace and parse every op) or ``"eager"`` (module hooks on a real run).
+    ``latency=True`` times warm-up plus ``repeat`` synchronized runs; ``backward=True`` adds a
+    training step's backward pass; ``measure_memory=True`` measures the activation peak beside
+    the prediction. ``strict=True`` raises UnsupportedOpError when anything ran that the
+    convention has no rule for. Bad input of any kind raises a :class:`~flopcount.FlopcountError`
+    subclass, and the model's parameters, buffers, flags and hooks are left as they were.
 
     >>> import flopcount, flopcount.runtime as rt
     >>> report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))
@@ -152,16 +76,24 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     """
     if mode not in MODES:
         raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
-    net, zoo_name, label = resolve_model(model, device)
-    if not inputs:
-        target = _parameter_device(net) if not isinstance(model, str) else device
-        inputs = make_inputs(net, zoo_name, input_shape, target if target is not None else device)
-    options = dict(convention=conventions.get(convention), latency=latency, backward=backward, warmup=warmup,
-                   repeat=repeat, measure_memory=measure_memory, name=label)
-    if mode == "eager" and isinstance(net, Module):
-        report = profile_eager(net, tuple(inputs), kwargs, **options)
+    given = given_shapes(input_shape)
+    if not given and not isinstance(model, (Module, Graph)):
+        given = _shapes_of(inputs, named_inputs)
+    target = loading.load(model, device, given=given, factory_args=factory_args, spelling=API)
+    net = target.model
+    if inputs or named_inputs:
+        args, kwargs = bind_inputs(net, inputs, named_inputs)
     else:
-        report = profile_graph(net, tuple(inputs), kwargs, **options)
+        specs = resolve_inputs(target.expected, given, model=target.name, spelling=API)
+        loading.check_fixed(target, specs)
+        place = _parameter_device(net) if target.kind == loading.OBJECT else None
+        args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)
+    options = dict(convention=conventions.get(convention), latency=latency, backward=backward, warmup=warmup,
+                   repeat=repeat, measure_memory=measure_memory, name=target.label)
+    if mode == "eager" and isinstance(net, Module):
+        report = profile_eager(net, tuple(args), kwargs, **options)
+    else:
+        report = profile_graph(net, tuple(args), kwargs, **options)
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))
@@ -288,4 +220,4 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     return macs, params
 
 
-__all__ = ["profile", "get_model_complexity_info", "per_layer_listing", "resolve_model", "make_inputs"]
+__all__ = ["profile", "get_model_complexity_info", "per_layer_listing"]

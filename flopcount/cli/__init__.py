@@ -4,9 +4,8 @@
 | --- | --- |
 | ``app.py`` | the commands: ``flopcount [profile] MODEL``, ``models``, ``compare`` |
 | ``group.py`` | the default-command group; errors -> one line on stderr and an exit code |
-| ``run.py`` | one run: load MODEL, make its inputs, call ``flopcount.profile`` |
-| ``loading.py`` | what MODEL names (zoo, ONNX, native file, ``file.py:factory``) and loading it |
-| ``inputs.py`` | ``--input-shape``, ``--dtype``, ``--batch``, ``--factory-arg`` and the input tensors |
+| ``run.py`` | one run: load MODEL (``flopcount.loading``), make its inputs, call ``flopcount.profile`` |
+| ``inputs.py`` | ``--input-shape``, ``--dtype``, ``--factory-arg`` as text |
 | ``render.py`` | reports in each format, to stdout or atomically to a file |
 | ``compare.py`` | two reports side by side |
 | ``progress.py`` | the delayed progress bar on stderr |

@@ -218,7 +218,7 @@ def _zoo_inputs(entry) -> list:
 
 
 def _inputs_text(inputs: list) -> str:
-    from .inputs import format_shape
+    from ..inputs import format_shape
 
     return ", ".join(format_shape(i["shape"]) + ("" if i["dtype"] == "float32" else f" {i['dtype']}") for i in inputs)
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 
 from ..report.units import bytes_to_string, flops_to_string, macs_to_string, params_to_string, time_to_string
-from .inputs import format_shape
+from ..inputs import format_shape
 from .render import rich_table, rich_text, rows_text
 
 

@@ -6,13 +6,13 @@ it (``--latency``) or a device was asked for: ``flopcount llama2_7b`` takes no m
 
 from __future__ import annotations
 
-import inspect
 from dataclasses import dataclass, field
 
+from .. import loading
+from ..inputs import inputs_for, resolve_inputs
 from ..runtime import errors
 from ..runtime.graph import Graph
-from . import loading
-from .inputs import make_tensors, parse_dtype, parse_factory_arg, parse_shape, resolve_inputs
+from .inputs import parse_dtype, parse_factory_arg, parse_shape
 
 
 @dataclass
@@ -49,27 +49,6 @@ def check_device(device: str) -> None:
     backend(parse_device(device))
 
 
-def inputs_for(target, specs: list, device) -> tuple:
-    """(args, kwargs) matching ``specs`` for ``target``'s model. Named inputs of a Python model
-    are bound to its ``forward`` parameters, so they travel as positional arguments where
-    ``forward`` allows it."""
-    if isinstance(target.model, Graph):
-        from ..runtime.graph.tree import unflatten
-
-        leaves, _ = make_tensors(specs, device)
-        return unflatten(target.model.input_tree, list(leaves))
-    args, kwargs = make_tensors(specs, device, keyword=target.kind == loading.FACTORY)
-    if not kwargs:
-        return args, kwargs
-    signature = inspect.signature(target.model.forward)
-    try:
-        bound = signature.bind(*args, **kwargs)
-    except TypeError as exc:
-        raise errors.ShapeError(f"the inputs do not fit {type(target.model).__name__}.forward{signature}: "
-                                f"{exc}") from None
-    return bound.args, bound.kwargs
-
-
 def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
     """(Report, Target) for MODEL ``spec`` with ``--input-shape`` texts ``shapes``."""
     import flopcount
@@ -85,7 +64,7 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
     specs = resolve_inputs(target.expected, given, opts.batch, opts.dtypes, model=target.label)
     loading.check_fixed(target, specs)
     device = opts.zoo_device if target.kind == loading.ZOO else opts.device
-    args, kwargs = inputs_for(target, specs, device)
+    args, kwargs = inputs_for(target.model, specs, device, keyword=target.kind != loading.ZOO)
     say(f"timing {opts.warmup} warm-up + {opts.repeat} runs" if opts.latency else "counting")
     try:
         report = flopcount.profile(target.model, *args, mode=opts.mode, latency=opts.latency,
@@ -102,4 +81,4 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
     return report, target
 
 
-__all__ = ["RunOptions", "profile", "check_device", "inputs_for"]
+__all__ = ["RunOptions", "profile", "check_device"]

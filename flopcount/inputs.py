@@ -1,0 +1,267 @@
+"""The inputs a model takes and the tensors made for them: one set of rules for
+``flopcount.profile`` and the command line.
+
+A model says what it expects as a list of :class:`InputSpec` (the zoo's default inputs, a
+graph's inputs), or ``None`` when that is unknown (a Module: its ``forward`` decides).
+:func:`resolve_inputs` merges the caller's shapes, batch size and dtypes into it,
+:func:`make_tensors` builds the tensors, and :func:`bind_inputs` binds named inputs to the
+model's ``forward`` parameters (or a graph's input names), so a model sees the same call
+whether its inputs were given by position or by name.
+
+    specs = resolve_inputs(None, [("x", (2, 4))], model="MLP")
+    args, kwargs = bind_inputs(mlp, *make_tensors(specs, "cpu", keyword=True))
+"""
+
+from __future__ import annotations
+
+import inspect
+from dataclasses import dataclass, replace
+from numbers import Integral
+from typing import Callable
+
+from .runtime.dtypes import get_dtype
+from .runtime.errors import ShapeError
+from .runtime.graph import Graph
+from .runtime.graph.tree import unflatten
+from .runtime.nn.modules.module import Module
+
+
+@dataclass(frozen=True)
+class InputSpec:
+    """One model input: its name (``None`` when only its position is known), its full shape
+    (batch included), dtype name, and for integer inputs the exclusive upper bound of valid
+    values (token ids below the vocabulary size), ``None`` when unknown."""
+
+    name: str | None
+    shape: tuple
+    dtype: str = "float32"
+    high: int | None = None
+
+    def describe(self) -> str:
+        return (f"{self.name}=" if self.name else "") + format_shape(self.shape) + (
+            f" ({self.dtype})" if self.dtype != "float32" else "")
+
+
+def format_shape(shape) -> str:
+    """``(1, 3, 224, 224)`` -> ``'1x3x224x224'``."""
+    return "x".join(str(d) for d in shape)
+
+
+# --- how the caller writes shapes, so that errors say what to type ----------------------------
+
+@dataclass(frozen=True)
+class Spelling:
+    """How a caller passes input shapes: the argument errors name, and a pasteable example
+    for a list of (name or None, shape)."""
+
+    argument: str
+    example: Callable[[list], str]
+
+
+def _cli_example(shapes: list) -> str:
+    return " ".join(f"-i {name + '=' if name else ''}{format_shape(dims)}" for name, dims in shapes)
+
+
+def _api_example(shapes: list) -> str:
+    if all(name is None for name, _ in shapes):
+        dims = [tuple(d) for _, d in shapes]
+        return f"input_shape={dims[0] if len(dims) == 1 else dims}"
+    return "input_shape={" + ", ".join(f"{name!r}: {tuple(dims)}" for name, dims in shapes) + "}"
+
+
+CLI = Spelling("--input-shape", _cli_example)
+API = Spelling("input_shape", _api_example)
+
+
+def given_shapes(input_shape) -> list:
+    """``profile(input_shape=...)`` as [(name or None, dims)]: one shape, a list of shapes in
+    input order, or a dict ``{input name: shape}``. Every dim must be an integer >= 1.
+
+    >>> given_shapes((1, 3, 8, 8)), given_shapes({"ids": (2, 16)})
+    ([(None, (1, 3, 8, 8))], [('ids', (2, 16))])
+    """
+    if input_shape is None:
+        return []
+    if isinstance(input_shape, dict):
+        pairs = [(str(name), shape) for name, shape in input_shape.items()]
+    elif isinstance(input_shape, (tuple, list)) and not any(isinstance(d, (tuple, list)) for d in input_shape):
+        pairs = [(None, input_shape)]   # one shape (its dims are checked below)
+    elif isinstance(input_shape, (tuple, list)):
+        pairs = [(None, shape) for shape in input_shape]
+    else:
+        raise ShapeError(f"input_shape {input_shape!r}: expected a shape such as (1, 3, 224, 224), a list of "
+                         f"shapes, or a dict {{input name: shape}}")
+    out = []
+    for name, shape in pairs:
+        where = f"input_shape[{name!r}]" if name is not None else "input_shape"
+        if not isinstance(shape, (tuple, list)) or not shape:
+            raise ShapeError(f"{where} {shape!r}: expected a non-empty tuple of dimensions such as (1, 3, 224, 224)")
+        bad = [d for d in shape if not _is_int(d) or d < 1]
+        if bad:
+            raise ShapeError(f"{where} {tuple(shape)!r}: every dimension must be an integer >= 1, got {bad[0]!r}")
+        out.append((name, tuple(int(d) for d in shape)))
+    return out
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+# --- what the model takes, merged with what the caller gave -----------------------------------
+
+def resolve_inputs(expected: list | None, given: list, batch: int | None = None, dtypes: list | tuple = (),
+                   model: str = "this model", spelling: Spelling = CLI) -> list:
+    """The inputs to build: ``expected`` (what the model takes, or ``None`` when unknown)
+    overridden by ``given`` [(name or None, dims)], ``batch`` (the first dimension of every
+    input) and ``dtypes`` [(name or None, dtype name)]. Raises ShapeError naming the expected
+    inputs when the two do not fit together."""
+    if not given and expected is None:
+        raise ShapeError(f"{model} has no default input; give one with {spelling.argument}, e.g. "
+                         + spelling.example([(None, (1, 3, 224, 224))]))
+    expected = list(expected or [])
+    names = [s.name for s in expected]
+    specs = list(expected)
+    positional = [dims for name, dims in given if name is None]
+    named = [(name, dims) for name, dims in given if name is not None]
+    if expected and len(positional) > len(expected):
+        raise ShapeError(f"{len(positional)} input shapes given, but the model takes {len(expected)}: "
+                         + ", ".join(s.describe() for s in expected))
+    for i, dims in enumerate(positional):
+        if i < len(specs):
+            specs[i] = _reshaped(specs[i], dims)
+        else:
+            specs.append(InputSpec(None, dims))
+    for name, dims in named:
+        if expected and name not in names:
+            raise ShapeError(f"{spelling.argument} {name}=...: the model has no input {name!r}; its inputs are "
+                             + ", ".join(s.describe() for s in expected))
+        at = [i for i, s in enumerate(specs) if s.name == name]
+        if at:
+            specs[at[0]] = _reshaped(specs[at[0]], dims)
+        else:
+            specs.append(InputSpec(name, dims))
+    if batch is not None:
+        if batch < 1:
+            raise ShapeError(f"--batch {batch}: must be at least 1")
+        specs = [replace(s, shape=(batch,) + tuple(s.shape[1:])) for s in specs]
+    return _with_dtypes(specs, dtypes)
+
+
+def _reshaped(spec: InputSpec, dims: tuple) -> InputSpec:
+    if len(dims) != len(spec.shape):
+        raise ShapeError(f"input shape {format_shape(dims)} has {len(dims)} dimensions, but input "
+                         f"{spec.name or '#0'} expects {len(spec.shape)} ({spec.describe()})")
+    return replace(spec, shape=tuple(dims))
+
+
+def _with_dtypes(specs: list, dtypes) -> list:
+    out = list(specs)
+    for name, dtype in dtypes:
+        hits = [i for i, s in enumerate(out) if name is None or s.name == name]
+        if not hits:
+            raise ShapeError(f"--dtype {name}={dtype}: the model has no input {name!r}; its inputs are "
+                             + ", ".join(s.describe() for s in out))
+        for i in hits:
+            # the bound of valid ids (a vocabulary) still holds in another integer dtype
+            keep = not get_dtype(dtype).is_floating_point
+            out[i] = replace(out[i], dtype=dtype, high=out[i].high if keep else None)
+    return out
+
+
+# --- tensors ----------------------------------------------------------------------------------
+
+def make_tensors(specs: list, device, keyword: bool = False) -> tuple:
+    """(args, kwargs) for the model. Floating inputs are standard normal; integer inputs are
+    uniform below ``high`` when it is known and zeros otherwise (zero is a valid index for any
+    embedding). On the meta device only shapes exist. With ``keyword`` named inputs become
+    keyword arguments; otherwise every input is positional."""
+    from .runtime import factories
+
+    args, kwargs = [], {}
+    for spec in specs:
+        dtype = get_dtype(spec.dtype)
+        if str(device) == "meta":
+            t = factories.empty(*spec.shape, dtype=dtype, device="meta")
+        elif dtype.is_floating_point:
+            t = factories.randn(*spec.shape, dtype=dtype, device=device)
+        elif spec.high is not None:
+            t = factories.randint(0, spec.high, size=spec.shape, dtype=dtype, device=device)
+        else:
+            t = factories.zeros(*spec.shape, dtype=dtype, device=device)
+        if keyword and spec.name is not None:
+            kwargs[spec.name] = t
+        else:
+            args.append(t)
+    return tuple(args), kwargs
+
+
+def inputs_for(model, specs: list, device, keyword: bool = True) -> tuple:
+    """(args, kwargs) built from ``specs`` and bound to ``model`` (see :func:`bind_inputs`);
+    ``keyword=False`` passes every input by position (the zoo's input names are labels)."""
+    args, kwargs = make_tensors(specs, device, keyword=keyword and not isinstance(model, Graph))
+    if isinstance(model, Graph):
+        if len(args) != len(model.inputs):
+            raise ShapeError(f"graph {model.name} takes {len(model.inputs)} input(s), got {len(args)} shapes")
+        return unflatten(model.input_tree, list(args))
+    return bind_inputs(model, args, kwargs)
+
+
+def bind_inputs(model, args: tuple, kwargs: dict) -> tuple:
+    """(args, kwargs) for ``model(*args, **kwargs)``, checked before anything runs: named
+    inputs are bound to ``forward``'s parameters (positional where ``forward`` allows it), or
+    to a graph's input names; a call that does not fit is a ShapeError saying what the model
+    takes."""
+    if isinstance(model, Graph):
+        return _bind_graph(model, tuple(args), dict(kwargs))
+    target = model.forward if isinstance(model, Module) else model
+    try:
+        signature = inspect.signature(target)
+    except (TypeError, ValueError):  # a builtin without a signature: let the call decide
+        return tuple(args), dict(kwargs)
+    name = f"{type(model).__name__}.forward" if isinstance(model, Module) else getattr(target, "__name__", "model")
+    params = signature.parameters
+    if not any(p.kind == p.VAR_KEYWORD for p in params.values()):
+        unknown = [k for k in kwargs if k not in params or params[k].kind == params[k].POSITIONAL_ONLY]
+        if unknown:  # before bind(), which would first complain about what is missing
+            raise ShapeError(f"the inputs do not fit {name}{signature}: it has no parameter {unknown[0]!r}")
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as exc:
+        raise ShapeError(f"the inputs do not fit {name}{signature}: {exc}") from None
+    return bound.args, bound.kwargs
+
+
+def _flat(tree) -> bool:
+    """Whether a graph's input tree is ``(args, kwargs)`` of tensors only (no nesting)."""
+    if not (isinstance(tree, dict) and "tuple" in tree and len(tree["tuple"]) == 2):
+        return False
+    args, kwargs = tree["tuple"]
+    return (isinstance(args, dict) and "tuple" in args and all(isinstance(t, int) for t in args["tuple"])
+            and isinstance(kwargs, dict) and "dict" in kwargs and all(isinstance(t, int) for _, t in kwargs["dict"]))
+
+
+def _bind_graph(graph: Graph, args: tuple, kwargs: dict) -> tuple:
+    tree = graph.input_tree
+    if not _flat(tree):  # nested inputs: only the call as traced (the executor checks it)
+        return args, kwargs
+    names = [v.name for v in graph.inputs]
+    traced_kwargs = dict(tree["tuple"][1]["dict"])   # keyword -> leaf index
+    takes = ", ".join(names) or "no inputs"
+    if len(args) > len(names):
+        raise ShapeError(f"graph {graph.name} takes {len(names)} input(s) ({takes}), got {len(args)}")
+    leaves = list(args) + [None] * (len(names) - len(args))
+    for key, value in kwargs.items():
+        at = traced_kwargs.get(key, names.index(key) if key in names else None)
+        if at is None:
+            raise ShapeError(f"graph {graph.name} has no input {key!r}; its inputs are {takes}")
+        if leaves[at] is not None:
+            raise ShapeError(f"graph {graph.name}: input {key!r} is given twice (by position and by name)")
+        leaves[at] = value
+    missing = [n for n, leaf in zip(names, leaves) if leaf is None]
+    if missing:
+        raise ShapeError(f"graph {graph.name} takes {len(names)} input(s) ({takes}); missing {', '.join(missing)}")
+    return unflatten(tree, leaves)
+
+
+__all__ = ["InputSpec", "Spelling", "CLI", "API", "format_shape", "given_shapes", "resolve_inputs", "make_tensors",
+           "inputs_for", "bind_inputs"]

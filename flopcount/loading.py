@@ -1,0 +1,273 @@
+"""What a model spec names and how it becomes a Module or a Graph: one set of rules for
+``flopcount.profile`` and the command line.
+
+* a Module or a Graph is itself;
+* ``path/to/file.py:factory`` RUNS that Python file (as ``python file.py`` would) and calls
+  ``factory(**factory_args)``: use it only for code you trust;
+* ``*.onnx`` is imported from ONNX: the file is only read, nothing in it is executed;
+* a zoo name (``resnet50``) is the zoo model, even when a file of that name exists in the
+  current directory (``./resnet50`` is the file);
+* any other path is a native model file (safetensors, only read: nothing is unpickled).
+
+Model files are graphs specialized to their input shapes: an ONNX file's symbolic dims are
+bound from the shapes given (``input_shapes``, ``batch``), a native file takes the shapes it
+was saved with. Every failure is one :class:`~flopcount.FlopcountError` line naming the file.
+
+    target = load("model.onnx", "cpu", given=[("input_ids", (1, 128))])
+    target.model, target.expected      # Graph, [InputSpec('input_ids', (1, 128), 'int64')]
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+from dataclasses import dataclass, field
+
+from .inputs import CLI, InputSpec, Spelling
+from .runtime import errors
+from .runtime.dispatch import default_device
+from .runtime.graph import Graph
+from .runtime.nn.modules.module import Module
+
+OBJECT, FACTORY, ONNX, NATIVE, ZOO = "object", "factory", "onnx", "native", "zoo"
+ONNX_INSTALL = "pip install 'flopcount[onnx]'"
+
+
+@dataclass
+class Target:
+    """A loaded model and what a caller needs to know about it.
+
+    ``expected`` lists the inputs the model takes (``None``: unknown, so shapes must be
+    given); ``fixed`` means those shapes cannot change (a graph is specialized to them);
+    ``notes`` are remarks for the user.
+    """
+
+    model: object
+    label: str
+    kind: str
+    expected: list | None = None
+    fixed: bool = False
+    notes: list = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        """The label, or for a model given as an object its graph name or class name."""
+        if self.label:
+            return self.label
+        return self.model.name if isinstance(self.model, Graph) else type(self.model).__name__
+
+
+def kind_of(spec: str) -> str:
+    """Which of factory, onnx, native file or zoo name ``spec`` is (see the module docstring)."""
+    from . import models
+
+    if ".py:" in spec or spec.endswith(".py"):
+        return FACTORY
+    if spec.lower().endswith(".onnx"):
+        return ONNX
+    if spec in models.names():
+        return ZOO
+    if "/" in spec or os.sep in spec or "." in spec or os.path.exists(spec):
+        return NATIVE
+    return ZOO
+
+
+def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = None,
+         factory_args: dict | None = None, spelling: Spelling = CLI) -> Target:
+    """The Target named by ``spec`` (a Module, a Graph, a path or a zoo name). Zoo models are
+    built on ``zoo_device`` (the meta device when only counting), models from files on
+    ``device``; an ONNX file's symbolic dims are bound from ``given`` [(name or None, dims)]
+    and ``batch``. ``spelling`` says how the caller writes shapes, for the hints in errors."""
+    if isinstance(spec, (Module, Graph)):
+        if factory_args:
+            raise errors.FlopcountError("factory_args apply to 'file.py:factory' models, not to a model object")
+        if isinstance(spec, Graph):
+            return Target(spec, "", OBJECT, graph_inputs(spec), fixed=True)
+        return Target(spec, "", OBJECT)
+    if isinstance(spec, os.PathLike):
+        spec = os.fspath(spec)
+    if not isinstance(spec, str):
+        raise TypeError(f"model must be a Module, a Graph, a zoo name or a file path, got {type(spec).__name__}")
+    kind = kind_of(spec)
+    if kind == FACTORY:
+        return load_factory(spec, device, factory_args or {})
+    if factory_args:
+        raise errors.FlopcountError(f"--factory-arg applies to file.py:factory models, not to {spec}")
+    if kind == ONNX:
+        return load_onnx(spec, device, list(given), batch, spelling)
+    if kind == NATIVE:
+        return load_native(spec, device)
+    return load_zoo(spec, zoo_device or device)
+
+
+def _require_file(path: str) -> None:
+    if not os.path.exists(path):
+        raise errors.ModelFileError(f"{path}: no such file")
+    if os.path.isdir(path):
+        raise errors.ModelFileError(f"{path}: is a directory, not a model file")
+
+
+def graph_inputs(graph) -> list:
+    """The inputs of a Graph as InputSpecs (its shapes are fixed)."""
+    return [InputSpec(v.name, tuple(v.shape), v.dtype.name) for v in graph.inputs]
+
+
+def _placed(graph: Graph, device) -> Graph:
+    if str(device) != str(graph.device):
+        graph.to(device)
+    return graph
+
+
+# --- zoo -------------------------------------------------------------------------------------
+
+def load_zoo(name: str, device) -> Target:
+    from . import models
+
+    entry = models.info(name)   # an unknown name raises, suggesting the closest ones
+    with default_device(device):
+        net = models.get(name)
+    expected = [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in entry.inputs]
+    target = Target(net, name, ZOO, expected)
+    if os.path.isfile(name):
+        target.notes.append(f"'{name}' is the zoo model; write ./{name} for the file of that name")
+    return target
+
+
+# --- native files ----------------------------------------------------------------------------
+
+def load_native(path: str, device) -> Target:
+    from .runtime.io import load as load_graph
+
+    _require_file(path)
+    graph = _placed(load_graph(path), device)
+    return Target(graph, os.path.basename(path), NATIVE, graph_inputs(graph), fixed=True)
+
+
+# --- ONNX files ------------------------------------------------------------------------------
+
+def onnx_module(path: str):
+    """``flopcount.runtime.onnx``, or a one-line error naming what is missing."""
+    try:
+        from .runtime import onnx as onnx_io
+        import onnx  # noqa: F401  (the importer needs it; say so before reading anything)
+    except ImportError as exc:
+        missing = getattr(exc, "name", None) or ""
+        if missing == "onnx" or missing.startswith("onnx."):
+            raise errors.ModelFileError(f"{path}: reading ONNX files needs the onnx package: {ONNX_INSTALL}") from None
+        raise errors.ModelFileError(f"{path}: ONNX import is not available in this version of flopcount") from None
+    return onnx_io
+
+
+def load_onnx(path: str, device, given: list, batch: int | None = None, spelling: Spelling = CLI) -> Target:
+    """Import an ONNX file, its symbolic dims bound from ``given`` [(name or None, dims)] and
+    ``batch``; when they cannot be bound, the error lists the file's inputs."""
+    _require_file(path)
+    onnx_io = onnx_module(path)
+    try:
+        graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch))
+    except errors.ShapeError as exc:
+        hint = _onnx_hint(path, spelling, example=not given and batch is None)
+        raise errors.ShapeError(f"{os.path.basename(path)}: {exc}; {hint}") from exc
+    graph = _placed(graph, device)
+    return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True)
+
+
+def _onnx_hint(path: str, spelling: Spelling, example: bool) -> str:
+    # what the file takes, and (when nothing was given) a line to paste: unknown dims shown as 1
+    from .runtime import onnx as onnx_io
+
+    declared = onnx_io.inputs(path)
+    listed = ", ".join(f"{i.name} [{', '.join('?' if d is None else str(d) for d in i.dims or [])}]" for i in declared)
+    shapes = [(i.name, tuple(d if isinstance(d, int) else 1 for d in i.dims)) for i in declared if i.dims]
+    if example and shapes:
+        return f"the file's inputs are {listed}; give their shapes, e.g. {spelling.example(shapes)}"
+    return f"the file's inputs are {listed}"
+
+
+def onnx_binding(path: str, given: list, batch: int | None):
+    """``input_shapes`` for the ONNX importer: a dict by name, or a list in input order. With
+    ``batch``, every input whose other dims are known gets that first dimension."""
+    from .runtime import onnx as onnx_io
+
+    named = {name: dims for name, dims in given if name is not None}
+    positional = [dims for name, dims in given if name is None]
+    if batch is None:
+        if not given:
+            return None
+        if named and positional:
+            raise errors.ShapeError("for an ONNX model give every input shape by name (name=1x128) or none by name")
+        return named or positional
+    shapes = {}
+    for i, declared in enumerate(onnx_io.inputs(path)):
+        dims = declared.dims or []
+        shape = named.pop(declared.name, None) or (positional[i] if i < len(positional) else None)
+        if shape is None and dims and all(isinstance(d, int) for d in dims[1:]):
+            shape = tuple(dims)
+        if shape:
+            shapes[declared.name] = (batch,) + tuple(shape[1:])
+    shapes.update(named)   # names the file does not have: the importer says which inputs it has
+    return shapes
+
+
+# --- file.py:factory -------------------------------------------------------------------------
+
+def load_factory(spec: str, device, factory_args: dict) -> Target:
+    """Run ``file.py`` (as ``python file.py`` would, its directory importable) and call the
+    factory. Whatever goes wrong in the user's code comes back as one ModelFileError."""
+    path, _, attr = spec.rpartition(":") if ".py:" in spec else (spec, "", "")
+    if not attr:
+        raise errors.ModelFileError(f"{spec}: name the function that builds the model, e.g. {spec}:make_model")
+    _require_file(path)
+    directory = os.path.dirname(os.path.abspath(path))
+    if directory not in sys.path:
+        sys.path.insert(0, directory)
+    stem = os.path.splitext(os.path.basename(path))[0]
+    loader = importlib.util.spec_from_file_location(f"flopcount_user_{stem}", path)
+    module = importlib.util.module_from_spec(loader)
+    try:
+        loader.loader.exec_module(module)
+    except (Exception, SystemExit) as exc:
+        raise errors.ModelFileError(f"{path}: running the file failed: {_describe(exc)}") from exc
+    factory = getattr(module, attr, None)
+    if not callable(factory):
+        found = sorted(n for n, v in vars(module).items() if callable(v) and not n.startswith("_")
+                       and getattr(v, "__module__", None) == module.__name__)
+        hint = f"; it defines {', '.join(found)}" if found else ""
+        raise errors.ModelFileError(f"{path} has no function {attr!r}{hint}")
+    try:
+        with default_device(device):
+            model = factory(**factory_args)
+    except (Exception, SystemExit) as exc:
+        raise errors.ModelFileError(f"{spec} raised {_describe(exc)}") from exc
+    label = f"{os.path.basename(path)}:{attr}"
+    if isinstance(model, Graph):
+        return Target(model, label, FACTORY, graph_inputs(model), fixed=True)
+    if not isinstance(model, Module):
+        raise errors.ModelFileError(f"{spec} returned {type(model).__name__}, not a flopcount.runtime.nn.Module "
+                                    f"(build the model with flopcount.runtime.nn)")
+    return Target(model, label, FACTORY)
+
+
+def _describe(exc: BaseException) -> str:
+    text = " ".join(str(exc).split())
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+# --- inputs of a specialized graph -----------------------------------------------------------
+
+def check_fixed(target: Target, specs: list) -> None:
+    """A graph runs only on the shapes it was made for: say which when they differ."""
+    if not target.fixed:
+        return
+    want = [(tuple(s.shape), s.dtype) for s in target.expected]
+    got = [(tuple(s.shape), s.dtype) for s in specs]
+    if want != got:
+        raise errors.ShapeError(
+            f"{target.name} takes " + (", ".join(s.describe() for s in target.expected) or "no inputs")
+            + " (a model file is fixed to the shapes it was saved with); got "
+            + (", ".join(s.describe() for s in specs) or "none"))
+
+
+__all__ = ["Target", "kind_of", "load", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
+           "graph_inputs", "onnx_binding", "onnx_module"]

@@ -1,0 +1,138 @@
+"""One loader for profile() and the command line: what a model spec names, ONNX symbolic dims
+bound from the shapes given, native files fixed to their shapes, factories with arguments."""
+
+from __future__ import annotations
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+import flopcount
+import flopcount.runtime as rt
+from flopcount import loading
+from flopcount.cli import main
+
+nn = rt.nn
+
+
+def _mlp_onnx(path, x_dims=("batch", 4)) -> str:
+    """x [batch, 4] @ W (4, 3), then Relu: batch·4·3 MACs."""
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper, numpy_helper
+
+    w = numpy_helper.from_array(np.ones((4, 3), np.float32), "W")
+    nodes = [helper.make_node("MatMul", ["x", "W"], ["h"], name="/fc/MatMul"),
+             helper.make_node("Relu", ["h"], ["y"], name="/act/Relu")]
+    graph = helper.make_graph(nodes, "mlp", [helper.make_tensor_value_info("x", TensorProto.FLOAT, list(x_dims))],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["batch", 3])], initializer=[w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)])
+    model.ir_version = 8
+    onnx.save(model, str(path))
+    return str(path)
+
+
+class Pair(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.a, self.b = nn.Linear(4, 2), nn.Linear(3, 2)
+
+    def forward(self, image, extra):
+        return self.a(image) + self.b(extra)
+
+
+def test_kinds_of_spec():
+    assert [loading.kind_of(s) for s in ("net.py:make", "net.py", "m.ONNX", "resnet18", "./resnet18",
+                                         "weights.safetensors", "noext")] == [
+        loading.FACTORY, loading.FACTORY, loading.ONNX, loading.ZOO, loading.NATIVE, loading.NATIVE, loading.ZOO]
+
+
+def test_a_zoo_name_wins_over_a_file_of_that_name_in_api_and_cli(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    rt.save(nn.Linear(4, 2), "resnet18", example_inputs=(rt.randn(3, 4),))
+    assert flopcount.profile("resnet18", device="meta").macs == 1_814_073_344
+    assert flopcount.profile("./resnet18").macs == 3 * 4 * 2
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(main, ["./resnet18", "--format", "json"])
+    assert json.loads(result.output)["totals"]["macs"] == 3 * 4 * 2
+    result = CliRunner().invoke(main, ["resnet18", "--format", "json"])
+    assert json.loads(result.stdout)["totals"]["macs"] == 1_814_073_344
+
+
+def test_onnx_symbolic_dims_from_input_shape_or_the_inputs(tmp_path):
+    path = _mlp_onnx(tmp_path / "mlp.onnx")
+    assert flopcount.profile(path, input_shape=(5, 4)).macs == 5 * 4 * 3
+    assert flopcount.profile(path, input_shape={"x": (2, 4)}).macs == 2 * 4 * 3
+    assert flopcount.profile(path, rt.randn(7, 4)).macs == 7 * 4 * 3
+    assert flopcount.profile(path, x=rt.randn(6, 4)).macs == 6 * 4 * 3
+    with pytest.raises(flopcount.ShapeError, match=r"mlp.onnx: input 'x' has symbolic dims \['batch'\].*"
+                                                   r"the file's inputs are x \[batch, 4\]; give their shapes, "
+                                                   r"e.g. input_shape=\{'x': \(1, 4\)\}"):
+        flopcount.profile(path)
+    with pytest.raises(flopcount.ShapeError, match=r"mlp takes x=5x4 .*; got x=5x3"):
+        flopcount.profile(rt.onnx.load(path, [(5, 4)]), input_shape=(5, 3))
+
+
+def test_onnx_inputs_lists_declared_dims(tmp_path):
+    path = _mlp_onnx(tmp_path / "mlp.onnx", x_dims=("batch", None, 4))
+    [declared] = rt.onnx.inputs(path)
+    assert (declared.name, declared.dims, declared.dtype) == ("x", ["batch", None, 4], rt.float32)
+    bert = os.path.join(os.path.dirname(__file__), "data", "onnx", "bert_torchscript_op17.onnx")
+    assert [(i.name, i.dims, i.dtype) for i in rt.onnx.inputs(bert)] == [("input_ids", ["batch", "sequence"],
+                                                                         rt.int64)]
+
+
+def test_native_files_are_fixed_to_their_shapes(tmp_path):
+    path = str(tmp_path / "lin.safetensors")
+    rt.save(nn.Linear(4, 2), path, example_inputs=(rt.randn(3, 4),))
+    assert flopcount.profile(path).input_shapes == [(3, 4)]
+    with pytest.raises(flopcount.ShapeError, match=r"lin.safetensors takes x=3x4 .*; got x=5x4"):
+        flopcount.profile(path, input_shape=(5, 4))
+
+
+def test_factories_take_arguments_and_fail_in_one_error(tmp_path):
+    source = tmp_path / "nets.py"
+    source.write_text("import flopcount.runtime as rt\n"
+                      "def make(width=2):\n    return rt.nn.Linear(4, width)\n"
+                      "def broken():\n    raise ValueError('no weights')\n")
+    assert flopcount.profile(f"{source}:make", input_shape=(3, 4), factory_args={"width": 5}).macs == 3 * 4 * 5
+    with pytest.raises(flopcount.ModelFileError, match="nets.py:broken raised ValueError: no weights"):
+        flopcount.profile(f"{source}:broken", input_shape=(3, 4))
+    with pytest.raises(flopcount.FlopcountError, match="factory_args apply to 'file.py:factory' models"):
+        flopcount.profile(nn.Linear(4, 2), rt.randn(1, 4), factory_args={"width": 5})
+
+
+def test_named_inputs_are_bound_to_forward_in_both_views():
+    x, e = rt.randn(2, 4), rt.randn(2, 3)
+    for mode in ("graph", "eager"):
+        by_name = flopcount.profile(Pair(), extra=e, image=x, mode=mode)
+        assert by_name.macs == flopcount.profile(Pair(), x, e, mode=mode).macs == 2 * (4 * 2 + 3 * 2)
+        assert by_name.input_shapes == [(2, 4), (2, 3)]  # bound in forward's order
+    with pytest.raises(flopcount.ShapeError, match=r"Pair.forward\(image, extra\).*'picture'"):
+        flopcount.profile(Pair(), x, picture=e)
+    with pytest.raises(flopcount.ShapeError, match="missing a required argument: 'extra'"):
+        flopcount.profile(Pair(), x)
+    with pytest.raises(flopcount.ShapeError, match="too many positional arguments"):
+        flopcount.profile(Pair(), x, e, e)
+
+
+def test_named_inputs_of_a_graph():
+    graph = rt.trace(Pair(), rt.randn(2, 4), rt.randn(2, 3))
+    assert flopcount.profile(graph, extra=rt.randn(2, 3), image=rt.randn(2, 4)).macs == 2 * (4 * 2 + 3 * 2)
+    with pytest.raises(flopcount.ShapeError, match="has no input 'picture'; its inputs are image, extra"):
+        flopcount.profile(graph, rt.randn(2, 4), picture=rt.randn(2, 3))
+    with pytest.raises(flopcount.ShapeError, match="missing extra"):
+        flopcount.profile(graph, rt.randn(2, 4))
+    with pytest.raises(flopcount.ShapeError, match="takes 2 input"):
+        flopcount.profile(graph, rt.randn(2, 4), rt.randn(2, 3), rt.randn(1))
+
+
+def test_cli_and_api_give_the_same_numbers(tmp_path):
+    path = _mlp_onnx(tmp_path / "mlp.onnx")
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(main, [path, "-i", "x=3x4", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.output)["totals"]["macs"] == flopcount.profile(path, input_shape={"x": (3, 4)}).macs
