@@ -226,7 +226,7 @@ class NodeRows:
                 output_shapes=[v.shape for v in n.outputs], output_dtypes=[v.dtype.name for v in n.outputs],
                 counted=cost is not None,
                 latency_ms=latency[i] if latency is not None else None,
-                start_ms=starts[i] if starts is not None else None))
+                start_ms=starts[i] if starts is not None else None, source=n.source))
         return out + list(backward_records or [])
 
     def unsupported(self, latency: list | None = None) -> list:

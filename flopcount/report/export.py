@@ -41,7 +41,8 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
          "macs": int, "flops": int, "bytes_read": int, "bytes_written": int,
          "params": int, "param_bytes": int, "input_shapes": [[int, ...] | null], "input_dtypes": [str | null],
          "output_shapes": [[int, ...]], "output_dtypes": [str],
-         "counted": bool, "latency_ms": float | null, "start_ms": float | null}
+         "counted": bool, "latency_ms": float | null, "start_ms": float | null,
+         "source": str}                  # the ONNX node name ("" unless imported from ONNX)
       ],
       "by_op_type": [{"op": str, "calls": int, "macs": int, "flops": int, "bytes_read": int,
                       "bytes_written": int, "counted_calls": int, "latency_ms": float | null}],

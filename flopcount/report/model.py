@@ -100,6 +100,7 @@ class OpRecord:
     counted: bool = True
     latency_ms: float | None = None
     start_ms: float | None = None   # offset from the start of the timed run (for the trace)
+    source: str = ""                # the model file's node name (ONNX), when the graph came from one
 
     @property
     def output_bytes(self) -> int:

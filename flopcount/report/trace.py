@@ -1,7 +1,9 @@
 """Chrome trace (chrome://tracing, Perfetto) of the per-op records.
 
 Events use onnxruntime's profiler names so both traces can be joined on ``args.op_name`` and
-the node name: ``"cat": "Node"``, ``"name": "<node>_kernel_time"``, ``"ph": "X"``, ``"ts"`` and
+the node name: ``"cat": "Node"``, ``"name": "<node>_kernel_time"``, where ``<node>`` is the ONNX
+node's own name for a graph imported from ONNX (every runtime op a node became carries it) and
+the report's op name otherwise, ``"ph": "X"``, ``"ts"`` and
 ``"dur"`` in microseconds, and in ``args``: ``op_name``, ``provider``, ``node_index``,
 ``input_type_shape`` / ``output_type_shape`` (``[{"float": [1, 3, 224, 224]}]``),
 ``output_size``, ``parameter_size``, ``activation_size`` (strings, as onnxruntime writes them).
@@ -47,7 +49,7 @@ def chrome_trace(report) -> dict:
             "dur": round(dur_us, 3),
             "ts": round(ts_us, 3),
             "ph": "X",
-            "name": f"{rec.name}_kernel_time",
+            "name": f"{rec.source or rec.name}_kernel_time",
             "args": {
                 "op_name": rec.op,
                 "provider": provider,

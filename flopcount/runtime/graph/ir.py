@@ -60,18 +60,21 @@ class Value:
 
 class Node:
     """One op call: the op class, its input values (None for an absent optional input), its
-    output values, attrs, the dotted scope of the module that ran it and that module's type."""
+    output values, attrs, the dotted scope of the module that ran it and that module's type.
+    ``source`` names the node of the model file it came from (an ONNX node name), so reports
+    join with other tools' profiles of that file; it is empty for traced nodes."""
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "scope", "module_type")
+    __slots__ = ("op", "inputs", "outputs", "attrs", "scope", "module_type", "source")
 
     def __init__(self, op, inputs: list, outputs: list, attrs: dict, scope: str = "",
-                 module_type: str = ""):
+                 module_type: str = "", source: str = ""):
         self.op = op
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.attrs = dict(attrs)
         self.scope = scope
         self.module_type = module_type
+        self.source = source
 
     @property
     def name(self) -> str:
@@ -83,7 +86,7 @@ class Node:
         return self.op.name
 
     def copy(self) -> "Node":
-        return Node(self.op, self.inputs, self.outputs, self.attrs, self.scope, self.module_type)
+        return Node(self.op, self.inputs, self.outputs, self.attrs, self.scope, self.module_type, self.source)
 
     def output_specs(self):
         specs = tuple(v.spec for v in self.outputs)

@@ -302,6 +302,7 @@ class _Conversion:
             raise type(exc)(f"{ctx.where}: {exc}") from exc
         for n in recorded[first:]:
             n.module_type = module_type
+            n.source = node.name
         results = result if isinstance(result, (tuple, list)) else (result,)
         for i, name in enumerate(node.output):
             if i < len(results):
