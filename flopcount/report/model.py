@@ -280,6 +280,12 @@ class Report:
 
         return rich_table_text(self, depth=depth, top=top, sort=sort, by=by, width=width)
 
+    def __rich_console__(self, console, options):
+        """``Console(width=...).print(report)``: the tree table at the console's width."""
+        from .table import rich_table
+
+        yield rich_table(self, width=options.max_width)
+
     def print(self, depth: int | None = None, top: int | None = None, sort: str | None = None,
               by: str = "module", file=None) -> None:
         """Print the rich tree table (to ``file``, default the terminal)."""

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import io
 
+from .layout import fit
 from .units import (bytes_to_string, flops_to_string, macs_to_string, params_to_string, percent,
                     rate_to_string, time_to_string)
 from .views import VIEWS, by_op_type, tree_rows
@@ -154,32 +155,38 @@ def tabulate_text(report, fmt: str = "github", depth=None, top=None, sort=None, 
     return text + "\n\n" + "\n".join(_footer(report)) + "\n"
 
 
-def _rich_table(report, depth, top, sort, by):
+def rich_table(report, depth=None, top=None, sort=None, by: str = "module", width: int | None = None):
+    """The report as a rich Table no wider than ``width`` cells (see :mod:`.layout`: share
+    columns go first, then long headers, then text is cut; numbers never wrap)."""
     from rich.table import Table
 
     headers, body = cells(report, depth, top, sort, by)
+    layout = fit(headers, body, width)
+    text_first = 3 if by == "op" else 2  # the leading columns are names, the rest numbers
     title = f"{report.model or report.root.type} — {report.mode} view, {report.convention} convention"
     table = Table(title=title, caption="\n".join(_footer(report)), caption_justify="left")
-    for i, h in enumerate(headers):
-        table.add_column(h, justify="left" if i < (3 if by == "op" else 2) else "right",
-                         no_wrap=i == 0)
-    for cells_ in body:
-        table.add_row(*cells_)
+    for i, name in zip(layout.columns, layout.headers):
+        table.add_column(name, justify="left" if i < text_first else "right", no_wrap=True,
+                         overflow="ellipsis", max_width=layout.max_widths.get(i))
+    for row in body:
+        table.add_row(*[row[i] for i in layout.columns])
     return table
 
 
 def print_rich_table(report, depth=None, top=None, sort=None, by: str = "module", file=None) -> None:
-    """Print the rich table (colors when the output is a terminal)."""
+    """Print the rich table at the terminal's width (colors when the output is a terminal)."""
     from rich.console import Console
 
-    Console(file=file).print(_rich_table(report, depth, top, sort, by))
+    console = Console(file=file)
+    console.print(rich_table(report, depth, top, sort, by, width=console.width))
 
 
 def rich_table_text(report, depth=None, top=None, sort=None, by: str = "module", width: int | None = None) -> str:
-    """The rich table as plain text (no color codes)."""
+    """The rich table as plain text (no color codes), at most ``width`` (default 200) cells wide."""
     from rich.console import Console
 
+    width = width or 200
     buffer = io.StringIO()
-    Console(file=buffer, width=width or 200, color_system=None, force_terminal=False).print(
-        _rich_table(report, depth, top, sort, by))
+    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(
+        rich_table(report, depth, top, sort, by, width=width))
     return buffer.getvalue()
