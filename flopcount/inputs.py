@@ -15,7 +15,9 @@ whether its inputs were given by position or by name.
 from __future__ import annotations
 
 import inspect
+import os
 from dataclasses import dataclass, replace
+from math import prod
 from numbers import Integral
 from typing import Callable
 
@@ -177,6 +179,7 @@ def make_tensors(specs: list, device, keyword: bool = False) -> tuple:
     keyword arguments; otherwise every input is positional."""
     from .runtime import factories
 
+    _check_fits(specs, device)
     args, kwargs = [], {}
     for spec in specs:
         dtype = get_dtype(spec.dtype)
@@ -193,6 +196,26 @@ def make_tensors(specs: list, device, keyword: bool = False) -> tuple:
         else:
             args.append(t)
     return tuple(args), kwargs
+
+
+def _physical_memory() -> int | None:
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    except (AttributeError, ValueError, OSError):  # not every platform reports it
+        return None
+
+
+def _check_fits(specs: list, device) -> None:
+    """Refuse, before allocating, CPU inputs larger than the machine's memory (a model file
+    can declare any input shape); counting alone needs no data: device 'meta'."""
+    if str(device) != "cpu":
+        return
+    need = sum(prod(s.shape) * get_dtype(s.dtype).itemsize for s in specs)
+    have = _physical_memory()
+    if have is not None and need > have:
+        raise ShapeError(f"the inputs {', '.join(s.describe() for s in specs)} need {need / 2**30:.1f} GiB, more "
+                         f"than this machine's {have / 2**30:.1f} GiB of memory; counting needs shapes only "
+                         f"(device 'meta')")
 
 
 def inputs_for(model, specs: list, device, keyword: bool = True) -> tuple:

@@ -164,11 +164,17 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, spelling
     ``batch``; when they cannot be bound, the error lists the file's inputs."""
     _require_file(path)
     onnx_io = onnx_module(path)
+    from .runtime.onnx.symbolic import InputShapeError
+
     try:
         graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch))
-    except errors.ShapeError as exc:
+    except InputShapeError as exc:
         hint = _onnx_hint(path, spelling, example=not given and batch is None)
         raise errors.ShapeError(f"{os.path.basename(path)}: {exc}; {hint}") from exc
+    except errors.FlopcountError as exc:
+        if str(exc).startswith(path):
+            raise
+        raise type(exc)(f"{path}: {exc}") from exc   # a node's error: name the file too
     graph = _placed(graph, device)
     return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True)
 

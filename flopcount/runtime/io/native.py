@@ -161,7 +161,7 @@ def _read_header(path: str) -> tuple[dict, dict]:
         raw = f.read(n)
     try:
         header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
+    except (UnicodeDecodeError, ValueError, RecursionError):
         raise ModelFileError(f"{path}: the safetensors header is not valid JSON "
                              f"(not a safetensors file, or a corrupted one)") from None
     if not isinstance(header, dict):
@@ -202,8 +202,10 @@ def _read_doc(path: str) -> tuple[dict, dict, str]:
         raise ModelFileError(f"{path}: the graph header is corrupted (its SHA-256 checksum does not match)")
     try:
         doc = json.loads(text)
-    except ValueError:
+    except (ValueError, RecursionError):
         raise ModelFileError(f"{path}: the graph header is not valid JSON") from None
+    if not isinstance(doc, dict):
+        raise ModelFileError(f"{path}: the graph header is not a JSON object")
     return header, doc, meta.get("kind", "graph")
 
 
@@ -249,7 +251,7 @@ def load(path):
     try:
         graph = graph_from_json(doc, arrays)
         graph.validate()
-    except (FlopcountError, KeyError, TypeError, ValueError, IndexError) as exc:
+    except (FlopcountError, KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
         detail = f"missing entry {exc}" if isinstance(exc, KeyError) else str(exc)
         raise ModelFileError(f"{path}: the stored graph is inconsistent: {detail}") from None
     return graph
@@ -267,8 +269,11 @@ def graph_from_json(doc: dict, arrays: dict):
         name = entry["name"]
         if name in values:
             raise ValueError(f"the name {name!r} is defined twice")
+        shape = entry["shape"]
+        if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
+            raise ValueError(f"value {name!r} has shape {shape}: dims must be non-negative integers")
         g._names.add(name)
-        v = values[name] = Value(name, tuple(entry["shape"]), _dt.get_dtype(entry["dtype"]), kind)
+        v = values[name] = Value(name, tuple(shape), _dt.get_dtype(entry["dtype"]), kind)
         return v
 
     for e in doc["inputs"]:
@@ -298,7 +303,37 @@ def graph_from_json(doc: dict, arrays: dict):
         g.nodes.append(Node(op, inputs, outputs, attrs, e.get("scope", ""), e.get("module_type", "")))
     g.outputs = [values[name] for name in doc["outputs"]]
     g.output_tree = doc["output_tree"]
+    _check_tree(g.input_tree, len(g.inputs), "input")
+    _check_tree(g.output_tree, len(g.outputs), "output")
     return g
+
+
+def _check_tree(tree, leaves: int, what: str) -> None:
+    """A stored input/output tree uses each of the ``leaves`` tensors exactly once."""
+    from ..graph.tree import unflatten
+
+    try:
+        seen = []
+        unflatten(tree, _Recorder(seen))
+    except (KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError):
+        raise ValueError(f"the {what} tree is malformed") from None
+    if sorted(seen) != list(range(leaves)):
+        raise ValueError(f"the {what} tree refers to tensors {sorted(seen)}, but the graph has {leaves} {what}(s)")
+    if what == "input" and not (isinstance(tree, dict) and len(tree.get("tuple", ())) == 2):
+        raise ValueError("the input tree is not (args, kwargs)")
+
+
+class _Recorder:
+    """Stands for the leaves list in ``unflatten``: records which indices a tree reads."""
+
+    def __init__(self, seen: list):
+        self.seen = seen
+
+    def __getitem__(self, i):
+        if type(i) is not int:
+            raise TypeError(i)
+        self.seen.append(i)
+        return i
 
 
 def _checked(arrays: dict, v) -> Tensor:

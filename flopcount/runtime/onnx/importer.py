@@ -115,6 +115,16 @@ def default_opset(model) -> int:
     return 1
 
 
+def _check_opset(model, path: str) -> None:
+    # a version the onnx package does not define has no schemas: attributes and semantics unknown
+    onnx = _onnx()
+    opset, newest = default_opset(model), onnx.defs.onnx_opset_version()
+    if opset > newest:
+        raise ModelFileError(f"{path or 'model'}: declares ONNX opset {opset}, but the installed onnx package "
+                             f"({onnx.__version__}) defines opsets up to {newest}; upgrade onnx or export at "
+                             f"opset {newest} or lower")
+
+
 def op_label(node) -> str:
     return node.op_type if node.domain in _DEFAULT_DOMAINS else f"{node.domain}.{node.op_type}"
 
@@ -300,6 +310,10 @@ class _Conversion:
             raise
         except FlopcountError as exc:
             raise type(exc)(f"{ctx.where}: {exc}") from exc
+        except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as exc:
+            # attribute values or operands no valid file has (a zero step, a negative size)
+            raise ModelFileError(f"{ctx.where}: invalid attributes or operands "
+                                 f"({type(exc).__name__}: {_first_line(exc)})") from exc
         for n in recorded[first:]:
             n.module_type = module_type
             n.source = node.name
@@ -350,6 +364,7 @@ def load(path, input_shapes=None) -> Graph:
     else:
         path = os.fspath(path)
         model = read_model(path)
+    _check_opset(model, path)
     if model.functions:
         model = onnx.inliner.inline_local_functions(model)
     _check_supported(model, path)

@@ -9,7 +9,27 @@ inputs, so ``attention_mask: [batch, sequence]`` needs no shape of its own.
 
 from __future__ import annotations
 
-from ..errors import ShapeError
+from numbers import Integral
+
+from ..errors import ModelFileError, ShapeError
+
+
+class InputShapeError(ShapeError):
+    """Input shapes that do not bind the file's declared inputs (a caller can fix it by giving
+    other shapes, unlike a ShapeError inside the graph)."""
+
+
+def _dims(name: str, shape) -> tuple:
+    """``shape`` as a tuple of ints >= 1, or an InputShapeError naming the input."""
+    try:
+        dims = tuple(shape)
+    except TypeError:
+        raise InputShapeError(f"input_shapes gives {shape!r} for input {name!r}, not a shape") from None
+    bad = [d for d in dims if not isinstance(d, Integral) or isinstance(d, bool) or d < 1]
+    if bad:
+        raise InputShapeError(f"input_shapes gives {dims} for input {name!r}: every dim must be an integer >= 1, "
+                              f"got {bad[0]!r}")
+    return tuple(int(d) for d in dims)
 
 
 def _as_binding(input_shapes, names: list) -> dict:
@@ -19,16 +39,16 @@ def _as_binding(input_shapes, names: list) -> dict:
     if isinstance(input_shapes, dict):
         unknown = [k for k in input_shapes if k not in names]
         if unknown:
-            raise ShapeError(f"input_shapes names {unknown}, which are not inputs of the model "
-                             f"(its inputs are {names})")
-        return {k: tuple(int(d) for d in v) for k, v in input_shapes.items()}
+            raise InputShapeError(f"input_shapes names {unknown}, which are not inputs of the model "
+                                  f"(its inputs are {names})")
+        return {k: _dims(k, v) for k, v in input_shapes.items()}
     shapes = list(input_shapes)
-    if shapes and all(isinstance(d, int) for d in shapes):  # one shape for a one-input model
+    if shapes and not any(isinstance(d, (tuple, list)) for d in shapes):  # one shape for a one-input model
         shapes = [tuple(shapes)]
     if len(shapes) > len(names):
-        raise ShapeError(f"input_shapes gives {len(shapes)} shapes but the model has {len(names)} "
-                         f"input(s) {names}")
-    return {name: tuple(int(d) for d in s) for name, s in zip(names, shapes)}
+        raise InputShapeError(f"input_shapes gives {len(shapes)} shapes but the model has {len(names)} "
+                              f"input(s) {names}")
+    return {name: _dims(name, s) for name, s in zip(names, shapes)}
 
 
 def _describe(dims) -> str:
@@ -42,6 +62,9 @@ def bind(inputs: list, input_shapes=None) -> list:
     [(2, 8)]
     """
     names = [name for name, _ in inputs]
+    for name, dims in inputs:
+        if any(isinstance(d, int) and d < 0 for d in dims or ()):
+            raise ModelFileError(f"input {name!r} declares a negative dim: {_describe(dims)}")
     given = _as_binding(input_shapes, names)
     symbols: dict = {}  # symbolic name -> (value, the input that bound it)
     for name, dims in inputs:
@@ -49,15 +72,15 @@ def bind(inputs: list, input_shapes=None) -> list:
             continue
         shape = given[name]
         if dims is not None and len(dims) != len(shape):
-            raise ShapeError(f"input {name!r} has {len(dims)} dims {_describe(dims)}, but input_shapes "
+            raise InputShapeError(f"input {name!r} has {len(dims)} dims {_describe(dims)}, but input_shapes "
                              f"gives {len(shape)}: {shape}")
         for d, n in zip(dims or [None] * len(shape), shape):
             if isinstance(d, int) and d != n:
-                raise ShapeError(f"input {name!r} has dims {_describe(dims)}; input_shapes gives {shape}")
+                raise InputShapeError(f"input {name!r} has dims {_describe(dims)}; input_shapes gives {shape}")
             if isinstance(d, str):
                 seen = symbols.setdefault(d, (n, name))
                 if seen[0] != n:
-                    raise ShapeError(f"symbolic dim {d!r} is {seen[0]} for input {seen[1]!r} but {n} for "
+                    raise InputShapeError(f"symbolic dim {d!r} is {seen[0]} for input {seen[1]!r} but {n} for "
                                      f"input {name!r} in input_shapes")
     shapes, missing = [], []
     for name, dims in inputs:
@@ -78,5 +101,5 @@ def bind(inputs: list, input_shapes=None) -> list:
                 free = [d if isinstance(d, str) else "?" for d in dims if not isinstance(d, int)]
                 parts.append(f"input {name!r} has symbolic dims {free}")
         example = ", ".join(f"{name!r}: (...)" for name, _ in missing)
-        raise ShapeError(f"{'; '.join(parts)}; pass input_shapes, e.g. input_shapes={{{example}}}")
+        raise InputShapeError(f"{'; '.join(parts)}; pass input_shapes, e.g. input_shapes={{{example}}}")
     return shapes

@@ -41,6 +41,13 @@ def _check_operands(op, x, weight, groups, in_channels) -> int:
     return nd
 
 
+def _check_geometry(op, stride, padding, dilation):
+    # a zero stride divides by zero and a zero dilation collapses the kernel: refuse both
+    if any(v < 1 for v in tuple(stride) + tuple(dilation)) or any(p < 0 for p in padding):
+        raise ShapeError(f"{op}: stride {stride} and dilation {dilation} must be positive and padding "
+                         f"{padding} non-negative")
+
+
 def _check_bias(op, bias, channels, weight):
     if bias is not None and tuple(bias.shape) != (channels,):
         raise ShapeError(f"{op}: bias {bias.shape} does not fit weight {weight.shape} "
@@ -95,6 +102,7 @@ class Conv(Op):
         if not len(stride) == len(padding) == len(dilation) == nd:
             raise ShapeError(f"conv: stride {stride}, padding {padding}, dilation {dilation} need "
                              f"{nd} values each for weight {weight.shape}")
+        _check_geometry("conv", stride, padding, dilation)
         _check_bias("conv", bias, weight.shape[0], weight)
         out = _conv_out(x.shape, weight.shape[2:], stride, padding, dilation)
         _check_out("conv", out, x, weight, dict(stride=stride, padding=padding, dilation=dilation))
@@ -172,6 +180,7 @@ class ConvTranspose(Op):
             raise ShapeError(f"conv_transpose: stride {stride}, padding {padding}, output_padding "
                              f"{output_padding}, dilation {dilation} need {nd} values each for "
                              f"weight {weight.shape}")
+        _check_geometry("conv_transpose", stride, padding, dilation)
         for op_, s, d in zip(output_padding, stride, dilation):
             if op_ < 0 or (op_ >= s and op_ >= d):
                 raise ShapeError(f"conv_transpose: output_padding {output_padding} must be smaller than "

@@ -1,5 +1,6 @@
 """Constant folding: a node whose inputs are all constants runs once, now, on the CPU, and its
-outputs become constants. Random ops are never folded.
+outputs become constants. Random ops are never folded, nor nodes whose outputs would be above
+the tracer's ``FOLD_LIMIT_BYTES`` (bounded memory).
 
 Tracing already folds what it can; this pass is for graphs built or loaded otherwise (and for
 what other passes expose). With ``fold_parameters=True`` parameters and buffers count as
@@ -8,7 +9,9 @@ constants too (an inference graph: ``weight.T`` folds into a transposed weight).
 
 from __future__ import annotations
 
-from ..trace import _run_on_cpu
+from math import prod
+
+from ..trace import _run_on_cpu, fold_limit
 from .dce import dce
 
 
@@ -29,7 +32,8 @@ def constant_fold(graph, fold_parameters: bool = False):
         node.inputs = [None if v is None else replaced.get(v.name, v) for v in node.inputs]
         ins = [v for v in node.inputs if v is not None]
         foldable = (not node.op.random and all(v.name in fixed for v in ins)
-                    and all(out.tensors[v.name].data is not None for v in ins))
+                    and all(out.tensors[v.name].data is not None for v in ins)
+                    and sum(prod(v.shape) * v.dtype.itemsize for v in node.outputs) <= fold_limit())
         if not foldable:
             kept.append(node)
             continue

@@ -9,11 +9,13 @@ Concat, ...) leaves constants, which ``ctx.const`` reads.
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
 
-from ...errors import UnsupportedOpError
+from ...errors import ShapeError, UnsupportedOpError
+from ...graph.trace import fold_limit
 from ...tensor import Tensor
 
 CONVERTERS: dict[str, Callable] = {}
@@ -89,9 +91,20 @@ class NodeContext:
 
     def axis(self, axis: int, ndim: int, what: str = "axis") -> int:
         """``axis`` in [-ndim, ndim) made non-negative."""
-        if not -ndim <= axis < max(ndim, 1):
-            raise self.unsupported(f"{what} {axis} is out of range for a tensor with {ndim} dims")
+        if not -ndim <= axis < max(ndim, 1):  # (the importer prefixes the node)
+            raise ShapeError(f"{what} {axis} is out of range for a tensor with {ndim} dims")
         return axis % max(ndim, 1)
+
+    def check_size(self, shape, dtype, what: str) -> None:
+        """Refuse, before allocating, a constant made at import time above the tracer's FOLD_LIMIT_BYTES
+        (a file of a few bytes can ask for a huge ConstantOfShape or Range)."""
+        count = math.prod(int(d) for d in shape)
+        if any(int(d) < 0 for d in shape):
+            raise ShapeError(f"{what}: negative dimension in {tuple(int(d) for d in shape)}")
+        size, limit = count * np.dtype(dtype).itemsize, fold_limit()
+        if size > limit:
+            raise ShapeError(f"{what}: a constant of {count} elements ({size / 2**30:.1f} GiB) is more than "
+                             f"the {limit >> 20} MiB import computes ahead of time")
 
     def axes(self, axes, ndim: int, what: str = "axes") -> tuple:
         return tuple(self.axis(int(a), ndim, what) for a in axes)

@@ -15,6 +15,7 @@ import numpy as np
 
 from ... import dtypes as _dt
 from ...dispatch import apply
+from ...errors import ShapeError
 from ...nn.parameter import Parameter
 from ...ops import elementwise as ew
 from ...ops import indexing, movement, reduction
@@ -46,6 +47,7 @@ def constant_of_shape(ctx, shape):
     dims = ctx.ints(shape, "input 'shape'")
     value = ctx.attr("value")
     value = np.zeros(1, np.float32) if value is None else np.asarray(value).reshape(-1)
+    ctx.check_size(dims, value.dtype, "input 'shape'")
     return constant(np.full(dims, value[0], dtype=value.dtype))
 
 
@@ -64,7 +66,10 @@ def size(ctx, x):
 def range_(ctx, start, limit, delta):
     values = [ctx.const(t, f"input '{name}'") for t, name in ((start, "start"), (limit, "limit"), (delta, "delta"))]
     first, stop, step = (v.reshape(()).item() for v in values)
+    if step == 0:
+        raise ShapeError(f"input 'delta' is 0 (start {first}, limit {stop}): the range never ends")
     count = max(math.ceil((stop - first) / step), 0)
+    ctx.check_size((count,), values[0].dtype, "Range")
     return constant((first + step * np.arange(count)).astype(values[0].dtype))
 
 
@@ -81,6 +86,8 @@ def reshape(ctx, x, target=None):
 @converter("Flatten")
 def flatten(ctx, x):
     axis = ctx.attr("axis", 1)
+    if not -x.ndim <= axis <= x.ndim:
+        raise ShapeError(f"axis {axis} is out of range [-{x.ndim}, {x.ndim}] for input {x.shape}")
     axis = axis + x.ndim if axis < 0 else axis
     rows = math.prod(x.shape[:axis])
     return movement.reshape(x, (rows, math.prod(x.shape[axis:])))
