@@ -9,6 +9,7 @@ which module an op ran in.
 from __future__ import annotations
 
 import itertools
+import warnings
 from collections import OrderedDict, namedtuple
 from typing import Callable, Iterator
 
@@ -25,6 +26,8 @@ IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_k
 
 _global_forward_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
 _global_forward_hooks: "OrderedDict[int, Callable]" = OrderedDict()
+_global_forward_hooks_with_kwargs: set = set()    # ids of global hooks that also get the kwargs
+_global_forward_hooks_always_called: set = set()  # ids of global hooks that run when forward raises
 _hook_ids = itertools.count()
 
 # Set by runtime.graph.set_mode("graph"): a top-level call goes through a compiled graph (it
@@ -33,14 +36,18 @@ _graph_mode_call: Callable | None = None
 
 
 class RemovableHandle:
-    """Returned by ``register_*_hook``; ``handle.remove()`` takes the hook out again."""
+    """Returned by ``register_*_hook``; ``handle.remove()`` takes the hook out again (and out of
+    the sets that flag it: with kwargs, always called)."""
 
-    def __init__(self, hooks: dict, key: int):
+    def __init__(self, hooks: dict, key: int, flags: tuple = ()):
         self._hooks = hooks
+        self._flags = flags
         self.id = key
 
     def remove(self) -> None:
         self._hooks.pop(self.id, None)
+        for flagged in self._flags:
+            flagged.discard(self.id)
 
     def __enter__(self) -> "RemovableHandle":
         return self
@@ -49,10 +56,19 @@ class RemovableHandle:
         self.remove()
 
 
-def _add_hook(hooks: dict, hook: Callable) -> RemovableHandle:
+def _add_hook(hooks: dict, hook: Callable, prepend: bool = False, flags: tuple = ()) -> RemovableHandle:
+    """Register ``hook`` (first with ``prepend``) and add its id to each set of ``flags``."""
     key = next(_hook_ids)
     hooks[key] = hook
-    return RemovableHandle(hooks, key)
+    if prepend:
+        hooks.move_to_end(key, last=False)
+    for flagged in flags:
+        flagged.add(key)
+    return RemovableHandle(hooks, key, flags)
+
+
+def _flags(*pairs) -> tuple:
+    return tuple(flagged for flagged, on in pairs if on)
 
 
 def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
@@ -60,9 +76,14 @@ def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
     return _add_hook(_global_forward_pre_hooks, hook)
 
 
-def register_module_forward_hook(hook: Callable) -> RemovableHandle:
-    """A hook ``hook(module, args, output)`` that runs after every module's forward."""
-    return _add_hook(_global_forward_hooks, hook)
+def register_module_forward_hook(hook: Callable, *, with_kwargs: bool = False,
+                                  always_call: bool = False) -> RemovableHandle:
+    """A hook ``hook(module, args, output)`` that runs after every module's forward; with
+    ``with_kwargs`` it is ``hook(module, args, kwargs, output)``; with ``always_call`` it also
+    runs when the forward raises."""
+    return _add_hook(_global_forward_hooks, hook,
+                     flags=_flags((_global_forward_hooks_with_kwargs, with_kwargs),
+                                  (_global_forward_hooks_always_called, always_call)))
 
 
 class Module:
@@ -92,6 +113,9 @@ class Module:
         d["_modules"] = OrderedDict()
         d["_forward_pre_hooks"] = OrderedDict()
         d["_forward_hooks"] = OrderedDict()
+        d["_forward_pre_hooks_with_kwargs"] = set()
+        d["_forward_hooks_with_kwargs"] = set()
+        d["_forward_hooks_always_called"] = set()
 
     def forward(self, *args, **kwargs):
         raise NotImplementedError(f"{type(self).__name__} has no forward()")
@@ -110,29 +134,86 @@ class Module:
                 return self.forward(*args, **kwargs)
             finally:
                 stack.pop()
-        for hook in itertools.chain(list(_global_forward_pre_hooks.values()),
-                                    list(self._forward_pre_hooks.values())):
-            result = hook(self, args)
-            if result is not None:
-                args = result if isinstance(result, tuple) else (result,)
-        stack.append(self)
+        return self._call_with_hooks(stack, args, kwargs)
+
+    def _call_with_hooks(self, stack: list, args: tuple, kwargs: dict):
+        """PyTorch's order: global pre-hooks, own pre-hooks, forward, global hooks, own hooks.
+        When any of them raises, the ``always_call`` hooks that have not run yet run."""
+        with_kwargs = self._forward_pre_hooks_with_kwargs
+        called: set = set()
+        output = None
         try:
-            output = self.forward(*args, **kwargs)
-        finally:
-            stack.pop()
-        for hook in itertools.chain(list(_global_forward_hooks.values()), list(self._forward_hooks.values())):
-            result = hook(self, args, output)
-            if result is not None:
-                output = result
-        return output
+            for key, hook in list(_global_forward_pre_hooks.items()) + list(self._forward_pre_hooks.items()):
+                if key in with_kwargs:
+                    result = hook(self, args, kwargs)
+                    if result is not None:
+                        if not (isinstance(result, tuple) and len(result) == 2):
+                            raise RuntimeError(f"forward pre-hook must return None or a tuple of (new_args, "
+                                               f"new_kwargs), but got {result}.")
+                        args, kwargs = result
+                else:
+                    result = hook(self, args)
+                    if result is not None:
+                        args = result if isinstance(result, tuple) else (result,)
+            stack.append(self)
+            try:
+                output = self.forward(*args, **kwargs)
+            finally:
+                stack.pop()
+            for key, hook in list(_global_forward_hooks.items()) + list(self._forward_hooks.items()):
+                called.add(key)
+                result = self._run_forward_hook(key, hook, args, kwargs, output)
+                if result is not None:
+                    output = result
+            return output
+        except Exception:
+            self._run_always_called(called, args, kwargs, output)
+            raise
 
-    def register_forward_pre_hook(self, hook: Callable) -> RemovableHandle:
-        """``hook(module, args)`` before forward; a non-None result replaces the args."""
-        return _add_hook(self._forward_pre_hooks, hook)
+    def _run_forward_hook(self, key: int, hook: Callable, args: tuple, kwargs: dict, output):
+        if key in self._forward_hooks_with_kwargs or key in _global_forward_hooks_with_kwargs:
+            return hook(self, args, kwargs, output)
+        return hook(self, args, output)
 
-    def register_forward_hook(self, hook: Callable) -> RemovableHandle:
-        """``hook(module, args, output)`` after forward; a non-None result replaces the output."""
-        return _add_hook(self._forward_hooks, hook)
+    def _run_always_called(self, called: set, args: tuple, kwargs: dict, output) -> None:
+        """After an error, the ``always_call`` hooks not yet run; their own errors become
+        warnings, so the first error is the one raised."""
+        for key, hook in list(_global_forward_hooks.items()) + list(self._forward_hooks.items()):
+            if key in called or not (key in _global_forward_hooks_always_called
+                                     or key in self._forward_hooks_always_called):
+                continue
+            try:
+                self._run_forward_hook(key, hook, args, kwargs, output)
+            except Exception as exc:
+                warnings.warn(f"forward hook with always_call=True raised an exception that was silenced "
+                              f"as another error was raised in forward: {exc}", stacklevel=3)
+
+    def register_forward_pre_hook(self, hook: Callable, *, prepend: bool = False,
+                                  with_kwargs: bool = False) -> RemovableHandle:
+        """``hook(module, args)`` before forward; a non-None result replaces the args (a
+        non-tuple is wrapped in one). With ``with_kwargs`` it is ``hook(module, args, kwargs)``
+        returning None or ``(new_args, new_kwargs)``. ``prepend`` runs it before the others.
+
+        >>> import flopcount.runtime as rt
+        >>> fc = rt.nn.Linear(2, 2)
+        >>> seen = []
+        >>> handle = fc.register_forward_pre_hook(lambda m, a, kw: seen.append(sorted(kw)), with_kwargs=True)
+        >>> _ = fc(x=rt.ones(1, 2))
+        >>> seen
+        [['x']]
+        """
+        return _add_hook(self._forward_pre_hooks, hook, prepend,
+                         _flags((self._forward_pre_hooks_with_kwargs, with_kwargs)))
+
+    def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
+                              always_call: bool = False) -> RemovableHandle:
+        """``hook(module, args, output)`` after forward; a non-None result replaces the output.
+        With ``with_kwargs`` it is ``hook(module, args, kwargs, output)``; with ``always_call``
+        it also runs (with the output so far, None) when the forward or a hook raises;
+        ``prepend`` runs it before the others."""
+        return _add_hook(self._forward_hooks, hook, prepend,
+                         _flags((self._forward_hooks_with_kwargs, with_kwargs),
+                                (self._forward_hooks_always_called, always_call)))
 
     # --- attribute registration ------------------------------------------------------------
     def __setattr__(self, name: str, value) -> None:
