@@ -2,9 +2,12 @@
 
 A module rule is ``rule(module, inputs, output) -> Cost`` where ``inputs`` are the positional
 arguments of the call and ``output`` its result, with every tensor replaced by its ``Spec``
-(shape, dtype, device): rules read shapes and the module's attributes, never data. A module
-rule covers the module's whole subtree. An op rule is ``rule(out, *inputs, **attrs) -> Cost``
-over specs, like an op's own ``cost``.
+(shape, dtype, device): rules read shapes and the module's attributes, never data. A rule
+marked :func:`with_kwargs` is ``rule(module, inputs, output, kwargs)`` and also sees the
+keyword arguments (masks passed to attention by name). An input computed from constants only
+(a mask built inside the model) is a :class:`ConstantSpec`: a graph folds the ops on it, so a
+rule leaves them out. A module rule covers the module's whole subtree. An op rule is
+``rule(out, *inputs, **attrs) -> Cost`` over specs, like an op's own ``cost``.
 
 Module rules match the module's type exactly (a subclass of ``Linear`` with its own forward is
 not a ``Linear``); the lookup resolves class names in ``flopcount.runtime.nn`` when first used,
@@ -16,7 +19,32 @@ from __future__ import annotations
 from math import prod
 from typing import Callable
 
-from ..runtime.registry import Cost
+from ..runtime.registry import Cost, Spec
+
+
+class ConstantSpec(Spec):
+    """The spec of a module input computed from constants only (no model input, parameter or
+    buffer behind it): a graph folds the ops that read only such values."""
+
+    __slots__ = ()
+
+
+def is_constant(spec) -> bool:
+    return isinstance(spec, ConstantSpec)
+
+
+def with_kwargs(rule: Callable) -> Callable:
+    """Mark a module rule that also takes the call's keyword arguments (as specs):
+    ``rule(module, inputs, output, kwargs)``, like a forward hook registered ``with_kwargs``."""
+    rule.with_kwargs = True
+    return rule
+
+
+def apply_rule(rule: Callable, module, inputs: tuple, kwargs: dict, output) -> Cost:
+    """``rule``'s Cost for one call, with the keyword arguments when the rule takes them."""
+    if getattr(rule, "with_kwargs", False):
+        return rule(module, inputs, output, kwargs)
+    return rule(module, inputs, output)
 
 
 def numel(spec) -> int:

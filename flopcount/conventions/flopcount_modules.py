@@ -8,10 +8,12 @@ arithmetic operation, with COUNTING.md's per-element prices (sigmoid 4, tanh 1, 
 
 from __future__ import annotations
 
+import inspect
 from math import prod
 
+from ..runtime.dtypes import bool_
 from ..runtime.registry import Cost
-from .base import first_tensor, numel, zero_rule
+from .base import first_tensor, is_constant, numel, with_kwargs, zero_rule
 
 
 def _gemm(macs: int, extra_flops: int = 0) -> Cost:
@@ -186,15 +188,36 @@ def dropout(module, inputs, output) -> Cost:
 
 # --- attention --------------------------------------------------------------------------------
 
-def multihead_attention(module, inputs, output) -> Cost:
+def _attention_mask_flops(call: dict, n: int, fused: bool) -> int:
+    """FLOPs of MultiheadAttention's masks over n = B·H·Lq·Lk scores: a bool mask becomes an
+    additive one (1 per mask element), a padding mask is added to the attention mask (n), the
+    mask is added to the scores (n). ``is_causal`` without a padding mask on the fused path
+    masks inside the attention op instead (n). Work on masks computed from constants only is
+    left out: a graph folds it."""
+    padding, mask = call["key_padding_mask"], call["attn_mask"]
+    if call["is_causal"] and padding is None and fused:
+        return n
+    flops = sum(numel(m) for m in (padding, mask)
+                if m is not None and m.dtype is bool_ and not is_constant(m))
+    if padding is not None and mask is not None and not (is_constant(padding) and is_constant(mask)):
+        flops += n
+    if padding is not None or mask is not None:
+        flops += n
+    return flops
+
+
+@with_kwargs
+def multihead_attention(module, inputs, output, kwargs) -> Cost:
     """Projections + the two attention contractions + output projection.
 
     FLOPs beyond 2·MACs: projection biases; with weights returned (explicit path) the scaling of
     q (numel(q)), softmax (5·n) and averaging over heads (n + numel(avg)); with the fused op
-    (``need_weights=False``) the scaling of the scores (n) and softmax (5·n). Masks passed as
-    keyword arguments are not visible to module hooks and are not in this rule.
+    (``need_weights=False``) the scaling of the scores (n) and softmax (5·n); the masks
+    (``attn_mask``, ``key_padding_mask``, ``is_causal``), passed by position or by name.
     """
-    q, k, v = inputs[0], inputs[1], inputs[2]
+    call = inspect.signature(type(module).forward).bind(module, *inputs, **kwargs)
+    call.apply_defaults()
+    q, k, v = call.arguments["query"], call.arguments["key"], call.arguments["value"]
     batched = q.ndim == 3
     batch_first = getattr(module, "batch_first", False) and batched
     lq = q.shape[1] if batch_first else q.shape[0]
@@ -209,10 +232,11 @@ def multihead_attention(module, inputs, output) -> Cost:
     out_macs = batch * lq * e * e
     out_bias = batch * lq * e if module.out_proj.bias is not None else 0
     weights = output[1] if isinstance(output, (tuple, list)) and len(output) > 1 else None
+    attn_flops = _attention_mask_flops(call.arguments, n, fused=weights is None)
     if weights is None:
-        attn_flops = n + 5 * n
+        attn_flops += n + 5 * n
     else:
-        attn_flops = batch * lq * e + 5 * n
+        attn_flops += batch * lq * e + 5 * n
         if weights.ndim in (2, 3):  # averaged over heads
             attn_flops += n + numel(weights)
     if module.training and module.dropout > 0:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
+from ..conventions.base import apply_rule
 from ..report.model import OpRecord, Row, Unsupported
 from ..runtime.registry import Cost, nbytes
 from .params import parameter_counts
@@ -60,7 +61,7 @@ class Priced:
         self.rule_cost = [None] * len(calls)
         for i, (c, rule) in enumerate(zip(calls, self.rules)):
             if rule is not None and c.output is not None:
-                self.rule_cost[i] = rule(c.module, c.inputs, c.output)
+                self.rule_cost[i] = apply_rule(rule, c.module, c.inputs, c.kwargs, c.output)
         # every event: its cost under the convention's op rules (None: no rule)
         self.op_cost = []
         self.own_cost = []

@@ -1,7 +1,8 @@
 """Module hooks and one dispatcher observer that only *store* what a run does.
 
 Nothing is priced while the model runs: a module call keeps the specs (shape, dtype, device)
-of its positional inputs and of its output and the range of op events inside it; an op event
+of its positional and keyword inputs and of its output and the range of op events inside it
+(an input computed from constants only keeps a ``ConstantSpec``); an op event
 keeps its op, specs, attrs, the call it ran in, its phase and the ids of its tensors. Specs
 replace tensors so the run's activations are freed as usual. Costs are computed afterwards
 (``analysis.py``).
@@ -13,6 +14,7 @@ import contextlib
 import weakref
 from typing import Iterator
 
+from ..conventions.base import ConstantSpec
 from ..runtime import nn
 from ..runtime.dispatch import observe
 from ..runtime.nn.parameter import Parameter
@@ -20,27 +22,29 @@ from ..runtime.registry import Spec
 from ..runtime.tensor import Tensor
 
 
-def snapshot(value):
-    """``value`` with every Tensor replaced by its Spec (tuples, lists and dicts walked)."""
+def snapshot(value, spec=None):
+    """``value`` with every Tensor replaced by its Spec (tuples, lists and dicts walked);
+    ``spec(tensor)`` makes the spec when given."""
     if isinstance(value, Tensor):
-        return Spec(value.shape, value.dtype, value.device)
+        return spec(value) if spec is not None else Spec(value.shape, value.dtype, value.device)
     if isinstance(value, (tuple, list)):
-        return tuple(snapshot(v) for v in value)
+        return tuple(snapshot(v, spec) for v in value)
     if isinstance(value, dict):
-        return {k: snapshot(v) for k, v in value.items()}
+        return {k: snapshot(v, spec) for k, v in value.items()}
     return value
 
 
 class Call:
     """One call of a module: its path, parent call, input/output specs and its op events."""
 
-    __slots__ = ("path", "module", "parent", "inputs", "input_serials", "output", "start", "end")
+    __slots__ = ("path", "module", "parent", "inputs", "kwargs", "input_serials", "output", "start", "end")
 
     def __init__(self, path: str, module, parent: int, inputs, start: int):
         self.path = path
         self.module = module
         self.parent = parent          # index of the calling Call, -1 for the outermost
         self.inputs = inputs
+        self.kwargs = {}              # keyword inputs, as specs
         self.input_serials = []       # op outputs passed in: the caller holds them to the end
         self.output = None
         self.start = start            # events[start:end] ran inside this call (subtree)
@@ -108,18 +112,30 @@ class Recorder:
             return None  # a module outside the model's tree: its ops go to the caller
         parent = self.stack[-1] if self.stack else -1
         self.stack.append(len(self.calls))
-        call = Call(path, module, parent, snapshot(args), len(self.events))
-        call.input_serials = [s for s in (self.serial(t) for t in args if isinstance(t, Tensor)) if s is not None]
+        call = Call(path, module, parent, snapshot(args, self.spec), len(self.events))
+        call.input_serials = self._serials(args)
         self.calls.append(call)
         return None
 
-    def post_hook(self, module, args, output):
+    def post_hook(self, module, args, kwargs, output):
         if id(module) not in self.paths or not self.stack:
             return None
         call = self.calls[self.stack.pop()]
+        if kwargs:
+            call.kwargs = snapshot(kwargs, self.spec)
+            call.input_serials += self._serials(kwargs.values())
         call.output = snapshot(output)
         call.end = len(self.events)
         return None
+
+    def spec(self, t) -> Spec:
+        """A module input's spec: a ConstantSpec when it is computed from constants only."""
+        entry = self.live.get(id(t))
+        depends = entry[0] in self.dependent if entry is not None else id(t) in self.roots
+        return (Spec if depends else ConstantSpec)(t.shape, t.dtype, t.device)
+
+    def _serials(self, values) -> list:
+        return [s for s in (self.serial(t) for t in values if isinstance(t, Tensor)) if s is not None]
 
     # --- observer -------------------------------------------------------------------------
     def serial(self, t) -> int | None:
@@ -177,7 +193,7 @@ class Recorder:
         """Hooks and observer in place for the block; all removed afterwards, also on error."""
         pre = nn.register_module_forward_pre_hook(self.pre_hook)
         try:
-            post = nn.register_module_forward_hook(self.post_hook)
+            post = nn.register_module_forward_hook(self.post_hook, with_kwargs=True)
             try:
                 with observe(self):
                     yield self
