@@ -169,8 +169,8 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
         row.input_shapes = row.input_shapes or _shapes(c.inputs)
         row.output_shapes = row.output_shapes or _shapes(c.output)
         row.output_bytes += _spec_bytes(c.output)
-    # MACs/FLOPs: a module's uncovered calls; a module only ever seen covered shows its
-    # standalone value, marked covered
+    # a module's uncovered calls; a module only ever seen covered shows its standalone value,
+    # marked covered
     for i, c in enumerate(calls):
         row = rows[c.path]
         if priced.covered[i] and uncovered_seen[c.path]:
@@ -182,20 +182,16 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
             row.functional_macs += f.macs
             row.functional_flops += f.flops
         row.counted_by = "covered" if priced.covered[i] else ("rule" if priced.rules[i] is not None else "ops")
-    extra = priced.top_level()
-    rows[""].macs += extra.macs
-    rows[""].flops += extra.flops
-    _roll_up_uncalled(rows)
-    # bytes: every op in the call's range (the subtree), whatever the convention
-    for i, c in enumerate(calls):
-        row = rows[c.path]
-        if priced.covered[i] and uncovered_seen[c.path]:
-            continue
+        # bytes: every op in the call's range (the subtree), whatever the convention
         for ev in range(c.start, c.end):
             if events[ev].phase == "forward":
                 own = priced.own_cost[ev]
                 row.bytes_read += own.bytes_read
                 row.bytes_written += own.bytes_written
+    extra = priced.top_level()
+    rows[""].macs += extra.macs
+    rows[""].flops += extra.flops
+    _roll_up_uncalled(rows)
     # backward: attributed to the forward module, rolled up the module tree
     for i, e in enumerate(events):
         if e.phase != "backward":

@@ -14,7 +14,7 @@ from ..report.model import Memory, Report
 from ..runtime.device import backend
 from ..runtime.dispatch import enable_grad, no_grad, observe
 from ..runtime.factories import ones_like
-from ..runtime.tensor import Tensor
+from ..runtime.graph.tree import tensor_leaves
 from ..conventions import get as get_convention
 from . import analysis, memory as mem, timing
 from .params import ModelIndex, bytes_by_dtype
@@ -22,23 +22,25 @@ from .recorder import Recorder
 from .state import preserved
 
 
-def tensors_in(value) -> list:
-    """Every Tensor in a (nested) model output."""
-    if isinstance(value, Tensor):
-        return [value]
-    if isinstance(value, (tuple, list)):
-        return [t for v in value for t in tensors_in(v)]
-    if isinstance(value, dict):
-        return [t for v in value.values() for t in tensors_in(v)]
-    return []
-
-
 def backward_seed(output):
     """The first floating output that needs a gradient (``None`` when there is none)."""
-    for t in tensors_in(output):
+    for t in tensor_leaves(output):
         if t.dtype.is_floating_point and t.requires_grad:
             return t
     return None
+
+
+def training_step(forward, tensors):
+    """``forward()`` with gradients, then backward seeded with ones; ``tensors`` (the
+    parameters) start without gradients, so every step dispatches the same ops."""
+    for t in tensors:
+        t.grad = None
+    with enable_grad():
+        out = forward()
+        seed = backward_seed(out)
+        if seed is not None:
+            seed.backward(ones_like(seed))
+    return out
 
 
 def run_step(model, args, kwargs, backward: bool):
@@ -46,18 +48,11 @@ def run_step(model, args, kwargs, backward: bool):
     if not backward:
         with no_grad():
             return model(*args, **kwargs)
-    for p in model.parameters():
-        p.grad = None  # each step starts clean, so every step dispatches the same ops
-    with enable_grad():
-        out = model(*args, **kwargs)
-        seed = backward_seed(out)
-        if seed is not None:
-            seed.backward(ones_like(seed))
-    return out
+    return training_step(lambda: model(*args, **kwargs), model.parameters())
 
 
 def _device_of(model, args) -> object:
-    for t in tensors_in(list(args)):
+    for t in tensor_leaves(list(args)):
         return t.device
     for p in model.parameters():
         return p.device
@@ -67,7 +62,7 @@ def _device_of(model, args) -> object:
 
 
 def _dtype_of(model, args) -> str:
-    for t in tensors_in(list(args)):
+    for t in tensor_leaves(list(args)):
         if t.dtype.is_floating_point:
             return t.dtype.name
     for p in model.parameters():
@@ -93,10 +88,10 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
     index = ModelIndex(model)
     with preserved(model, index):
         model.train(backward)
-        recorder = Recorder(model, tensors_in((list(args), kwargs)), index=index)
+        recorder = Recorder(model, tensor_leaves((list(args), kwargs)), index=index)
         with recorder.attached():
             out = step()
-        output_ids = [recorder.serial(t) for t in tensors_in(out)]
+        output_ids = [recorder.serial(t) for t in tensor_leaves(out)]
         priced = analysis.Priced(recorder, conv)
         events = recorder.events
 
@@ -134,7 +129,7 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
     records, seen, folded = analysis.op_records(priced, op_latency, op_start)
     unsupported = analysis.unsupported(priced, module_times, whole[0], op_latency)
     return Report(rows, convention=conv.name, mode="eager", device=str(device), dtype=_dtype_of(model, args),
-                  input_shapes=[tuple(t.shape) for t in tensors_in(list(args))], ops=records,
+                  input_shapes=[tuple(t.shape) for t in tensor_leaves(list(args))], ops=records,
                   unsupported=unsupported, seen_not_counted=seen, folded=folded, memory=memory, latency_ms=whole[0],
                   latency_min_ms=whole[1], backward=backward, backward_latency_ms=backward_ms,
                   model=name or type(model).__name__)

@@ -191,14 +191,9 @@ class Recorder:
     @contextlib.contextmanager
     def attached(self) -> Iterator["Recorder"]:
         """Hooks and observer in place for the block; all removed afterwards, also on error."""
-        pre = nn.register_module_forward_pre_hook(self.pre_hook)
         try:
-            post = nn.register_module_forward_hook(self.post_hook, with_kwargs=True)
-            try:
-                with observe(self):
-                    yield self
-            finally:
-                post.remove()
+            with nn.register_module_forward_pre_hook(self.pre_hook), \
+                    nn.register_module_forward_hook(self.post_hook, with_kwargs=True), observe(self):
+                yield self
         finally:
-            pre.remove()
             self.stack.clear()

@@ -60,15 +60,10 @@ class ModuleTimer:
 
     @contextlib.contextmanager
     def attached(self):
-        pre = nn.register_module_forward_pre_hook(self.pre_hook)
         try:
-            post = nn.register_module_forward_hook(self.post_hook)
-            try:
+            with nn.register_module_forward_pre_hook(self.pre_hook), nn.register_module_forward_hook(self.post_hook):
                 yield self
-            finally:
-                post.remove()
         finally:
-            pre.remove()
             self.stack.clear()
 
 

@@ -13,10 +13,10 @@ import time
 
 from ..report.model import OpRecord
 from ..runtime.device import backend
-from ..runtime.dispatch import enable_grad, no_grad, observe
-from ..runtime.factories import ones_like
+from ..runtime.dispatch import no_grad, observe
+from ..runtime.graph.tree import tensor_leaves
 from ..runtime.registry import Cost
-from ..eager_hooks.profiler import backward_seed
+from ..eager_hooks.profiler import training_step
 
 TAG = "#"
 
@@ -59,14 +59,7 @@ def _grad_state(graph) -> list:
 
 
 def _backward_step(tagged, args, kwargs):
-    for t in tagged.tensors.values():
-        t.grad = None
-    with enable_grad():
-        out = tagged(*args, **kwargs)
-        seed = backward_seed(out)
-        if seed is not None:
-            seed.backward(ones_like(seed))
-    return out
+    return training_step(lambda: tagged(*args, **kwargs), tagged.tensors.values())
 
 
 def _graph_index(graph):
@@ -85,13 +78,12 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     over the ops the executor dispatches); with ``measure_on`` (a device) one more step runs
     inside the backend's tracker."""
     from ..eager_hooks import memory as mem
-    from ..eager_hooks.profiler import tensors_in
     from ..eager_hooks.recorder import Recorder
 
     tagged = tagged_copy(graph)
     saved = _grad_state(graph)
     index = _graph_index(graph)
-    recorder = Recorder(None, tensors_in((list(args), kwargs)), index=index)
+    recorder = Recorder(None, tensor_leaves((list(args), kwargs)), index=index)
     runs = []
     memory = {}
     warmup = 1 if timing else 0  # a discarded first run keeps kernel compilation (CUDA) out of the times
@@ -102,7 +94,7 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
                 if i == 0:
                     with observe(recorder):
                         out = _backward_step(tagged, args, kwargs)
-                    outputs = [recorder.serial(t) for t in tensors_in(out)]
+                    outputs = [recorder.serial(t) for t in tensor_leaves(out)]
                     del out
                 else:
                     _backward_step(tagged, args, kwargs)

@@ -67,7 +67,7 @@ ROW_COLUMNS = ("name", "type", "depth", "parent", "kind", "counted_by", "macs", 
                "backward_flops", "backward_latency_ms", "functional_macs", "functional_flops",
                "input_shapes", "output_shapes")
 OP_COLUMNS = ("name", "op", "scope", "phase", "macs", "flops", "bytes_read", "bytes_written", "params",
-              "input_shapes", "output_shapes", "counted", "latency_ms", "start_ms")
+              "input_shapes", "output_shapes", "counted", "latency_ms", "start_ms", "source")
 
 
 def to_dict(report) -> dict:
@@ -107,18 +107,14 @@ def _cell(value):
 def to_csv(report, by: str = "module") -> str:
     """A header line, then one line per row (``by="op"``: one per op record). Shapes are
     written as ``1x3x224x224`` joined by ``;`` (``-`` for an absent optional input)."""
+    tables = {"module": (ROW_COLUMNS, report.rows), "op": (OP_COLUMNS, report.ops)}
+    if by not in tables:
+        raise ValueError(f"CSV is written by 'module' or 'op', not {by!r}")
+    columns, items = tables[by]
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
-    if by == "op":
-        writer.writerow(OP_COLUMNS)
-        for o in report.ops:
-            d = o.to_dict()
-            writer.writerow([_cell(d[c]) for c in OP_COLUMNS])
-    elif by == "module":
-        writer.writerow(ROW_COLUMNS)
-        for r in report.rows:
-            d = r.to_dict()
-            writer.writerow([_cell(d[c]) for c in ROW_COLUMNS])
-    else:
-        raise ValueError(f"CSV is written by 'module' or 'op', not {by!r}")
+    writer.writerow(columns)
+    for item in items:
+        d = item.to_dict()
+        writer.writerow([_cell(d[c]) for c in columns])
     return buffer.getvalue()
