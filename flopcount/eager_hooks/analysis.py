@@ -19,7 +19,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from ..conventions.base import apply_rule
-from ..report.model import OpRecord, Row, Unsupported
+from ..report.model import COST_FIELDS, OpRecord, Row, Unsupported, accumulate
 from ..runtime.registry import Cost, nbytes
 from .params import parameter_counts
 
@@ -227,11 +227,7 @@ def _roll_up_uncalled(rows: dict) -> None:
         for child in children[path]:
             if child.counted_by == "covered":
                 continue
-            row.macs += child.macs
-            row.flops += child.flops
-            row.bytes_read += child.bytes_read
-            row.bytes_written += child.bytes_written
-            row.output_bytes += child.output_bytes
+            accumulate(row, child, COST_FIELDS + ("output_bytes",))
 
 
 def op_records(priced: Priced, op_latency: list | None = None, op_start: list | None = None) -> tuple:

@@ -9,8 +9,13 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..report.model import OpRecord, Row, Unsupported
+from ..report.model import COST_FIELDS, OpRecord, Row, Unsupported, accumulate
 from ..runtime.registry import Cost
+
+
+# what a scope row sums over the nodes below it
+_SCOPE_COUNTS = COST_FIELDS + ("backward_macs", "backward_flops")
+_SCOPE_TIMES = ("latency_ms", "latency_min_ms", "backward_latency_ms")
 
 
 def node_cost(node, convention) -> tuple:
@@ -148,19 +153,7 @@ class NodeRows:
                       output_shapes=[v.shape for v in n.outputs])
             children.setdefault(n.scope, []).append(row)
             for p in _prefixes(n.scope):
-                s = scopes[p]
-                s.macs += row.macs
-                s.flops += row.flops
-                s.bytes_read += row.bytes_read
-                s.bytes_written += row.bytes_written
-                s.backward_macs += row.backward_macs
-                s.backward_flops += row.backward_flops
-                if row.latency_ms is not None:
-                    s.latency_ms = (s.latency_ms or 0.0) + row.latency_ms
-                if row.latency_min_ms is not None:
-                    s.latency_min_ms = (s.latency_min_ms or 0.0) + row.latency_min_ms
-                if row.backward_latency_ms is not None:
-                    s.backward_latency_ms = (s.backward_latency_ms or 0.0) + row.backward_latency_ms
+                accumulate(scopes[p], row, _SCOPE_COUNTS, _SCOPE_TIMES)
             s = scopes[n.scope]
             s.calls = max(s.calls, 1)
         self._scope_params(scopes)

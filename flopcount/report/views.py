@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from .model import accumulate
+
 SORT_KEYS = {"macs": "macs", "flops": "flops", "params": "params", "latency": "latency_ms",
              "memory": "output_bytes"}
 VIEWS = ("module", "op-type", "op")
@@ -82,11 +84,6 @@ def by_op_type(report, phase: str | None = "forward") -> list:
         if s is None:
             s = table[rec.op] = OpTypeSummary(rec.op)
         s.calls += 1
-        s.macs += rec.macs
-        s.flops += rec.flops
-        s.bytes_read += rec.bytes_read
-        s.bytes_written += rec.bytes_written
         s.counted_calls += 1 if rec.counted else 0
-        if rec.latency_ms is not None:
-            s.latency_ms = (s.latency_ms or 0.0) + rec.latency_ms
+        accumulate(s, rec, times=("latency_ms",))
     return sorted(table.values(), key=lambda s: (s.flops, s.macs, s.calls), reverse=True)
