@@ -1,9 +1,16 @@
 """The error function on any array module (numpy has none; CuPy's lives in cupyx).
 
-W. J. Cody's rational Chebyshev approximations ("Rational Chebyshev approximations for the error
-function", Math. Comp. 23, 1969): about 1e-16 relative error in float64. Float32 and float16
-inputs are evaluated in float32 with the two inner intervals only, since erfc(4) < 2e-8 is below
-float32 resolution next to 1.
+Float64: W. J. Cody's rational Chebyshev approximations ("Rational Chebyshev approximations for
+the error function", Math. Comp. 23, 1969), about 1e-16 relative error.
+
+Float32 and float16: one rational function x·P(x²)/Q(x²) on x clamped to [-4, 4] (erfc(4) < 2e-8
+is below float32 resolution next to 1), the coefficients Eigen and XLA use for float erf; the
+approximation is within 7e-8 of erf. It is evaluated in float64, because in float32 the
+alternating terms at |x| near 3 cancel to a 4e-7 error. The evaluation runs over blocks of
+``BLOCK`` elements with every step written in place into a few block-sized buffers that stay in
+cache: about 25 passes over data in cache instead of as many full-size temporaries (6x faster
+than the Cody form for a ViT MLP activation). ``gelu_erf`` runs GELU's own arithmetic in the same
+blocks.
 """
 
 from __future__ import annotations
@@ -59,18 +66,80 @@ def _erfc_scaled_tail(y):
     return (_ONE_OVER_SQRT_PI - r) / y
 
 
+def _erf_cody(xp, x):
+    y = xp.abs(x)
+    small = x * _erf_small(y * y)
+    y_mid = xp.minimum(xp.maximum(y, 0.46875), 4.0)
+    y_tail = xp.maximum(y, 4.0)
+    scaled = xp.where(y <= 4.0, _erfc_scaled_mid(y_mid), _erfc_scaled_tail(y_tail))
+    large = xp.sign(x) * (1.0 - xp.exp(-y * y) * scaled)
+    return xp.where(y <= 0.46875, small, large)
+
+
+# x·P(x²)/Q(x²) for single precision, highest power first
+_P_SINGLE = (-2.72614225801306e-10, 2.77068142495902e-08, -2.10102402082508e-06, -5.69250639462346e-05,
+             -7.34990630326855e-04, -2.95459980854025e-03, -1.60960333262415e-02)
+_Q_SINGLE = (-1.45660718464996e-05, -2.13374055278905e-04, -1.68282697438203e-03,
+             -7.37332916720468e-03, -1.42647390514189e-02)
+_SQRT_HALF = 0.7071067811865476
+
+# elements per block: four float64 buffers of this size (1 MB) stay in a core's L2 cache
+BLOCK = 32768
+
+
+def _single_blocks(xp, x, finish, scale: float = 1.0, factor: float = 1.0):
+    """Apply ``finish(xp, r, x_block, out_block)`` to r = factor·erf(scale·x) block by block;
+    returns the output array (x's dtype). Every step writes into block buffers (``out=``)."""
+    out = xp.empty(x.shape, dtype=x.dtype)
+    flat, flat_out = x.reshape(-1), out.reshape(-1)
+    n = flat.size
+    size = min(BLOCK, n) if xp is np else n  # a GPU wants one launch per step, not blocks
+    c, x2, p, q = (xp.empty(size, dtype=np.float64) for _ in range(4))
+    coef_p = [factor * a for a in _P_SINGLE]
+    for start in range(0, n, max(size, 1)):
+        stop = min(start + size, n)
+        k = stop - start
+        cb, x2b, pb, qb = c[:k], x2[:k], p[:k], q[:k]
+        xb = flat[start:stop]
+        xp.multiply(xb, scale, out=cb)
+        xp.clip(cb, -4.0, 4.0, out=cb)
+        xp.multiply(cb, cb, out=x2b)
+        xp.multiply(x2b, coef_p[0], out=pb)
+        pb += coef_p[1]
+        for a in coef_p[2:]:
+            pb *= x2b
+            pb += a
+        pb *= cb
+        xp.multiply(x2b, _Q_SINGLE[0], out=qb)
+        qb += _Q_SINGLE[1]
+        for b in _Q_SINGLE[2:]:
+            qb *= x2b
+            qb += b
+        pb /= qb
+        finish(xp, pb, xb, flat_out[start:stop])
+    return out
+
+
+def _store(xp, r, xb, out_block):
+    out_block[...] = r
+
+
+def _gelu_tail(xp, r, xb, out_block):
+    # r = erf(x/√2)/2: gelu = x·(1/2 + r)
+    r += 0.5
+    xp.multiply(r, xb, out=out_block)
+
+
 def erf(xp, x):
     """Elementwise erf(x), same dtype as ``x`` (floating)."""
-    out_dtype = x.dtype
-    work = x.astype(np.float32) if x.dtype == np.float16 else x
-    y = xp.abs(work)
-    small = work * _erf_small(y * y)
-    if work.dtype == np.float64:
-        y_mid = xp.minimum(xp.maximum(y, 0.46875), 4.0)
-        y_tail = xp.maximum(y, 4.0)
-        scaled = xp.where(y <= 4.0, _erfc_scaled_mid(y_mid), _erfc_scaled_tail(y_tail))
-    else:
-        scaled = _erfc_scaled_mid(xp.minimum(xp.maximum(y, 0.46875), 4.0))
-    large = xp.sign(work) * (1.0 - xp.exp(-y * y) * scaled)
-    out = xp.where(y <= 0.46875, small, large)
-    return out.astype(out_dtype, copy=False)
+    if x.dtype == np.float64:
+        return _erf_cody(xp, x)
+    return _single_blocks(xp, x, _store)
+
+
+def gelu_erf(xp, x):
+    """GELU's erf form x·Φ(x) = x·(1 + erf(x/√2))/2, same dtype as ``x``; in float64 through
+    Cody's erf, in single precision within the blocks of ``erf``."""
+    if x.dtype == np.float64:
+        return 0.5 * x * (1 + _erf_cody(xp, x * _SQRT_HALF))
+    return _single_blocks(xp, x, _gelu_tail, scale=_SQRT_HALF, factor=0.5)

@@ -24,7 +24,7 @@ from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, io_cost, numel, register_op
-from ._erf import erf as _erf_kernel
+from ._erf import gelu_erf as _gelu_erf_kernel
 from ._helpers import check_float, norm_dim, same_spec
 from .elementwise import (abs as _abs, add, div, erf, exp, gt, le, logical_and, lt, mul, neg, sub,
                           tanh, where)
@@ -184,7 +184,7 @@ class Gelu(Op):
         if approximate == "tanh":
             inner = _SQRT_2_OVER_PI * (x + _GELU_TANH_C * x * x * x)
             return 0.5 * x * (1 + xp.tanh(inner))
-        return 0.5 * x * (1 + _erf_kernel(xp, x * (1 / math.sqrt(2))))
+        return _gelu_erf_kernel(xp, x)
 
     kernels = {"cuda": cuda_kernels.activation("gelu")(forward)}
 
