@@ -31,6 +31,7 @@ from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, register_op
 from ._helpers import as_tensor, broadcast_shapes, upcast_half
 from .dropout import keep_mask
+from .linalg import blas_operand
 
 CAUSAL_MODES = ("full", "half")
 
@@ -86,17 +87,25 @@ def _check_attrs(op: str, attn_mask, dropout_p: float, is_causal: bool, causal_m
 
 def _probabilities(xp, q, k, attn_mask, is_causal, scale):
     """softmax(scale·qkᵀ + mask) over the last dim; rows masked entirely give zeros (PyTorch's
-    safe softmax), not NaN. Also returns k repeated for grouped-query attention."""
-    s = xp.matmul(q, xp.swapaxes(k, -1, -2)) * scale
+    safe softmax), not NaN. Every step after the matmul writes into the score array: one
+    (…, Lq, Lk) buffer instead of six."""
+    s = xp.matmul(blas_operand(xp, q), blas_operand(xp, xp.swapaxes(k, -1, -2)))
+    s *= scale
     if is_causal:
-        s = xp.where(xp.tril(xp.ones(s.shape[-2:], dtype=bool)), s, -xp.inf)
+        s[..., ~xp.tril(xp.ones(s.shape[-2:], dtype=bool))] = -xp.inf
     if attn_mask is not None:
-        s = xp.where(attn_mask, s, -xp.inf) if attn_mask.dtype == bool else s + attn_mask
+        if attn_mask.dtype == bool:
+            s = xp.where(attn_mask, s, -xp.inf)  # the mask may broadcast s to more dims
+        else:
+            s = s + attn_mask
     row_max = s.max(axis=-1, keepdims=True)
-    row_max = xp.where(row_max == -xp.inf, 0, row_max)
-    e = xp.exp(s - row_max)
-    total = e.sum(axis=-1, keepdims=True)
-    return e / xp.where(total == 0, 1, total)
+    row_max[row_max == -xp.inf] = 0
+    s -= row_max
+    xp.exp(s, out=s)
+    total = s.sum(axis=-1, keepdims=True)
+    total[total == 0] = 1
+    s /= total
+    return s
 
 
 def _repeat_heads(xp, t, rep: int):
@@ -132,7 +141,7 @@ class ScaledDotProductAttention(Op):
             keep = keep_mask(xp, p.shape, dropout_p)
             out = xp.matmul(p * keep * (1.0 / (1.0 - dropout_p)), v_)
             return out.astype(q.dtype, copy=False), keep
-        return xp.matmul(p, v_).astype(q.dtype, copy=False)
+        return xp.matmul(p, blas_operand(xp, v_)).astype(q.dtype, copy=False)
 
     kernels = {"cuda": cuda_kernels.sdpa(forward)}
 
@@ -193,13 +202,16 @@ class ScaledDotProductAttentionBackward(Op):
         sc = _scale_of(q, scale)
         p = _probabilities(xp, q_, k_, upcast_half(attn_mask), is_causal, sc)
         dropped = p * keep * (1.0 / (1.0 - dropout_p)) if keep is not None else p
+        g_, q_, k_, v_ = (blas_operand(xp, t) for t in (g_, q_, k_, v_))
         dv = xp.matmul(xp.swapaxes(dropped, -1, -2), g_)
         dp = xp.matmul(g_, xp.swapaxes(v_, -1, -2))
         if keep is not None:
             dp = dp * keep * (1.0 / (1.0 - dropout_p))
         ds = p * (dp - (dp * p).sum(axis=-1, keepdims=True))  # softmax gradient
-        dq = xp.matmul(ds, k_) * sc
-        dk = xp.matmul(xp.swapaxes(ds, -1, -2), q_) * sc
+        dq = xp.matmul(ds, k_)
+        dq *= sc
+        dk = xp.matmul(xp.swapaxes(ds, -1, -2), q_)
+        dk *= sc
         if rep > 1:  # each key/value head sums the gradients of the query heads it served
             dk = dk.reshape(dk.shape[:-3] + (k.shape[-3], rep) + dk.shape[-2:]).sum(axis=-3)
             dv = dv.reshape(dv.shape[:-3] + (v.shape[-3], rep) + dv.shape[-2:]).sum(axis=-3)

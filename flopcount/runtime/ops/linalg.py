@@ -28,6 +28,16 @@ def blas_operand(xp, x):
     return xp.ascontiguousarray(x)
 
 
+def gemm(xp, a, b):
+    """``a @ b`` on arrays. A stack of rows (..., m, k) times one matrix (k, n) runs as a single
+    (...·m, k) @ (k, n) GEMM: numpy's matmul would call BLAS once per leading index, with as
+    many thread start-ups (7x slower for a (8, 128, 512) activation on two threads)."""
+    if a.ndim > 2 and b.ndim == 2:
+        rows = a.reshape(prod(a.shape[:-1]), a.shape[-1])  # copies only a non-contiguous stack
+        return xp.matmul(rows, b).reshape(a.shape[:-1] + (b.shape[-1],))
+    return xp.matmul(blas_operand(xp, a), blas_operand(xp, b))
+
+
 @register_op("matmul")
 class Matmul(Op):
     """(..., m, k) @ (..., k, n) with broadcast batch dims (both operands at least 2-d)."""
@@ -44,7 +54,7 @@ class Matmul(Op):
         return Spec(batch + (a.shape[-2], b.shape[-1]), a.dtype, a.device)
 
     def forward(xp, a, b):
-        return xp.matmul(blas_operand(xp, a), blas_operand(xp, b))
+        return gemm(xp, a, b)
 
     def vjp(g, out, a, b):
         from .movement import transpose
@@ -73,7 +83,7 @@ class Linear(Op):
         return Spec(x.shape[:-1] + (weight.shape[0],), x.dtype, x.device)
 
     def forward(xp, x, weight, bias=None):
-        out = xp.matmul(x, weight.T)
+        out = gemm(xp, x, weight.T)
         if bias is not None:
             out += bias
         return out
