@@ -62,7 +62,8 @@ class Row:
     """One line of a table: flopcount's figure, the peer's, their ratio and the target.
 
     ``limit`` is the largest ratio that meets the target (``None``: reported, no target).
-    ``absolute`` compares flopcount's own figure with ``limit`` instead of the ratio.
+    ``absolute`` compares flopcount's own figure with ``limit`` instead of the ratio;
+    ``agree`` asks the ratio to be within ``limit`` of 1 (two totals that should be equal).
     """
 
     case: str
@@ -71,6 +72,7 @@ class Row:
     limit: float | None = None
     unit: str = "ms"
     absolute: bool = False
+    agree: bool = False
     note: str = ""
 
     @property
@@ -82,12 +84,21 @@ class Row:
         if self.limit is None:
             return None
         value = self.ours if self.absolute else self.ratio
-        return None if value is None else value <= self.limit
+        if value is None:
+            return None
+        return abs(value - 1) <= self.limit if self.agree else value <= self.limit
 
     def target(self) -> str:
         if self.limit is None:
             return "—"
+        if self.agree:
+            return f"within {100 * self.limit:g} %"
         return f"< {self.limit:g} {self.unit}" if self.absolute else f"<= {self.limit:g}"
+
+    def ratio_text(self) -> str:
+        if self.ratio is None:
+            return "—"
+        return f"{self.ratio:.6f}" if self.agree else f"{self.ratio:.2f}"
 
 
 def _fmt(value: float | None, unit: str) -> str:
@@ -99,6 +110,8 @@ def _fmt(value: float | None, unit: str) -> str:
         return f"{value:.4f} %"
     if unit in ("MB", "s"):
         return f"{value:.2f} {unit}" if value < 10 else f"{value:.0f} {unit}"
+    if unit == "FLOP":
+        return f"{value:.7g}"
     return f"{value:.6g} {unit}"
 
 
@@ -142,9 +155,8 @@ def table(rows: list, peer: str) -> str:
            "| --- | ---: | ---: | ---: | --- | --- |"]
     for r in rows:
         met = {True: "yes", False: "**no**", None: "—"}[r.met]
-        ratio = "—" if r.ratio is None else f"{r.ratio:.2f}"
         case = r.case + (f" ({r.note})" if r.note else "")
-        out.append(f"| {case} | {_fmt(r.ours, r.unit)} | {_fmt(r.peer, r.unit)} | {ratio} | "
+        out.append(f"| {case} | {_fmt(r.ours, r.unit)} | {_fmt(r.peer, r.unit)} | {r.ratio_text()} | "
                    f"{r.target()} | {met} |")
     return "\n".join(out)
 
