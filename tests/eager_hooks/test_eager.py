@@ -213,38 +213,3 @@ def test_meta_model_counts_like_cpu():
     assert (meta.macs, meta.flops, meta.params) == (cpu.macs, cpu.flops, cpu.params)
     assert meta.device == "meta" and meta.memory.measured_peak is None
     assert meta.totals["backward_macs"] == FC1 + 2 * FC2 + 2 * GRAM
-
-
-def test_counting_costs_about_one_forward():
-    # Counting = one forward + the hooks' and the pricing's Python work. That extra work does
-    # not depend on the device, so it is measured on meta (where a forward is pure Python and
-    # nothing else varies) and compared with a real CPU forward: at most ~10% of it. A wall-
-    # clock ratio of two real runs is what users see, but on a shared machine it swings both
-    # ways by more than that.
-    import time
-
-    from flopcount import models
-
-    def fastest(fn, n=3):
-        times = []
-        for _ in range(n):
-            start = time.perf_counter()
-            fn()
-            times.append(time.perf_counter() - start)
-        return min(times)
-
-    net = models.get("resnet50").eval()
-    x = rt.randn(1, 3, 224, 224)
-    with rt.meta():
-        meta_net = models.get("resnet50").eval()
-    meta_x = rt.empty(1, 3, 224, 224, device="meta")
-
-    def forward(model, inp):
-        with rt.no_grad():
-            model(inp)
-
-    forward(net, x)
-    real = fastest(lambda: forward(net, x))
-    overhead = fastest(lambda: flopcount.profile(meta_net, meta_x, mode="eager")) - \
-        fastest(lambda: forward(meta_net, meta_x))
-    assert overhead <= 0.10 * real, (overhead, real)

@@ -1,6 +1,5 @@
 """llama, llama2_7b, llama3_8b: LlamaForCausalLM layout, GQA, rotary, SwiGLU, meta presets, outputs."""
 
-import time
 import tracemalloc
 
 import numpy as np
@@ -52,11 +51,9 @@ def test_large_presets_on_meta(name, published):
     assert params_by_hand(*_shape_args(config)) == published == models.info(name).params
     tracemalloc.start()
     try:
-        start = time.perf_counter()
         with rt.meta():
             model = models.get(name)
         logits, events = record(lambda: model(models.example_input(name, device="meta")))
-        elapsed = time.perf_counter() - start
         _, peak = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
@@ -64,7 +61,6 @@ def test_large_presets_on_meta(name, published):
     assert all(p.data is None for p in model.parameters())
     assert logits.shape == (1, LENGTH, config["vocab_size"]) and logits.device.type == "meta"
     assert sum(e.cost.macs for e in events) == macs_by_hand(LENGTH, *_shape_args(config))
-    assert elapsed < 3.0, f"building and running {name} on meta took {elapsed:.2f} s"
     assert peak < 32 * 2 ** 20, f"{name} on meta allocated {peak / 2 ** 20:.1f} MiB"
 
 

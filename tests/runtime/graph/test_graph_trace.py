@@ -1,6 +1,5 @@
 """rt.trace: what a graph records, how it prints, and that running it equals eager."""
 
-import time
 import tracemalloc
 
 import numpy as np
@@ -163,7 +162,7 @@ def test_meta_inputs_run_the_graph_by_shape_and_to_moves_parameters():
         graph(rt.randn(2, 4))
 
 
-def test_meta_trace_of_a_large_model_is_fast_and_allocation_free():
+def test_meta_trace_of_a_large_model_is_allocation_free():
     # 1.34 billion parameters: 40 blocks of width 2048 with a 4x MLP (33.6 M each)
     with rt.meta():
         layers = []
@@ -172,14 +171,11 @@ def test_meta_trace_of_a_large_model_is_fast_and_allocation_free():
         model = nn.Sequential(*layers)
     x = rt.randn(8, 512, 2048, device="meta")
     tracemalloc.start()
-    start = time.perf_counter()
     graph = rt.trace(model, x)
-    elapsed = time.perf_counter() - start
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     params = sum(v.numel() for v in graph.parameters.values())
     assert params == 40 * (2 * 2048 * 8192 + 8192 + 2048) and len(graph.nodes) == 120
-    assert elapsed < 1.0, f"tracing took {elapsed:.2f} s"
     assert peak < 2 * 1024 * 1024, f"tracing allocated {peak} bytes at its peak"
 
 
