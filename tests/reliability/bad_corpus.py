@@ -127,11 +127,11 @@ def with_graph(data: bytes, edit) -> bytes:
 # --- the corpus --------------------------------------------------------------------------------
 
 def _write(directory: str, name: str, data) -> str:
+    # atomically: test processes running side by side may rewrite the corpus while others read it
+    from flopcount.io_utils import atomic_write
+
     path = os.path.join(directory, name)
-    if not isinstance(data, (bytes, str)):
-        data = data.SerializeToString()
-    with open(path, "wb" if isinstance(data, bytes) else "w") as f:
-        f.write(data)
+    atomic_write(path, data if isinstance(data, (bytes, str)) else data.SerializeToString())
     return path
 
 
@@ -224,14 +224,15 @@ def onnx_cases(directory: str) -> list:
     cases.append(Case("op newer than the opset", _write(directory, "gelu_at_opset_13.onnx", gelu), "ModelFileError",
                       ("{path}", "Gelu", "domain_version of 13")))
 
-    # weights in a side file that is missing
-    side = os.path.join(directory, "side")
-    os.makedirs(side, exist_ok=True)
-    path = os.path.join(side, "external.onnx")
-    onnx.save_model(mlp_onnx(), path, save_as_external_data=True, all_tensors_to_one_file=True,
-                    location="external.weights", size_threshold=0)
-    os.remove(os.path.join(side, "external.weights"))
-    cases.append(Case("external data missing", path, "ModelFileError", ("{path}", "external.weights")))
+    # weights in a side file that is missing (never written, so no other process can see it)
+    external = mlp_onnx()
+    weight = external.graph.initializer[0]
+    onnx.external_data_helper.set_external_data(weight, location="external.weights", offset=0,
+                                                length=len(weight.raw_data))
+    weight.data_location = TensorProto.EXTERNAL
+    weight.ClearField("raw_data")
+    cases.append(Case("external data missing", _write(directory, "external.onnx", external), "ModelFileError",
+                      ("{path}", "external.weights")))
 
     # 1 GiB claimed in a file of a few hundred bytes, and built at import from a few bytes
     big = TensorProto(name="W", data_type=TensorProto.FLOAT, dims=[16384, 16384], raw_data=b"\0" * 64)

@@ -251,7 +251,8 @@ def load(path):
     try:
         graph = graph_from_json(doc, arrays)
         graph.validate()
-    except (FlopcountError, KeyError, TypeError, ValueError, IndexError, AttributeError, RecursionError) as exc:
+    except (FlopcountError, KeyError, TypeError, ValueError, IndexError, AttributeError, ArithmeticError,
+            RecursionError) as exc:
         detail = f"missing entry {exc}" if isinstance(exc, KeyError) else str(exc)
         raise ModelFileError(f"{path}: the stored graph is inconsistent: {detail}") from None
     return graph
@@ -263,10 +264,14 @@ def graph_from_json(doc: dict, arrays: dict):
 
     g = Graph()
     g.name = doc["name"]
+    if not isinstance(g.name, str):
+        raise ValueError(f"the graph name {g.name!r} is not a string")
     values: dict = {}
 
     def define(entry, kind):
         name = entry["name"]
+        if not isinstance(name, str) or not isinstance(entry["dtype"], str):
+            raise ValueError(f"a value has name {name!r} and dtype {entry['dtype']!r}; both must be strings")
         if name in values:
             raise ValueError(f"the name {name!r} is defined twice")
         shape = entry["shape"]
@@ -295,12 +300,15 @@ def graph_from_json(doc: dict, arrays: dict):
     for i, e in enumerate(doc["nodes"]):
         try:
             op = get_op(e["op"])
-        except KeyError:
+        except (KeyError, TypeError):
             raise ValueError(f"node {i} uses op {e['op']!r}, which this flopcount does not have") from None
         inputs = [None if name is None else values[name] for name in e["inputs"]]
         outputs = [define(o, "node") for o in e["outputs"]]
         attrs = {k: decode_attr(a) for k, a in e["attrs"].items()}
-        g.nodes.append(Node(op, inputs, outputs, attrs, e.get("scope", ""), e.get("module_type", "")))
+        scope, module_type = e.get("scope", ""), e.get("module_type", "")
+        if not isinstance(scope, str) or not isinstance(module_type, str):
+            raise ValueError(f"node {i} has scope {scope!r} and module type {module_type!r}; both must be strings")
+        g.nodes.append(Node(op, inputs, outputs, attrs, scope, module_type))
     g.outputs = [values[name] for name in doc["outputs"]]
     g.output_tree = doc["output_tree"]
     _check_tree(g.input_tree, len(g.inputs), "input")

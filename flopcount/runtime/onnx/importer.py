@@ -65,7 +65,22 @@ def read_model(path: str):
     if model.ir_version <= 0 or not model.HasField("graph"):
         raise ModelFileError(f"{path}: not an ONNX model (no IR version or no graph; truncated or "
                              f"another format)")
+    _check_names(model, path)
     return model
+
+
+def _check_names(model, path: str) -> None:
+    # protobuf hands back a string field that is not valid UTF-8 as bytes: a corrupted file
+    graph = model.graph
+    names = [graph.name] + [v.name for v in list(graph.input) + list(graph.output)]
+    names += [t.name for t in graph.initializer]
+    for node in graph.node:
+        names += [node.name, node.op_type, node.domain, *node.input, *node.output]
+        names += [a.name for a in node.attribute]
+    bad = next((n for n in names if not isinstance(n, str)), None)
+    if bad is not None:
+        raise ModelFileError(f"{path}: not a readable ONNX model (a name is not valid UTF-8: {bad[:40]!r}; "
+                             f"the file is corrupted)")
 
 
 def _first_line(exc) -> str:

@@ -26,6 +26,15 @@ def broadcast_shapes(op: str, a: tuple, b: tuple) -> tuple:
     return tuple(out)
 
 
+def check_ints(op: str, **values) -> None:
+    """Every named tuple of sizes (kernel_size=(3, 3), stride=...) holds Python ints; a value
+    read from a file can be anything, and a float size only fails deep in a kernel."""
+    for name, value in values.items():
+        if not isinstance(value, (tuple, list)) or not all(isinstance(v, int) and not isinstance(v, bool)
+                                                           for v in value):
+            raise ShapeError(f"{op}: {name} {value!r} must be a tuple of integers")
+
+
 def norm_dim(op: str, dim: int, ndim: int) -> int:
     """A dim in [-ndim, ndim) made non-negative; a ShapeError otherwise."""
     if not -max(ndim, 1) <= dim < max(ndim, 1):

@@ -19,6 +19,7 @@ from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
 from . import _conv_kernels as kernels
+from ._helpers import check_ints
 from ._window import out_size, transpose_out_size
 
 
@@ -43,6 +44,7 @@ def _check_operands(op, x, weight, groups, in_channels) -> int:
 
 def _check_geometry(op, stride, padding, dilation):
     # a zero stride divides by zero and a zero dilation collapses the kernel: refuse both
+    check_ints(op, stride=stride, padding=padding, dilation=dilation)
     if any(v < 1 for v in tuple(stride) + tuple(dilation)) or any(p < 0 for p in padding):
         raise ShapeError(f"{op}: stride {stride} and dilation {dilation} must be positive and padding "
                          f"{padding} non-negative")
@@ -98,11 +100,11 @@ class Conv(Op):
     """N-d convolution: x (N, Cin, *S), weight (Cout, Cin/g, *K), bias (Cout,) or None."""
 
     def shape(x, weight, bias=None, *, stride, padding, dilation, groups):
+        _check_geometry("conv", stride, padding, dilation)
         nd = _check_operands("conv", x, weight, groups, weight.shape[1] * groups)
         if not len(stride) == len(padding) == len(dilation) == nd:
             raise ShapeError(f"conv: stride {stride}, padding {padding}, dilation {dilation} need "
                              f"{nd} values each for weight {weight.shape}")
-        _check_geometry("conv", stride, padding, dilation)
         _check_bias("conv", bias, weight.shape[0], weight)
         out = _conv_out(x.shape, weight.shape[2:], stride, padding, dilation)
         _check_out("conv", out, x, weight, dict(stride=stride, padding=padding, dilation=dilation))
@@ -175,12 +177,13 @@ class ConvTranspose(Op):
     """N-d transposed convolution: x (N, Cin, *I), weight (Cin, Cout/g, *K), bias (Cout,)."""
 
     def shape(x, weight, bias=None, *, stride, padding, output_padding, dilation, groups):
+        _check_geometry("conv_transpose", stride, padding, dilation)
+        check_ints("conv_transpose", output_padding=output_padding)
         nd = _check_operands("conv_transpose", x, weight, groups, weight.shape[0])
         if not len(stride) == len(padding) == len(output_padding) == len(dilation) == nd:
             raise ShapeError(f"conv_transpose: stride {stride}, padding {padding}, output_padding "
                              f"{output_padding}, dilation {dilation} need {nd} values each for "
                              f"weight {weight.shape}")
-        _check_geometry("conv_transpose", stride, padding, dilation)
         for op_, s, d in zip(output_padding, stride, dilation):
             if op_ < 0 or (op_ >= s and op_ >= d):
                 raise ShapeError(f"conv_transpose: output_padding {output_padding} must be smaller than "

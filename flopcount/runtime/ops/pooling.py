@@ -24,7 +24,7 @@ from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError, UnsupportedOpError
 from ..registry import Op, Spec, io_cost, numel, register_op
-from ._helpers import check_float, same_spec
+from ._helpers import check_float, check_ints, same_spec
 from ._window import out_size, positions, scatter_windows, windows
 
 
@@ -36,6 +36,7 @@ def _check_input(op: str, x, nd: int) -> None:
 
 
 def _pool_out(op: str, x, kernel, stride, padding, dilation, ceil_mode) -> tuple:
+    check_ints(op, kernel_size=kernel, stride=stride, padding=padding, dilation=dilation)
     nd = len(kernel)
     _check_input(op, x, nd)
     if not len(stride) == len(padding) == len(dilation) == nd:
