@@ -11,6 +11,8 @@ from __future__ import annotations
 import sys
 from typing import Callable
 
+import numpy as np
+
 from . import conventions, loading
 from .eager_hooks import profile_eager
 from .graph_parser import profile_graph
@@ -34,6 +36,16 @@ def _parameter_device(model):
     for b in model.buffers():
         return b.device
     return None
+
+
+def _run_view(mode: str, model, args: tuple, kwargs: dict, **options) -> Report:
+    """The eager view (a Module's hooks) or the graph view. NaN and Inf in the inputs (or made
+    by the model) are the data's business, as in PyTorch: counting reads shapes only, and the
+    runs compute on them without numpy's floating-point warnings."""
+    with np.errstate(all="ignore"):
+        if mode == "eager" and isinstance(model, Module):
+            return profile_eager(model, args, kwargs, **options)
+        return profile_graph(model, args, kwargs, **options)
 
 
 def _shapes_of(args: tuple, kwargs: dict) -> list:
@@ -86,14 +98,11 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     else:
         specs = resolve_inputs(target.expected, given, model=target.name, spelling=API)
         loading.check_fixed(target, specs)
-        place = _parameter_device(net) if target.kind == loading.OBJECT else None
+        place = _parameter_device(net) if target.kind == loading.OBJECT else target.device
         args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)
-    options = dict(convention=conventions.get(convention), latency=latency, backward=backward, warmup=warmup,
-                   repeat=repeat, measure_memory=measure_memory, name=target.label)
-    if mode == "eager" and isinstance(net, Module):
-        report = profile_eager(net, tuple(args), kwargs, **options)
-    else:
-        report = profile_graph(net, tuple(args), kwargs, **options)
+    report = _run_view(mode, net, tuple(args), kwargs, convention=conventions.get(convention), latency=latency,
+                       backward=backward, warmup=warmup, repeat=repeat, measure_memory=measure_memory,
+                       name=target.label)
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))
@@ -201,10 +210,7 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     custom = {cls: _custom_rule(hook) for cls, hook in (custom_modules_hooks or {}).items()}
     conv = conventions.get(convention).with_modules(custom, ignore_modules)
     args, kwargs = _inputs_from(model, input_res, input_constructor)
-    if mode == "eager" and isinstance(model, Module):
-        report = profile_eager(model, args, kwargs, convention=conv)
-    else:
-        report = profile_graph(model, args, kwargs, convention=conv)
+    report = _run_view(mode, model, args, kwargs, convention=conv)
     if verbose:
         for item in report.unsupported:
             print(f"Warning: {item.kind} {item.name} is treated as a zero-op.", file=ost)

@@ -40,7 +40,8 @@ class Target:
 
     ``expected`` lists the inputs the model takes (``None``: unknown, so shapes must be
     given); ``fixed`` means those shapes cannot change (a graph is specialized to them);
-    ``notes`` are remarks for the user.
+    ``device``, when set, is where its inputs must be made whatever was asked (``"meta"`` for
+    a file saved without weights); ``notes`` are remarks for the user.
     """
 
     model: object
@@ -49,6 +50,7 @@ class Target:
     expected: list | None = None
     fixed: bool = False
     notes: list = field(default_factory=list)
+    device: str | None = None
 
     @property
     def name(self) -> str:
@@ -140,8 +142,16 @@ def load_native(path: str, device) -> Target:
     from .runtime.io import load as load_graph
 
     _require_file(path)
-    graph = _placed(load_graph(path), device)
-    return Target(graph, os.path.basename(path), NATIVE, graph_inputs(graph), fixed=True)
+    graph = load_graph(path)
+    target = Target(graph, os.path.basename(path), NATIVE, graph_inputs(graph), fixed=True)
+    if any(graph.tensors[name].data is None for name in graph.parameters):
+        # saved from a meta model: shapes only, so it is counted on the meta device
+        target.device = "meta"
+        if str(device) != "meta":
+            target.notes.append(f"{target.label} was saved without weights: counted on the meta device, not run")
+    else:
+        _placed(graph, device)
+    return target
 
 
 # --- ONNX files ------------------------------------------------------------------------------

@@ -136,3 +136,17 @@ def test_cli_and_api_give_the_same_numbers(tmp_path):
     result = CliRunner().invoke(main, [path, "-i", "x=3x4", "--format", "json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.output)["totals"]["macs"] == flopcount.profile(path, input_shape={"x": (3, 4)}).macs
+
+
+def test_a_file_saved_without_weights_is_counted_on_meta(tmp_path):
+    path = str(tmp_path / "shapes_only.safetensors")
+    with rt.meta():
+        net = nn.Linear(4, 2)
+    rt.save(net, path, example_inputs=(rt.empty(3, 4, device="meta"),))
+    report = flopcount.profile(path)
+    assert (report.macs, report.device) == (3 * 4 * 2, "meta")
+    from click.testing import CliRunner
+
+    result = CliRunner().invoke(main, [path, "--format", "json"])
+    assert result.exit_code == 0
+    assert "saved without weights: counted on the meta device" in result.stderr

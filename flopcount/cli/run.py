@@ -63,7 +63,7 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
                                     f"(a model file), profile it with --mode graph")
     specs = resolve_inputs(target.expected, given, opts.batch, opts.dtypes, model=target.label)
     loading.check_fixed(target, specs)
-    device = opts.zoo_device if target.kind == loading.ZOO else opts.device
+    device = target.device or (opts.zoo_device if target.kind == loading.ZOO else opts.device)
     args, kwargs = inputs_for(target.model, specs, device, keyword=target.kind != loading.ZOO)
     say(f"timing {opts.warmup} warm-up + {opts.repeat} runs" if opts.latency else "counting")
     try:
