@@ -138,3 +138,18 @@ def test_repr_and_footer(eager):
     assert repr(eager).startswith("<Report Net [eager, flopcount]")
     report = flopcount.profile(Net(), rt.randn(2, 8), mode="eager", convention="ptflops")
     assert "seen, not counted (ptflops convention): 1 ops" in report.tabulate("plain")
+
+
+def test_a_module_and_its_only_op_show_as_one_row():
+    # conv1 ran one conv: its op row would repeat the module's numbers; the residual add of a
+    # Bottleneck is that block's own work and stays visible
+    from flopcount import models
+    from flopcount.report.views import tree_rows
+
+    with rt.meta():
+        net = models.get("resnet18")
+    report = flopcount.profile(net, rt.empty(1, 3, 224, 224, device="meta"))
+    shown = [row.name for row, _ in tree_rows(report)]
+    assert "conv1" in shown and not any(name.startswith("conv1.") for name in shown)
+    assert any(row.parent == "layer1.0" and row.kind == "op" and row.type == "add" for row, _ in tree_rows(report))
+    assert len(shown) < len(report.rows)  # the folded op rows are still in the report itself

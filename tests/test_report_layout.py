@@ -11,6 +11,7 @@ import flopcount
 import flopcount.runtime as rt
 from flopcount import models
 from flopcount.report.layout import fit, table_width
+from flopcount.report.views import tree_rows
 from flopcount.report.units import flops_to_string, macs_to_string, params_to_string
 
 rich_console = pytest.importorskip("rich.console")
@@ -41,7 +42,7 @@ def test_numbers_stay_whole_at_every_width(resnet, width):
     lines = _render(resnet, width)
     assert max(len(line) for line in lines) <= width
     body = _body(lines)
-    rows = resnet.rows  # no depth limit: every row is one line, none wrapped onto a second
+    rows = [row for row, _ in tree_rows(resnet)]  # no depth limit: each shown row one line, none wrapped
     assert len(body) == len(rows)
     for line, row in zip(body, rows):
         cells = [c.strip() for c in line.strip("│").split("│")]

@@ -27,20 +27,37 @@ def _key(row, attr: str) -> float:
     return -1.0 if value is None else value
 
 
+def _echo(report, row):
+    """The only child of ``row`` when it is the one op the module ran: that op row repeats the
+    module's numbers, so views fold it into the module."""
+    kids = report.children(row.name)
+    if row.kind != "op" and len(kids) == 1:
+        only = kids[0]
+        if only.kind == "op" and (only.macs, only.flops, only.params) == (row.macs, row.flops, row.params):
+            return only
+    return None
+
+
+def _children(report, row) -> list:
+    return [] if _echo(report, row) is not None else report.children(row.name)
+
+
 def tree_rows(report, depth: int | None = None, top: int | None = None, sort: str | None = None) -> list:
     """(row, indent) pairs to display.
 
     The tree is walked depth-first from the root down to ``depth`` (the root is depth 0);
     ``sort`` orders siblings, largest first. With ``top`` the view is flat: the ``top`` rows with
     the largest sort key (MACs by default) among the rows that have no children shown at that
-    depth — the most expensive layers, not their containers.
+    depth — the most expensive layers, not their containers. A module whose only child is the
+    one op it ran shows as one row (``conv1 Conv2d``, not also ``conv1.conv conv``).
     """
     attr = sort_attribute(sort)
     limit = float("inf") if depth is None else depth
     if top is not None:
         attr = attr or "macs"
-        shown = [r for r in report.rows if r.depth <= limit]
-        leaves = [r for r in shown if r.depth == limit or not report.children(r.name)]
+        echoes = {id(e) for e in (_echo(report, r) for r in report.rows) if e is not None}
+        shown = [r for r in report.rows if r.depth <= limit and id(r) not in echoes]
+        leaves = [r for r in shown if r.depth == limit or not _children(report, r)]
         leaves.sort(key=lambda r: _key(r, attr), reverse=True)
         return [(r, 0) for r in leaves[:top]]
     out = []
@@ -50,7 +67,7 @@ def tree_rows(report, depth: int | None = None, top: int | None = None, sort: st
         out.append((row, row.depth))
         if row.depth >= limit:
             continue
-        kids = report.children(row.name)
+        kids = _children(report, row)
         if attr is not None:
             kids = sorted(kids, key=lambda r: _key(r, attr), reverse=True)
         stack.extend(reversed(kids))
