@@ -52,13 +52,21 @@ def _onnx():
 def read_model(path: str):
     """The ModelProto of ``path`` without its external data; a ModelFileError when the file is
     missing or is not a readable ONNX model."""
+    return _read(path)[0]
+
+
+def _read(path: str) -> tuple:
+    """(ModelProto, the file's bytes): the checker takes the bytes as they are, where handing
+    it the ModelProto would serialize the whole model (weights included) once more."""
     onnx = _onnx()
     if not os.path.exists(path):
         raise ModelFileError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ModelFileError(f"{path}: is a directory, not an ONNX file")
     try:
-        model = onnx.load(path, load_external_data=False)
+        with open(path, "rb") as f:
+            data = f.read()
+        model = onnx.load_model_from_string(data)
     except Exception as exc:  # protobuf's DecodeError and friends
         raise ModelFileError(f"{path}: not a readable ONNX model (truncated, corrupted or another "
                              f"format): {_first_line(exc)}") from None
@@ -66,7 +74,7 @@ def read_model(path: str):
         raise ModelFileError(f"{path}: not an ONNX model (no IR version or no graph; truncated or "
                              f"another format)")
     _check_names(model, path)
-    return model
+    return model, data
 
 
 def _check_names(model, path: str) -> None:
@@ -93,7 +101,9 @@ def _has_external_data(model) -> bool:
     return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
 
 
-def _validate(model, path: str) -> None:
+def _validate(model, path: str, data: bytes | None = None) -> None:
+    """Run ``onnx.checker`` on ``model``; ``data`` is its serialized form when at hand (the
+    file's bytes, for a model read and not changed since)."""
     onnx = _onnx()
     try:
         if path and _has_external_data(model):
@@ -103,8 +113,8 @@ def _validate(model, path: str) -> None:
         declared = list(model.graph.input) + list(model.graph.output)
         if any(v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape") for v in declared):
             # the checker wants declared shapes, which some producers leave out; infer them
-            model = onnx.shape_inference.infer_shapes(model)
-        onnx.checker.check_model(model)
+            model, data = onnx.shape_inference.infer_shapes(model), None
+        onnx.checker.check_model(data if data is not None else model)
     except Exception as exc:
         if "is deprecated in domain_version" in str(exc):
             return  # a deprecated op version (GroupNormalization-18) is still a defined one
@@ -375,15 +385,16 @@ def load(path, input_shapes=None) -> Graph:
     """
     onnx = _onnx()
     if isinstance(path, onnx.ModelProto):
-        model, path = path, ""
+        model, path, data = path, "", None
     else:
         path = os.fspath(path)
-        model = read_model(path)
+        model, data = _read(path)
     _check_opset(model, path)
     if model.functions:
-        model = onnx.inliner.inline_local_functions(model)
+        model, data = onnx.inliner.inline_local_functions(model), None
     _check_supported(model, path)
-    _validate(model, path)
+    _validate(model, path, data)
+    del data  # the file's bytes: freed before the weights are copied out of the model
     if path:
         _load_external_data(model, path)
     return import_model(model, input_shapes, path)
