@@ -8,6 +8,8 @@ from __future__ import annotations
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "where", "masked_fill", "clamp", "cast", "neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf", "floor", "ceil", "round", "logical_not", "isnan", "isinf"]  # the functional API (nn.functional re-exports it)
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
@@ -261,7 +263,7 @@ class Where(Op):
         return Spec(s, _dt.promote(a.dtype, b.dtype), a.device)
 
     def forward(xp, cond, a, b):
-        return xp.where(cond, a, b)
+        return select(xp, cond, a, b)
 
     def vjp(g, out, cond, a, b):
         ga = where(cond, g, 0.0) if a.requires_grad else None
@@ -270,6 +272,32 @@ class Where(Op):
 
     def cost(out, cond, a, b):
         return io_cost(out, (cond, a, b), flops=numel(out))  # one select per element
+
+
+_UINT = {4: "uint32", 8: "uint64"}
+
+
+def select(xp, cond, a, b):
+    """``xp.where(cond, a, b)`` on arrays, without a branch per element on the CPU.
+
+    numpy's ``where`` branches on every condition value; on a mask such as ReLU's (about half
+    True, in no order) mispredictions make it 7x slower than an arithmetic pass. Operands of one
+    4- or 8-byte dtype are selected through their bits instead, ``b ^ ((a ^ b) & -cond)``,
+    which is exact for every value, NaN and infinities included. Other dtypes, and other array
+    modules (a GPU has no branch to mispredict), use ``where``.
+    """
+    uint = _UINT.get(a.dtype.itemsize)
+    if xp is not np or uint is None or a.dtype != b.dtype or a.dtype.kind not in "fiu":
+        return xp.where(cond, a, b)
+    bits = np.empty(np.broadcast_shapes(cond.shape, a.shape, b.shape), dtype=uint)
+    np.subtract(0, cond, out=bits, dtype=uint)  # the mask: True -> all ones, False -> 0
+    a_bits, b_bits = a.view(uint), b.view(uint)
+    if b.size == 1 and not b_bits.any():  # b is +0: the bits of a where cond, else 0
+        bits &= a_bits
+    else:
+        bits &= a_bits ^ b_bits
+        bits ^= b_bits
+    return bits.view(a.dtype)
 
 
 def where(condition, a, b):
