@@ -100,9 +100,10 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         loading.check_fixed(target, specs)
         place = _parameter_device(net) if target.kind == loading.OBJECT else target.device
         args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)
-    report = _run_view(mode, net, tuple(args), kwargs, convention=conventions.get(convention), latency=latency,
-                       backward=backward, warmup=warmup, repeat=repeat, measure_memory=measure_memory,
-                       name=target.label)
+    with loading.file_errors(target):
+        report = _run_view(mode, net, tuple(args), kwargs, convention=conventions.get(convention),
+                           latency=latency, backward=backward, warmup=warmup, repeat=repeat,
+                           measure_memory=measure_memory, name=target.label)
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))

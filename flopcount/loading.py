@@ -19,6 +19,7 @@ was saved with. Every failure is one :class:`~flopcount.FlopcountError` line nam
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import os
 import sys
@@ -41,7 +42,8 @@ class Target:
     ``expected`` lists the inputs the model takes (``None``: unknown, so shapes must be
     given); ``fixed`` means those shapes cannot change (a graph is specialized to them);
     ``device``, when set, is where its inputs must be made whatever was asked (``"meta"`` for
-    a file saved without weights); ``notes`` are remarks for the user.
+    a file saved without weights); ``notes`` are remarks for the user; ``path`` is the model
+    file's path (ONNX and native files).
     """
 
     model: object
@@ -51,6 +53,7 @@ class Target:
     fixed: bool = False
     notes: list = field(default_factory=list)
     device: str | None = None
+    path: str = ""
 
     @property
     def name(self) -> str:
@@ -143,7 +146,7 @@ def load_native(path: str, device) -> Target:
 
     _require_file(path)
     graph = load_graph(path)
-    target = Target(graph, os.path.basename(path), NATIVE, graph_inputs(graph), fixed=True)
+    target = Target(graph, os.path.basename(path), NATIVE, graph_inputs(graph), fixed=True, path=path)
     if any(graph.tensors[name].data is None for name in graph.parameters):
         # saved from a meta model: shapes only, so it is counted on the meta device
         target.device = "meta"
@@ -186,7 +189,7 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, spelling
             raise
         raise type(exc)(f"{path}: {exc}") from exc   # a node's error: name the file too
     graph = _placed(graph, device)
-    return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True)
+    return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True, path=path)
 
 
 def _onnx_hint(path: str, spelling: Spelling, example: bool) -> str:
@@ -270,6 +273,23 @@ def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+# --- running what a file holds -----------------------------------------------------------------
+
+@contextlib.contextmanager
+def file_errors(target: Target):
+    """A model file's graph passed every check at load (names, sizes, every shape rule), yet a
+    crafted one can still hold attribute values a kernel cannot take: a failure while running
+    it is the file's, said in one ModelFileError (the cause stays chained for --debug)."""
+    try:
+        yield
+    except (ArithmeticError, ValueError, TypeError, IndexError, KeyError, RuntimeError) as exc:
+        if isinstance(exc, errors.FlopcountError) or target.kind not in (ONNX, NATIVE):
+            raise
+        text = " ".join(str(exc).split())
+        raise errors.ModelFileError(f"{target.path}: running the model failed, the file holds values it cannot "
+                                    f"run with ({type(exc).__name__}: {text[:200]})") from exc
+
+
 # --- inputs of a specialized graph -----------------------------------------------------------
 
 def check_fixed(target: Target, specs: list) -> None:
@@ -285,5 +305,5 @@ def check_fixed(target: Target, specs: list) -> None:
             + (", ".join(s.describe() for s in specs) or "none"))
 
 
-__all__ = ["Target", "kind_of", "load", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
+__all__ = ["Target", "kind_of", "load", "file_errors", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
            "graph_inputs", "onnx_binding", "onnx_module"]

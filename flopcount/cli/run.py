@@ -67,9 +67,10 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
     args, kwargs = inputs_for(target.model, specs, device, keyword=target.kind != loading.ZOO)
     say(f"timing {opts.warmup} warm-up + {opts.repeat} runs" if opts.latency else "counting")
     try:
-        report = flopcount.profile(target.model, *args, mode=opts.mode, latency=opts.latency,
-                                   backward=opts.backward, convention=opts.convention, strict=opts.strict,
-                                   warmup=opts.warmup, repeat=opts.repeat, **kwargs)
+        with loading.file_errors(target):
+            report = flopcount.profile(target.model, *args, mode=opts.mode, latency=opts.latency,
+                                       backward=opts.backward, convention=opts.convention, strict=opts.strict,
+                                       warmup=opts.warmup, repeat=opts.repeat, **kwargs)
     except errors.ShapeError as exc:
         if not given and opts.batch is None:
             raise

@@ -88,13 +88,18 @@ def _one_node(node, x_dims=(1, 4), y_dims=(1, 4), initializers=(), opset: int = 
                       initializers, opset)
 
 
-def native_bytes(directory: str) -> bytes:
-    """A native model file of a small MLP traced on a (3, 4) input."""
+def native_bytes(directory: str, conv: bool = False) -> bytes:
+    """A native model file of a small MLP traced on a (3, 4) input (with ``conv``: conv, batch
+    norm and ReLU on a (1, 3, 8, 8) input)."""
     import flopcount.runtime as rt
 
-    net = rt.nn.Sequential(rt.nn.Linear(4, 8), rt.nn.ReLU(), rt.nn.Linear(8, 2))
-    path = os.path.join(directory, ".valid.safetensors")
-    rt.save(net.eval(), path, example_inputs=(rt.randn(3, 4),))
+    nn = rt.nn
+    if conv:
+        net, x = nn.Sequential(nn.Conv2d(3, 4, 3), nn.BatchNorm2d(4), nn.ReLU()), rt.randn(1, 3, 8, 8)
+    else:
+        net, x = nn.Sequential(nn.Linear(4, 8), nn.ReLU(), nn.Linear(8, 2)), rt.randn(3, 4)
+    path = os.path.join(directory, f".valid.{os.getpid()}.safetensors")
+    rt.save(net.eval(), path, example_inputs=(x,))
     with open(path, "rb") as f:
         data = f.read()
     os.remove(path)
@@ -307,6 +312,11 @@ def native_cases(directory: str) -> list:
                       "ModelFileError", ("{path}", "input tree")))
     cases.append(Case("native input of 16 TB", _write(directory, "huge_input.safetensors", with_graph(data, _huge_batch)),
                       "ShapeError", ("x=1000000000000x4", "GiB", "more than this machine's")))
+    eps = with_graph(native_bytes(directory, conv=True),
+                     lambda d: next(n for n in d["nodes"] if n["op"] == "batch_norm")["attrs"].update(eps=None))
+    cases.append(Case("native attribute no kernel takes", _write(directory, "bad_eps.safetensors", eps),
+                      "ModelFileError", ("{path}", "running the model failed", "TypeError"),
+                      api={"latency": True, "repeat": 1, "warmup": 0}, cli=("--latency", "--repeat", "1", "--warmup", "0")))
     native = _write(directory, "mlp.safetensors", data)
     cases.append(Case("native file on other shapes", native, "ShapeError", ("takes x=3x4", "got x=5x4"),
                       api={"input_shape": (5, 4)}, cli=("-i", "5x4")))

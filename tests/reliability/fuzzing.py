@@ -211,7 +211,8 @@ def check(data: bytes, suffix: str, api: dict, directory: str, run: bool = False
         peak = report.memory.predicted_peak or 0
         if run and peak <= RUN_LIMIT_BYTES and report.memory.activations <= RUN_LIMIT_BYTES:
             timed = flopcount.profile(path, latency=True, warmup=0, repeat=1, **api)
-            assert timed.macs == report.macs and timed.latency_ms is not None
+            # a file without weights is counted on meta, where nothing runs
+            assert timed.macs == report.macs and (timed.latency_ms is not None or timed.device == "meta")
     except flopcount.FlopcountError as exc:
         message = str(exc)
         assert message and "\n" not in message, repr(message)

@@ -259,6 +259,8 @@ class Gather(Op):
     def shape(x, index, *, dim):
         if index.ndim != x.ndim:
             raise ShapeError(f"gather: index {index.shape} and input {x.shape} need the same number of dims")
+        if index.dtype.is_floating_point or index.dtype.name == "bool":
+            raise ShapeError(f"gather: index must hold integers, got {index.dtype.name}")
         return Spec(tuple(index.shape), x.dtype, x.device)
 
     def forward(xp, x, index, *, dim):

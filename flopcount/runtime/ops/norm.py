@@ -110,7 +110,9 @@ class BatchNorm(Op):
         shift = -mean_ * scale
         if bias is not None:
             shift = shift + bias
-        y = (x * scale.reshape(view) + shift.reshape(view)).astype(x.dtype, copy=False)
+        y = x * scale.reshape(view)
+        y += shift.reshape(view)  # in place: one output array, no temporary
+        y = y.astype(x.dtype, copy=False)
         return (y, batch_mean, batch_var) if training else y
 
     def vjp(g, out, x, weight, bias, running_mean, running_var, *, training, momentum, eps):

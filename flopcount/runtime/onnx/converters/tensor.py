@@ -111,6 +111,8 @@ def unsqueeze(ctx, x, axes=None):
     dims = _axes_operand(ctx, axes)
     rank = x.ndim + len(dims)
     new = set(ctx.axes(dims, rank))
+    if len(new) != len(dims):
+        raise ShapeError(f"axes {tuple(dims)} name a dim twice")
     rest = iter(x.shape)
     return movement.reshape(x, tuple(1 if i in new else next(rest) for i in range(rank)))
 
