@@ -215,6 +215,9 @@ def onnx_cases(directory: str) -> list:
          {"initializers": [_array("shape", np.array([-3, 4], np.int64))]}, "ShapeError", ("'c'", "(-3, 4)")),
         ("cast to an unknown type", helper.make_node("Cast", ["x"], ["y"], name="cast", to=99), {},
          "UnsupportedOpError", ("'cast'", "type 99")),
+        ("unsqueeze repeated axes", helper.make_node("Unsqueeze", ["x", "axes"], ["y"], name="unsq"),
+         {"y_dims": (1, 1, 1, 4), "initializers": [_array("axes", np.array([1, 1], np.int64))]}, "ShapeError",
+         ("'unsq'", "(1, 1) name a dim twice")),
     ]
     for name, node, parts, error, fragments in attrs:
         model = _one_node(node, **parts)

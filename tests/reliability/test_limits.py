@@ -54,3 +54,10 @@ def test_conv_geometry_is_validated(kwargs, fragment):
     assert fragment in str(info.value)
     with pytest.raises(flopcount.ShapeError, match="conv_transpose"):
         rt.nn.functional.conv_transpose2d(x, rt.randn(2, 3, 3, 3), **kwargs)
+
+
+def test_gather_takes_integer_indices_only():
+    x = rt.randn(2, 3)
+    with pytest.raises(flopcount.ShapeError, match="gather: index must hold integers, got float32"):
+        rt.gather(x, 1, rt.zeros(2, 1))
+    assert rt.gather(x, 1, rt.zeros(2, 1, dtype="int64")).shape == (2, 1)
