@@ -5,17 +5,46 @@ The column buffer is (N, g, C/g·prod(K), prod(O)) so that ``weight (g, Cout/g, 
 cols`` writes the output directly in (N, Cout, *O) order, with no transpose afterwards.
 Depthwise convolutions (one input channel per group) skip the column buffer: a multiply-add
 per kernel position is cheaper than a stack of 1-wide matmuls.
+
+Where the windows are stride 1 or cover every stride phase, columns are built on the wide grid
+of ``FlatWindows`` (one contiguous copy per kernel position instead of a copy per output row)
+and the output is cropped once; this costs GEMM work on the grid's extra columns, so it is
+used where they add at most ``WIDE_RATIO - 1`` (a 3x3 conv on 56x56: 58/56). The transposed
+conv scatters its columns on the same grid. Depthwise convs always use it: their per-position
+multiply-adds on rows of a few elements are all overhead.
 """
 
 from __future__ import annotations
 
 from math import prod
 
-from ._window import batch_chunks, col2im, im2col, out_size, windows
+from ._scratch import scratch, scratch_zeros
+from ._window import FlatWindows, _phased, batch_chunks, col2im, im2col, out_size
+
+WIDE_RATIO = 1.15
 
 
 def _is_pointwise(kernel, stride, padding, dilation) -> bool:
     return all(k == 1 for k in kernel) and all(s == 1 for s in stride) and not any(padding)
+
+
+def _flat(kernel, out, stride, padding, dilation, size, extent=None, limit=WIDE_RATIO):
+    """FlatWindows for a conv whose windows suit them (stride 1 or every phase read, and at
+    most ``limit`` wide-grid elements per output), else None."""
+    if any(s > 1 for s in stride) and not _phased(kernel, stride, dilation):
+        return None
+    fw = FlatWindows(tuple(kernel), tuple(out), tuple(stride), tuple(padding), tuple(dilation),
+                     tuple(size), extent)
+    return fw if fw.ratio() <= limit else None
+
+
+def _wide_columns(xp, fw, x):
+    """Columns (N, C, prod(K), L) of ``x`` on ``fw``'s wide grid (a scratch buffer)."""
+    planes = fw.gather(xp, x)
+    cols = scratch(xp, "cols", x.shape[:2] + (len(fw.places), fw.length), x.dtype)
+    for idx in range(len(fw.places)):
+        cols[:, :, idx] = fw.view(planes, idx)
+    return cols
 
 
 def conv_out_shape(x_shape, kernel, stride, padding, dilation) -> tuple:
@@ -33,15 +62,25 @@ def conv_forward(xp, x, w, b, stride, padding, dilation, groups):
         y = _depthwise(xp, x, w, out, stride, padding, dilation, groups).reshape((n, cout) + out)
     else:
         w2 = w.reshape(groups, cout // groups, cg * prod(kernel))
-        y = xp.empty((n, groups, cout // groups, spatial), dtype=x.dtype)
-        if _is_pointwise(kernel, stride, padding, dilation):
-            xp.matmul(w2, x.reshape(n, groups, cg, spatial), out=y)
+        fw = None if _is_pointwise(kernel, stride, padding, dilation) else \
+            _flat(kernel, out, stride, padding, dilation, x.shape[2:])
+        if fw is not None:
+            length = fw.length
+            y = scratch(xp, "wide", (n, groups, cout // groups, length), x.dtype)
+            for i, j in batch_chunks(n, c * prod(kernel) * length * x.dtype.itemsize):
+                cols = _wide_columns(xp, fw, x[i:j])
+                xp.matmul(w2, cols.reshape(j - i, groups, cg * prod(kernel), length), out=y[i:j])
+            y = fw.to_outputs(y.reshape(n, cout, length)).copy()  # out of the scratch buffer
         else:
-            per_image = c * prod(kernel) * spatial * x.dtype.itemsize
-            for i, j in batch_chunks(n, per_image):
-                cols = im2col(xp, x[i:j], kernel, out, stride, padding, dilation)
-                xp.matmul(w2, cols.reshape(j - i, groups, cg * prod(kernel), spatial), out=y[i:j])
-        y = y.reshape((n, cout) + out)
+            y = xp.empty((n, groups, cout // groups, spatial), dtype=x.dtype)
+            if _is_pointwise(kernel, stride, padding, dilation):
+                xp.matmul(w2, x.reshape(n, groups, cg, spatial), out=y)
+            else:
+                per_image = c * prod(kernel) * spatial * x.dtype.itemsize
+                for i, j in batch_chunks(n, per_image):
+                    cols = im2col(xp, x[i:j], kernel, out, stride, padding, dilation)
+                    xp.matmul(w2, cols.reshape(j - i, groups, cg * prod(kernel), spatial), out=y[i:j])
+            y = y.reshape((n, cout) + out)
     if b is not None:
         y += b.reshape((cout,) + (1,) * len(out))
     return y
@@ -51,13 +90,16 @@ def _depthwise(xp, x, w, out, stride, padding, dilation, groups):
     # y[n, c·m + j] = sum_k w[c·m + j, 0, k] · x_k[n, c]  (m output channels per input channel)
     n = x.shape[0]
     mult = w.shape[0] // groups
-    wk = w.reshape((groups, mult, -1) + (1,) * len(out))
-    y = xp.zeros((n, groups, mult) + out, dtype=x.dtype)
-    tmp = xp.empty_like(y)
-    for idx, (_, view) in enumerate(windows(xp, x, w.shape[2:], out, stride, padding, dilation)):
-        xp.multiply(view[:, :, None], wk[:, :, idx], out=tmp)
+    fw = FlatWindows(tuple(w.shape[2:]), tuple(out), tuple(stride), tuple(padding), tuple(dilation),
+                     tuple(x.shape[2:]))
+    wk = w.reshape(groups, mult, -1, 1)
+    planes = fw.gather(xp, x)
+    y = scratch_zeros(xp, "wide", (n, groups, mult, fw.length), x.dtype)
+    tmp = scratch(xp, "cols", y.shape, x.dtype)
+    for idx in range(len(fw.places)):
+        xp.multiply(fw.view(planes, idx)[:, :, None], wk[:, :, idx], out=tmp)
         y += tmp
-    return y
+    return fw.to_outputs(y).copy()  # out of the scratch buffer
 
 
 def conv_transpose_forward(xp, x, w, b, stride, padding, output_padding, dilation, groups):
@@ -71,8 +113,24 @@ def conv_transpose_forward(xp, x, w, b, stride, padding, output_padding, dilatio
                  for i, k, s, p, op, d in zip(inp, kernel, stride, padding, output_padding, dilation))
     # (g, Cin/g, Cout/g·K) viewed transposed: BLAS reads it with a transpose flag, no copy
     wt = w.reshape(groups, cin // groups, cout_g * prod(kernel)).swapaxes(-1, -2)
-    if _is_pointwise(kernel, stride, padding, dilation) and not any(output_padding):
+    pointwise = _is_pointwise(kernel, stride, padding, dilation) and not any(output_padding)
+    fw = None if pointwise else _flat(kernel, inp, stride, padding, dilation, size,
+                                      extent=tuple(n_ + p for n_, p in zip(size, padding)))
+    if pointwise:
         y = xp.matmul(wt, x.reshape(n, groups, cin // groups, prod(inp))).reshape((n, cout) + size)
+    elif fw is not None:
+        # columns on the wide grid (zeros in its extra entries) scattered into the planes
+        y = xp.empty((n, cout) + size, dtype=x.dtype)
+        per_image = cout * prod(kernel) * fw.length * x.dtype.itemsize
+        for i, j in batch_chunks(n, per_image):
+            xw = fw.from_outputs(xp, x[i:j]).reshape(j - i, groups, cin // groups, fw.length)
+            cols = scratch(xp, "cols", (j - i, groups, cout_g * prod(kernel), fw.length), x.dtype)
+            xp.matmul(wt, xw, out=cols)
+            cols = cols.reshape(j - i, cout, prod(kernel), fw.length)
+            planes = fw.zero_planes(xp, (j - i, cout), x.dtype)
+            for idx in range(len(fw.places)):
+                fw.view(planes, idx)[...] += cols[:, :, idx]
+            y[i:j] = fw.scatter(xp, planes, x.dtype)
     else:
         y = xp.empty((n, cout) + size, dtype=x.dtype)
         per_image = cout * prod(kernel) * prod(inp) * x.dtype.itemsize
@@ -94,18 +152,26 @@ def conv_weight_grad(xp, x, g, kernel, stride, padding, dilation, groups):
     cg = c // groups
     if cg == 1 and groups > 1:
         return _depthwise_weight_grad(xp, x, g, kernel, stride, padding, dilation, groups)
+    pointwise = _is_pointwise(kernel, stride, padding, dilation) and tuple(x.shape[2:]) == tuple(out)
+    fw = None if pointwise else _flat(kernel, out, stride, padding, dilation, x.shape[2:])
+    if fw is not None:  # g on the wide grid: zeros in its extra columns drop those of the columns
+        spatial = fw.length
+        g = fw.from_outputs(xp, g.reshape(g.shape[:2] + tuple(out)))
     g4 = g.reshape(n, groups, cout // groups, spatial)
     gw = xp.zeros((groups, cout // groups, cg * prod(kernel)), dtype=x.dtype)
+    part = xp.empty_like(gw)
     per_image = c * prod(kernel) * spatial * x.dtype.itemsize
-    pointwise = _is_pointwise(kernel, stride, padding, dilation) and tuple(x.shape[2:]) == tuple(out)
     for i, j in batch_chunks(n, per_image):
         if pointwise:
             cols = x[i:j].reshape(j - i, groups, cg, spatial)
+        elif fw is not None:
+            cols = _wide_columns(xp, fw, x[i:j]).reshape(j - i, groups, cg * prod(kernel), spatial)
         else:
             cols = im2col(xp, x[i:j], kernel, out, stride, padding, dilation)
             cols = cols.reshape(j - i, groups, cg * prod(kernel), spatial)
         for k in range(j - i):  # one GEMM per image, accumulated: no (N, Cout, C·K) temporary
-            gw += xp.matmul(g4[i + k], cols[k].swapaxes(-1, -2))
+            xp.matmul(g4[i + k], cols[k].swapaxes(-1, -2), out=part)
+            gw += part
     return gw.reshape((cout, cg) + tuple(kernel))
 
 
@@ -113,8 +179,11 @@ def _depthwise_weight_grad(xp, x, g, kernel, stride, padding, dilation, groups):
     n = x.shape[0]
     out = g.shape[2:]
     mult = g.shape[1] // groups
-    g4 = g.reshape((n, groups, mult, -1))
+    fw = FlatWindows(tuple(kernel), tuple(out), tuple(stride), tuple(padding), tuple(dilation),
+                     tuple(x.shape[2:]))
+    planes = fw.gather(xp, x)
+    g4 = fw.from_outputs(xp, g).reshape(n, groups, mult, fw.length)
     gw = xp.empty((groups, mult, prod(kernel)), dtype=x.dtype)
-    for idx, (_, view) in enumerate(windows(xp, x, kernel, out, stride, padding, dilation)):
-        gw[:, :, idx] = xp.einsum("ncmp,ncp->cm", g4, view.reshape(n, groups, -1))
+    for idx in range(len(fw.places)):
+        gw[:, :, idx] = xp.einsum("ncmp,ncp->cm", g4, fw.view(planes, idx))
     return gw.reshape((groups * mult, 1) + tuple(kernel))

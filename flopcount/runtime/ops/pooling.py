@@ -26,7 +26,8 @@ from ..errors import ShapeError, UnsupportedOpError
 from ..registry import Op, Spec, io_cost, numel, register_op
 from ._helpers import check_float, check_ints, same_spec
 from .elementwise import select
-from ._window import out_size, positions, scatter_windows, windows
+from ._scratch import scratch, scratch_zeros
+from ._window import FlatWindows, out_size
 
 
 # --- shape checks ------------------------------------------------------------------------------
@@ -61,22 +62,31 @@ def _lowest(dtype) -> float:
 
 # --- max pool ----------------------------------------------------------------------------------
 
-def _argmax_windows(xp, x, kernel, out, stride, padding, dilation):
-    """(max, index of the kernel position holding it): the first maximum in scan order, as
-    PyTorch, and a NaN wins over numbers.
+def _flat(x, kernel, out, stride, padding, dilation) -> FlatWindows:
+    """Windows as contiguous ranges (see FlatWindows), holding the whole padded input so the
+    same grid also serves the scatter of a backward pass."""
+    size = tuple(x.shape[2:])
+    return FlatWindows(tuple(kernel), tuple(out), tuple(stride), tuple(padding), tuple(dilation), size,
+                       extent=tuple(n + p for n, p in zip(size, padding)))
+
+
+def _argmax_windows(xp, fw, x):
+    """(max, index of the kernel position holding it) on ``fw``'s wide grid: the first
+    maximum in scan order, as PyTorch, and a NaN wins over numbers.
 
     Branch-free: a position that beats every earlier one is the argmax so far, so the argmax is
     the largest such position, ``arg = max(arg, i·better)``; ``best`` is the running maximum
     (numpy's ``maximum`` keeps NaN). Boolean-mask writes and ``where`` branch per element and
     ran 5x slower."""
     nan_possible = x.dtype.kind == "f" and not bool(xp.isfinite(x.sum()))
-    best = arg = None
-    for i, (_, view) in enumerate(windows(xp, x, kernel, out, stride, padding, dilation, _lowest(x.dtype))):
-        if best is None:
-            best = view.copy()
-            arg = xp.zeros(view.shape, dtype=np.min_scalar_type(prod(kernel)))
-            better, candidate = xp.empty(view.shape, dtype=bool), xp.empty_like(arg)
-            continue
+    planes = fw.gather(xp, x, _lowest(x.dtype))
+    shape = x.shape[:2] + (fw.length,)
+    best = scratch(xp, "wide", shape, x.dtype)
+    best[...] = fw.view(planes, 0)
+    arg = scratch_zeros(xp, "arg", shape, np.min_scalar_type(len(fw.places)))
+    better, candidate = scratch(xp, "mask", shape, bool), scratch(xp, "candidate", shape, arg.dtype)
+    for i in range(1, len(fw.places)):
+        view = fw.view(planes, i)
         xp.greater(view, best, out=better)
         if nan_possible:
             better |= view != view
@@ -96,10 +106,13 @@ class MaxPool(Op):
 
     def forward(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode):
         out = _pool_out("max_pool", x, kernel_size, stride, padding, dilation, ceil_mode)
-        y = None
-        for _, view in windows(xp, x, kernel_size, out, stride, padding, dilation, _lowest(x.dtype)):
-            y = view.copy() if y is None else xp.maximum(y, view, out=y)  # maximum keeps NaN
-        return y
+        fw = _flat(x, kernel_size, out, stride, padding, dilation)
+        planes = fw.gather(xp, x, _lowest(x.dtype))
+        y = scratch(xp, "wide", x.shape[:2] + (fw.length,), x.dtype)
+        y[...] = fw.view(planes, 0)
+        for i in range(1, len(fw.places)):
+            xp.maximum(y, fw.view(planes, i), out=y)  # maximum keeps NaN
+        return fw.to_outputs(y).copy()
 
     kernels = {"cuda": cuda_kernels.max_pool(forward)}
 
@@ -126,12 +139,14 @@ class MaxPoolBackward(Op):
         return same_spec(x)
 
     def forward(xp, g, x, *, kernel_size, stride, padding, dilation, ceil_mode):
-        out = g.shape[2:]
-        _, arg = _argmax_windows(xp, x, kernel_size, out, stride, padding, dilation)
+        fw = _flat(x, kernel_size, g.shape[2:], stride, padding, dilation)
+        _, arg = _argmax_windows(xp, fw, x)
+        g_wide = fw.from_outputs(xp, g)  # zeros in the grid's extra entries: they add nothing
+        acc = fw.zero_planes(xp, x.shape[:2], g.dtype, role="acc")
         zero = xp.zeros((), dtype=g.dtype)
-        parts = ((pos, select(xp, arg == i, g, zero)) for i, pos in enumerate(positions(kernel_size)))
-        return scatter_windows(xp, parts, x.shape[:2], x.shape[2:], kernel_size, out, stride, padding,
-                               dilation, g.dtype)
+        for i in range(len(fw.places)):
+            fw.view(acc, i)[...] += select(xp, arg == i, g_wide, zero)
+        return fw.scatter(xp, acc, g.dtype)
 
     kernels = {"cuda": cuda_kernels.max_pool_backward(forward)}
 
@@ -171,11 +186,14 @@ class AvgPool(Op):
     def forward(xp, x, *, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
         ones = (1,) * len(kernel_size)
         out = _pool_out("avg_pool", x, kernel_size, stride, padding, ones, ceil_mode)
-        total = None
-        for _, view in windows(xp, x, kernel_size, out, stride, padding, ones):
-            total = view.copy() if total is None else xp.add(total, view, out=total)
+        fw = _flat(x, kernel_size, out, stride, padding, ones)
+        planes = fw.gather(xp, x)
+        total = scratch(xp, "wide", x.shape[:2] + (fw.length,), x.dtype)
+        total[...] = fw.view(planes, 0)
+        for i in range(1, len(fw.places)):
+            total += fw.view(planes, i)
         divisor = _avg_divisor(x.shape[2:], kernel_size, stride, padding, out, count_include_pad, divisor_override)
-        return total / xp.asarray(divisor, dtype=x.dtype)
+        return fw.to_outputs(total) / xp.asarray(divisor, dtype=x.dtype)
 
     def vjp(g, out, x, *, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
         return apply(AvgPoolBackward, g, input_size=tuple(x.shape[2:]), kernel_size=kernel_size,
@@ -202,10 +220,14 @@ class AvgPoolBackward(Op):
                 divisor_override):
         out = g.shape[2:]
         divisor = _avg_divisor(input_size, kernel_size, stride, padding, out, count_include_pad, divisor_override)
-        share = g / xp.asarray(divisor, dtype=g.dtype)
-        parts = ((pos, share) for pos in positions(kernel_size))
-        return scatter_windows(xp, parts, g.shape[:2], tuple(input_size), kernel_size, out, stride, padding,
-                               (1,) * len(out), g.dtype)
+        ones = (1,) * len(out)
+        fw = FlatWindows(tuple(kernel_size), tuple(out), tuple(stride), tuple(padding), ones, tuple(input_size),
+                         extent=tuple(n + p for n, p in zip(input_size, padding)))
+        share = fw.from_outputs(xp, g / xp.asarray(divisor, dtype=g.dtype))
+        acc = fw.zero_planes(xp, g.shape[:2], g.dtype, role="acc")
+        for i in range(len(fw.places)):
+            fw.view(acc, i)[...] += share
+        return fw.scatter(xp, acc, g.dtype)
 
     def vjp(gg, out, g, *, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad,
             divisor_override):
