@@ -9,10 +9,19 @@ the current step.
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import threading
 
-DELAY_S = 1.0
+DELAY_S = 1.0  # FLOPCOUNT_PROGRESS_DELAY overrides it (seconds; 0 shows the bar at once)
+
+
+def delay_s() -> float:
+    """How long a run must last before the bar shows."""
+    try:
+        return max(0.0, float(os.environ.get("FLOPCOUNT_PROGRESS_DELAY", DELAY_S)))
+    except ValueError:
+        return DELAY_S
 
 
 def wanted(quiet: bool) -> bool:
@@ -32,10 +41,10 @@ class Steps:
     last before it shows.
     """
 
-    def __init__(self, enabled: bool, console=None, delay: float = DELAY_S):
+    def __init__(self, enabled: bool, console=None, delay: float | None = None):
         self.enabled = enabled
         self.console = console
-        self.delay = delay
+        self.delay = delay_s() if delay is None else delay
         self._lock = threading.Lock()
         self._progress = None
         self._task = None
@@ -86,4 +95,4 @@ class Steps:
                     self._progress.stop()
 
 
-__all__ = ["Steps", "wanted", "DELAY_S"]
+__all__ = ["Steps", "wanted", "DELAY_S", "delay_s"]
