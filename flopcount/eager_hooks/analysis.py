@@ -21,7 +21,7 @@ from collections import Counter, defaultdict
 from ..conventions.base import apply_rule
 from ..report.model import COST_FIELDS, OpRecord, Row, Unsupported, accumulate
 from ..runtime.registry import Cost, nbytes
-from .params import parameter_counts
+from ..recording.params import parameter_counts
 
 _ZERO = Cost()
 

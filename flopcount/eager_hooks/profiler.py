@@ -2,45 +2,28 @@
 
     report = profile_eager(model, (x,), convention="ptflops")
 
-One counting run records every module call and op (``recorder.py``); pricing happens after the
-run (``analysis.py``), so the hooks cost little. With ``latency=True`` separate timed runs
+One counting run records every module call and op (``recording/recorder.py``); pricing happens after the
+run (``analysis.py``), so the hooks cost little. What both views share (the op recorder,
+parameter index, memory prediction, the training step) is in ``flopcount/recording``. With ``latency=True`` separate timed runs
 follow (``timing.py``); on a real device the activation peak is also measured
-(``memory.py``). The model's flags and gradients are put back afterwards (``state.py``).
+(``recording/memory.py``). The model's flags and gradients are put back afterwards (``state.py``).
 """
 
 from __future__ import annotations
 
 from ..report.model import Memory, Report
 from ..runtime.device import backend
-from ..runtime.dispatch import enable_grad, no_grad, observe
-from ..runtime.factories import ones_like
+from ..runtime.dispatch import no_grad, observe
 from ..runtime.graph.tree import tensor_leaves
 from ..conventions import get as get_convention
-from . import analysis, memory as mem, timing
-from .params import ModelIndex, bytes_by_dtype
-from .recorder import Recorder
-from .state import preserved
-
-
-def backward_seed(output):
-    """The first floating output that needs a gradient (``None`` when there is none)."""
-    for t in tensor_leaves(output):
-        if t.dtype.is_floating_point and t.requires_grad:
-            return t
-    return None
-
-
-def training_step(forward, tensors):
-    """``forward()`` with gradients, then backward seeded with ones; ``tensors`` (the
-    parameters) start without gradients, so every step dispatches the same ops."""
-    for t in tensors:
-        t.grad = None
-    with enable_grad():
-        out = forward()
-        seed = backward_seed(out)
-        if seed is not None:
-            seed.backward(ones_like(seed))
-    return out
+from ..recording import memory as mem
+from ..recording.params import ModelIndex, bytes_by_dtype
+from ..recording.recorder import Recorder
+from ..recording.steps import training_step
+from ..recording.timing import median_min, time_calls, time_ops
+from . import analysis
+from .timing import time_modules
+from ..recording.state import preserved
 
 
 def run_step(model, args, kwargs, backward: bool):
@@ -117,11 +100,11 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
         backward_rows = None
         if latency and real:
             forward = lambda: run_step(model, args, kwargs, False)  # noqa: E731
-            whole = timing.median_min(timing.time_calls(forward, device, warmup, repeat))
-            module_times = timing.time_modules(model, forward, device, repeat)
+            whole = median_min(time_calls(forward, device, warmup, repeat))
+            module_times = time_modules(model, forward, device, repeat)
             op_latency, op_start = _op_timings(step, events, repeat)
             if backward:
-                step_ms = timing.median_min(timing.time_calls(step, device, 0, repeat))[0]
+                step_ms = median_min(time_calls(step, device, 0, repeat))[0]
                 backward_ms = None if step_ms is None or whole[0] is None else max(0.0, step_ms - whole[0])
                 backward_rows = _backward_by_module(events, op_latency)
 
@@ -164,7 +147,7 @@ def _measure(model, args, kwargs, device, backward: bool) -> tuple:
 
 def _op_timings(step, events, repeat: int) -> tuple:
     """Per-event median latency (ms) and start offset, matched to the counting run's events."""
-    medians, starts = timing.time_ops(step, repeat)
+    medians, starts = time_ops(step, repeat)
     if medians is None or len(medians) != len(events):
         return None, None
     return medians, starts

@@ -16,7 +16,7 @@ from ..runtime.device import backend
 from ..runtime.dispatch import no_grad, observe
 from ..runtime.graph.tree import tensor_leaves
 from ..runtime.registry import Cost
-from ..eager_hooks.profiler import training_step
+from ..recording.steps import training_step
 
 TAG = "#"
 
@@ -63,7 +63,7 @@ def _backward_step(tagged, args, kwargs):
 
 
 def _graph_index(graph):
-    from ..eager_hooks.params import ModelIndex
+    from ..recording.params import ModelIndex
 
     params = [graph.tensors[n] for n, v in graph.parameters.items() if v.kind == "param"]
     buffers = [graph.tensors[n] for n, v in graph.parameters.items() if v.kind == "buffer"]
@@ -77,8 +77,8 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     memory dict). The first step is also recorded for the memory prediction (the eager view's
     over the ops the executor dispatches); with ``measure_on`` (a device) one more step runs
     inside the backend's tracker."""
-    from ..eager_hooks import memory as mem
-    from ..eager_hooks.recorder import Recorder
+    from ..recording import memory as mem
+    from ..recording.recorder import Recorder
 
     tagged = tagged_copy(graph)
     saved = _grad_state(graph)
@@ -165,7 +165,7 @@ def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) 
     ``whole`` (median ms, min ms), and per node ``median``, ``min`` and ``start`` (ms from the
     start of the last per-node run, for the trace).
     """
-    from ..eager_hooks.timing import median_min
+    from ..recording.timing import median_min
 
     be = backend(device)
     index = {id(n): i for i, n in enumerate(graph.nodes)}
@@ -203,7 +203,7 @@ def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) 
 
 def time_training_step(graph, args, kwargs, device, repeat: int) -> float | None:
     """Median ms of forward + backward through the executor."""
-    from ..eager_hooks.timing import median_min, time_calls
+    from ..recording.timing import median_min, time_calls
 
     tagged = tagged_copy(graph)
     saved = _grad_state(graph)

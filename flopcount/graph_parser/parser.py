@@ -16,8 +16,8 @@ from ..runtime.graph import Graph, trace
 from ..runtime.graph.passes import liveness
 from ..runtime.graph.tree import tensor_leaves
 from ..runtime.nn.modules.module import Module
-from ..eager_hooks.params import bytes_by_dtype
-from ..eager_hooks.state import preserved
+from ..recording.params import bytes_by_dtype
+from ..recording.state import preserved
 from . import execution
 from .rows import NodeRows
 

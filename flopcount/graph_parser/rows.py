@@ -169,7 +169,7 @@ class NodeRows:
     def _scope_params(self, scopes: dict) -> None:
         """Parameters per scope: from the module when known, else from :func:`param_scopes`."""
         if self.module is not None:
-            from ..eager_hooks.params import parameter_counts
+            from ..recording.params import parameter_counts
 
             counts = parameter_counts(self.module)
             for path, row in scopes.items():

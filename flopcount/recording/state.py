@@ -16,7 +16,7 @@ class ModelState:
     """A snapshot of the flags and gradients of a model's modules and parameters."""
 
     def __init__(self, model, index=None):
-        from .params import ModelIndex
+        from ..recording.params import ModelIndex
 
         index = index or ModelIndex(model)
         self.training = [(m, m.training) for _, m in index.modules]

@@ -1,0 +1,3 @@
+"""What the eager view and the graph view share: recording dispatched ops (``recorder``), the
+parameter index (``params``), memory prediction from recorded ops (``memory``) and the training
+step (``steps``). It sits under both views and above the conventions and the report."""

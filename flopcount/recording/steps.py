@@ -1,0 +1,28 @@
+"""The training step both views run: forward with gradients, then backward seeded with ones."""
+
+from __future__ import annotations
+
+from ..runtime.dispatch import enable_grad
+from ..runtime.factories import ones_like
+from ..runtime.graph.tree import tensor_leaves
+
+
+def backward_seed(output):
+    """The first floating output that needs a gradient (``None`` when there is none)."""
+    for t in tensor_leaves(output):
+        if t.dtype.is_floating_point and t.requires_grad:
+            return t
+    return None
+
+
+def training_step(forward, tensors):
+    """``forward()`` with gradients, then backward seeded with ones; ``tensors`` (the
+    parameters) start without gradients, so every step dispatches the same ops."""
+    for t in tensors:
+        t.grad = None
+    with enable_grad():
+        out = forward()
+        seed = backward_seed(out)
+        if seed is not None:
+            seed.backward(ones_like(seed))
+    return out
