@@ -25,6 +25,7 @@ from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, io_cost, numel, register_op
 from ._erf import gelu_erf as _gelu_erf_kernel
+from ._parallel import split
 from ._helpers import check_float, norm_dim, same_spec
 from .elementwise import (abs as _abs, add, div, erf, exp, gt, le, logical_and, lt, mul, neg, sub,
                           tanh, where)
@@ -64,6 +65,17 @@ class Relu(Op):
 
     def forward(xp, x):
         return xp.maximum(x, 0)
+
+    def _cpu(xp, x):
+        # numpy's NaN-keeping maximum is compute-bound: parts of it go to every core
+        if not x.flags.c_contiguous:
+            return xp.maximum(x, 0)
+        out = xp.empty_like(x)
+        flat, flat_out = x.reshape(-1), out.reshape(-1)
+        split(flat.size, lambda a, b: xp.maximum(flat[a:b], 0, out=flat_out[a:b]))
+        return out
+
+    kernels = {"cpu": _cpu}
 
     def vjp(g, out, x):
         return where(gt(out, 0), g, 0.0)
