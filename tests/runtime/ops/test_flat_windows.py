@@ -90,3 +90,56 @@ def test_results_never_alias_the_scratch_buffers():
         kept = first.numpy().copy()
         fn(x2)
         np.testing.assert_array_equal(first.numpy(), kept)
+
+
+# --- the conv kernels' three column layouts give the same results ------------------------------
+
+def _naive_conv(x, w, stride, padding, dilation, groups):
+    """Direct sums over kernel positions: the reference for every layout."""
+    n, c = x.shape[:2]
+    cout, cg = w.shape[:2]
+    og = cout // groups
+    kernel = w.shape[2:]
+    out = tuple(out_size(s, k, st, p, d) for s, k, st, p, d in zip(x.shape[2:], kernel, stride, padding, dilation))
+    y = np.zeros((n, cout) + out)
+    for pos, view in windows(np, x, kernel, out, stride, padding, dilation):
+        wk = w[(slice(None), slice(None)) + pos]  # (Cout, C/groups)
+        for gi in range(groups):
+            y[:, gi * og:(gi + 1) * og] += np.einsum("oc,nc...->no...", wk[gi * og:(gi + 1) * og],
+                                                     view[:, gi * cg:(gi + 1) * cg])
+    return y
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.integers(1, 3), st.integers(1, 9), st.sampled_from([1, 3]), st.integers(1, 2), st.integers(1, 2),
+       st.sampled_from([1, 2, 4]))
+def test_conv_layouts_agree(n, size, k, stride, dilation, groups):
+    """Batched columns, the wide grid and per-image columns (forced in turn) give the conv of
+    direct sums; the weight and input gradients are its adjoints: <conv(x, w), g> equals
+    <w, dL/dw> and <x, dL/dx>."""
+    from flopcount.runtime.ops import _conv_kernels as K
+
+    rng = np.random.default_rng(size * 7 + k)
+    c = cout = 4
+    padding = (k // 2) * dilation
+    x = rng.standard_normal((n, c, size, size + 1))
+    w = rng.standard_normal((cout, c // groups, k, k))
+    out = tuple(out_size(s, k, stride, padding, dilation) for s in x.shape[2:])
+    if any(o <= 0 for o in out):
+        return
+    geometry = ((stride, stride), (padding, padding), (dilation, dilation))
+    expected = _naive_conv(x, w, *geometry, groups)
+    g = rng.standard_normal(expected.shape)
+    opad = tuple(s - ((o - 1) * stride - 2 * padding + dilation * (k - 1) + 1) for s, o in zip(x.shape[2:], out))
+    saved = K.SMALL_MAP, K.WIDE_RATIO
+    try:
+        for small_map, wide_ratio in ((10**9, 1.15), (0, 10.0), (0, 0.0)):  # batched, wide, per image
+            K.SMALL_MAP, K.WIDE_RATIO = small_map, wide_ratio
+            y = K.conv_forward(np, x, w, None, *geometry, groups)
+            gw = K.conv_weight_grad(np, x, g, (k, k), *geometry, groups)
+            gx = K.conv_transpose_forward(np, g, w, None, geometry[0], geometry[1], opad, geometry[2], groups)
+            np.testing.assert_allclose(y, expected, rtol=1e-10, atol=1e-10)
+            np.testing.assert_allclose(np.vdot(w, gw), np.vdot(expected, g), rtol=1e-10)
+            np.testing.assert_allclose(np.vdot(x, gx), np.vdot(expected, g), rtol=1e-10)
+    finally:
+        K.SMALL_MAP, K.WIDE_RATIO = saved
