@@ -8,8 +8,10 @@
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import sys
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
@@ -38,11 +40,27 @@ def _parameter_device(model):
     return None
 
 
+@contextlib.contextmanager
+def _gc_paused() -> Iterator[None]:
+    """Python's cyclic collector off while a view runs. Counting keeps every op's record (specs,
+    events, rows) until the report is built, and the collector, triggered by their number,
+    rescans the growing heap again and again: a 96-layer model took 1.3x longer per layer than a
+    48-layer one, and the collector half of the time. The runs make no cyclic garbage (autograd
+    releases its nodes after each backward), and the collector resumes afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
 def _run_view(mode: str, model, args: tuple, kwargs: dict, **options) -> Report:
     """The eager view (a Module's hooks) or the graph view. NaN and Inf in the inputs (or made
     by the model) are the data's business, as in PyTorch: counting reads shapes only, and the
     runs compute on them without numpy's floating-point warnings."""
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), _gc_paused():
         if mode == "eager" and isinstance(model, Module):
             return profile_eager(model, args, kwargs, **options)
         return profile_graph(model, args, kwargs, **options)
