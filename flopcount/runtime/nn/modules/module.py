@@ -305,15 +305,19 @@ class Module:
         """Every module in the tree with its dotted path ('' for the root), each once."""
         if memo is None:
             memo = set()
-        if remove_duplicate:
-            if id(self) in memo:
-                return
-            memo.add(id(self))
-        yield prefix, self
-        for name, child in self._modules.items():
-            if child is None:
-                continue
-            yield from child.named_modules(memo, f"{prefix}.{name}" if prefix else name, remove_duplicate)
+        # depth first, children in order, with a stack: nested generators would pass every
+        # module up through all of its ancestors (the counters walk the tree several times a run)
+        stack = [(prefix, self)]
+        while stack:
+            path, module = stack.pop()
+            if remove_duplicate:
+                if id(module) in memo:
+                    continue
+                memo.add(id(module))
+            yield path, module
+            children = [(f"{path}.{name}" if path else name, child)
+                        for name, child in module._modules.items() if child is not None]
+            stack.extend(reversed(children))
 
     def modules(self) -> Iterator["Module"]:
         for _, m in self.named_modules():
