@@ -120,8 +120,8 @@ def main() -> None:
 
     ours, theirs = [], []
     for i in range(args.rounds):
-        order = (("flopcount", ours), ("torch", theirs)) if i % 2 == 0 else (("torch", theirs), ("flopcount", ours))
-        for side, runs in order:
+        order = [("flopcount", ours), ("torch", theirs)]
+        for side, runs in (order if i % 2 == 0 else order[::-1]):
             runs.append(run_child(side, 96))
     scaling = {96: ours}
     for layers in SCALING[:-1]:
@@ -132,8 +132,8 @@ def main() -> None:
             sys.exit(f"{key} differs between runs of one side")
     ms = 1e3
     rows = [
-        Row("GPT-3 175B shape: build + count forward + count fwd+bwd", ms * statistics.median(map(work_s, ours)),
-            ms * statistics.median(map(work_s, theirs)), 0.5),
+        Row("GPT-3 175B shape: build + count forward + count fwd+bwd",
+            ms * statistics.median(map(work_s, ours)), ms * statistics.median(map(work_s, theirs)), 0.5),
         Row("  build on meta", ms * median(ours, "build_s"), ms * median(theirs, "build_s")),
         Row("  count forward", ms * median(ours, "forward_s"), ms * median(theirs, "forward_s")),
         Row("  count forward + backward", ms * median(ours, "training_s"), ms * median(theirs, "training_s")),
@@ -146,10 +146,12 @@ def main() -> None:
         Row("other FLOPs, forward (rows PyTorch does not count)", ours[0]["other_forward"], None, unit="FLOP"),
         Row("other FLOPs, forward + backward", ours[0]["other_training"], None, unit="FLOP"),
     ]
-    base = statistics.median(map(work_s, scaling[SCALING[0]])) / SCALING[0]
+    first = SCALING[0]
+    per_layer = statistics.median(map(work_s, scaling[first])) / first
     for layers in SCALING:
-        rows.append(Row(f"scaling: build + counts, {layers} layers", ms * statistics.median(map(work_s, scaling[layers])),
-                        ms * base * layers, 1.25, note=f"peer column: flopcount's {SCALING[0]}-layer time x {layers}/{SCALING[0]}"))
+        measured = ms * statistics.median(map(work_s, scaling[layers]))
+        rows.append(Row(f"scaling: build + counts, {layers} layers", measured, ms * per_layer * layers, 1.25,
+                        note=f"peer column: flopcount's {first}-layer time x {layers}/{first}"))
     import torch
     import transformers
 
