@@ -141,12 +141,20 @@ def header(title: str, peer: str, extra: str = "") -> str:
         f"* machine: {cpu}, {os.cpu_count()} cores, {platform.system()} {platform.release()}",
         f"* software: Python {platform.python_version()}, numpy {np.__version__} ({blas}), {peer}",
         f"* threads: {THREADS} for both sides (BLAS environment variables; torch.set_num_threads)",
+        f"* OpenBLAS kernels: {_coretype()}",
         f"* load average at start: {load}",
         f"* command: `{'PYTHONPATH=' + path + ' ' if path else ''}python {command}`",
     ]
     if extra:
         lines.append(f"* {extra}")
     return "\n".join(lines)
+
+
+def _coretype() -> str:
+    value = os.environ.get("OPENBLAS_CORETYPE")
+    if value:
+        return f"OPENBLAS_CORETYPE={value} (from the environment: that core type's kernels, whatever the CPU)"
+    return "chosen by OpenBLAS for this CPU (OPENBLAS_CORETYPE not set)"
 
 
 def table(rows: list, peer: str) -> str:
