@@ -43,3 +43,8 @@ def scratch_zeros(xp, role: str, shape: tuple, dtype):
     out = scratch(xp, role, shape, dtype)
     out.fill(0)
     return out
+
+
+def release() -> None:
+    """Drop this thread's scratch buffers (they are made again when next asked for)."""
+    _local.buffers = {}

@@ -143,3 +143,11 @@ def test_conv_layouts_agree(n, size, k, stride, dilation, groups):
             np.testing.assert_allclose(np.vdot(x, gx), np.vdot(expected, g), rtol=1e-10)
     finally:
         K.SMALL_MAP, K.WIDE_RATIO = saved
+
+
+def test_release_drops_the_buffers():
+    from flopcount.runtime.ops._scratch import release
+
+    a = scratch(np, "test-release", (8,), np.float64)
+    release()
+    assert not np.shares_memory(a, scratch(np, "test-release", (8,), np.float64))
