@@ -13,6 +13,7 @@ each kernel position becomes a stride-1 slice of one phase.
 from __future__ import annotations
 
 import itertools
+from math import prod
 
 from ._scratch import scratch, scratch_zeros
 
@@ -188,18 +189,11 @@ class FlatWindows:
         extent = tuple(reach if extent is None else (max(r, e) for r, e in zip(reach, extent)))
         self.kernel, self.out, self.stride, self.padding, self.size = kernel, out, stride, padding, size
         self.units = tuple(-(-e // s) for e, s in zip(extent, stride))  # U: plane extents
-        row = 1
-        for u in self.units[1:]:
-            row *= u
-        self.row = row
+        self.row = row = prod(self.units[1:])
         self.length = out[0] * row  # L
         self.grid = (out[0],) + self.units[1:]
-        strides = []  # of the plane viewed (U0 + 1, *U[1:]), in elements
-        for d in range(len(out)):
-            r = 1
-            for u in self.units[d + 1:]:
-                r *= u
-            strides.append(r)
+        # element strides of the plane viewed (U0 + 1, *U[1:])
+        strides = [prod(self.units[d + 1:]) for d in range(len(out))]
         phases, self.places = [], []
         for pos in positions(kernel):
             phase = tuple((k * d) % s for k, s, d in zip(pos, stride, dilation))
@@ -212,10 +206,7 @@ class FlatWindows:
 
     def ratio(self) -> float:
         """Wide-grid elements per output element (1.0: no row carries extra entries)."""
-        n = 1
-        for o in self.out[1:]:
-            n *= o
-        return self.row / n
+        return self.row / prod(self.out[1:])
 
     def _placements(self):
         """Per phase: (slices of x, slices of the phase's plane viewed (U0 + 1, *U[1:]))."""
@@ -267,21 +258,15 @@ class FlatWindows:
         with ``+=``) at the input elements they belong to; padding is dropped."""
         placements = list(self._placements())
         covered = sum(_count(dst) for _, dst in placements)  # phases are disjoint
-        total = 1
-        for n in self.size:
-            total *= n
         shape = planes.shape[:2] + tuple(self.size)
-        out = xp.empty(shape, dtype=dtype) if covered == total else xp.zeros(shape, dtype=dtype)
+        out = xp.empty(shape, dtype=dtype) if covered == prod(self.size) else xp.zeros(shape, dtype=dtype)
         for f, (src, dst) in enumerate(placements):
             out[_LEAD + src] = self._plane_view(planes, f)[_LEAD + dst]
         return out
 
 
 def _count(slices: tuple) -> int:
-    n = 1
-    for sl in slices:
-        n *= sl.stop - sl.start
-    return n
+    return prod(sl.stop - sl.start for sl in slices)
 
 
 def batch_chunks(n: int, bytes_per_item: int) -> list:
