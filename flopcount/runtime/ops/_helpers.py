@@ -102,3 +102,37 @@ def upcast_half(array):
     """A float16 kernel operand as float32, for kernels that accumulate (statistics, matmuls,
     softmax) and would lose precision in half; other arrays (and None) pass through."""
     return array.astype("float32") if array is not None and array.dtype == "float16" else array
+
+
+# --- the spatial functional API (conv, pooling) --------------------------------------------------
+
+def ntuple(fn: str, name: str, value, n: int) -> tuple:
+    """A size argument of ``fn`` (kernel_size, stride, ...) as ``n`` ints: an int or a single
+    value is repeated; any other length than 1 or ``n`` is a ShapeError naming ``name``."""
+    if isinstance(value, int):
+        return (value,) * n
+    value = tuple(int(v) for v in value)
+    if len(value) == 1:
+        return value * n
+    if len(value) != n:
+        raise ShapeError(f"{fn}: {name} needs 1 or {n} values, got {value}")
+    return value
+
+
+def batched(fn: str, x, nd: int) -> tuple:
+    """(x with a batch dim, whether one was added): unbatched (C, *spatial) input is allowed."""
+    from .movement import unsqueeze
+
+    if x.ndim == nd + 1:
+        return unsqueeze(x, 0), True
+    if x.ndim != nd + 2:
+        raise ShapeError(f"{fn}: expected a {nd + 1}-d (unbatched) or {nd + 2}-d (batched) input, "
+                         f"got shape {x.shape}")
+    return x, False
+
+
+def unbatched(y, added: bool):
+    """``y`` without the batch dim ``batched`` added (as it was given)."""
+    from .movement import squeeze
+
+    return squeeze(y, 0) if added else y

@@ -19,7 +19,7 @@ from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
 from . import _conv_kernels as kernels
-from ._helpers import check_ints
+from ._helpers import batched, check_ints, ntuple, unbatched
 from ._window import out_size, transpose_out_size
 
 
@@ -259,35 +259,6 @@ class ConvTransposeWeightGrad(Op):
 
 # --- functional API ----------------------------------------------------------------------------
 
-def _ntuple(name: str, value, n: int) -> tuple:
-    if isinstance(value, int):
-        return (value,) * n
-    value = tuple(int(v) for v in value)
-    if len(value) == 1 and n > 1:
-        return value * n
-    if len(value) != n:
-        raise ShapeError(f"{name}: expected {n} values, got {value}")
-    return value
-
-
-def _batched(fn_name: str, x, nd: int):
-    """(x with a batch dim, whether one was added): unbatched (C, *spatial) input is allowed."""
-    from .movement import unsqueeze
-
-    if x.ndim == nd + 1:
-        return unsqueeze(x, 0), True
-    if x.ndim != nd + 2:
-        raise ShapeError(f"{fn_name}: expected a {nd + 1}-d (unbatched) or {nd + 2}-d (batched) "
-                         f"input, got shape {x.shape}")
-    return x, False
-
-
-def _unbatched(y, added: bool):
-    from .movement import squeeze
-
-    return squeeze(y, 0) if added else y
-
-
 def _same_padding(fn_name, x, weight, stride, dilation):
     """'same' padding: the symmetric part as the conv's padding, and the input with the odd
     element padded on the right (as PyTorch does)."""
@@ -308,9 +279,9 @@ def _same_padding(fn_name, x, weight, stride, dilation):
 
 
 def _conv(nd: int, fn_name: str, input, weight, bias, stride, padding, dilation, groups):
-    x, added = _batched(fn_name, input, nd)
-    stride = _ntuple(fn_name, stride, nd)
-    dilation = _ntuple(fn_name, dilation, nd)
+    x, added = batched(fn_name, input, nd)
+    stride = ntuple(fn_name, "stride", stride, nd)
+    dilation = ntuple(fn_name, "dilation", dilation, nd)
     if isinstance(padding, str):
         if padding == "valid":
             padding = (0,) * nd
@@ -319,20 +290,21 @@ def _conv(nd: int, fn_name: str, input, weight, bias, stride, padding, dilation,
         else:
             raise ShapeError(f"{fn_name}: padding must be an int, a tuple, 'same' or 'valid', got {padding!r}")
     else:
-        padding = _ntuple(fn_name, padding, nd)
+        padding = ntuple(fn_name, "padding", padding, nd)
     y = apply(Conv, x, weight, bias, stride=stride, padding=padding, dilation=dilation, groups=int(groups))
-    return _unbatched(y, added)
+    return unbatched(y, added)
 
 
 def _conv_transpose(nd: int, fn_name: str, input, weight, bias, stride, padding, output_padding,
                     groups, dilation):
     if isinstance(padding, str):
         raise ShapeError(f"{fn_name}: padding must be an int or a tuple, got {padding!r}")
-    x, added = _batched(fn_name, input, nd)
-    y = apply(ConvTranspose, x, weight, bias, stride=_ntuple(fn_name, stride, nd),
-              padding=_ntuple(fn_name, padding, nd), output_padding=_ntuple(fn_name, output_padding, nd),
-              dilation=_ntuple(fn_name, dilation, nd), groups=int(groups))
-    return _unbatched(y, added)
+    x, added = batched(fn_name, input, nd)
+    y = apply(ConvTranspose, x, weight, bias, stride=ntuple(fn_name, "stride", stride, nd),
+              padding=ntuple(fn_name, "padding", padding, nd),
+              output_padding=ntuple(fn_name, "output_padding", output_padding, nd),
+              dilation=ntuple(fn_name, "dilation", dilation, nd), groups=int(groups))
+    return unbatched(y, added)
 
 
 def conv1d(input, weight, bias=None, stride=1, padding=0, dilation=1, groups=1):

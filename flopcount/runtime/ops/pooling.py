@@ -24,7 +24,7 @@ from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError, UnsupportedOpError
 from ..registry import Op, Spec, io_cost, numel, register_op
-from ._helpers import check_float, check_ints, same_spec
+from ._helpers import batched, check_float, check_ints, ntuple, same_spec, unbatched
 from .elementwise import select
 from ._scratch import scratch, scratch_zeros
 from ._window import FlatWindows, out_size
@@ -414,31 +414,12 @@ class AdaptiveMaxPoolBackward(Op):
 
 # --- functional API ----------------------------------------------------------------------------
 
-def _ntuple(fn: str, name: str, value, n: int) -> tuple:
-    if isinstance(value, int):
-        return (value,) * n
-    value = tuple(int(v) for v in value)
-    if len(value) == 1:
-        return value * n
-    if len(value) != n:
-        raise ShapeError(f"{fn}: {name} needs 1 or {n} values, got {value}")
-    return value
-
-
-def _batched(fn: str, x, nd: int):
-    from .movement import unsqueeze
-
-    if x.ndim == nd + 1:
-        return unsqueeze(x, 0), True
-    if x.ndim != nd + 2:
-        raise ShapeError(f"{fn}: expected a {nd + 1}-d (unbatched) or {nd + 2}-d (batched) input, got {x.shape}")
-    return x, False
-
-
-def _unbatched(y, added: bool):
-    from .movement import squeeze
-
-    return squeeze(y, 0) if added else y
+def _kernel_and_stride(fn: str, kernel_size, stride, nd: int) -> tuple:
+    """The window's kernel and stride as ``nd`` ints; no stride (None or empty) means the kernel's."""
+    kernel = ntuple(fn, "kernel_size", kernel_size, nd)
+    if stride is None or stride == () or stride == []:
+        return kernel, kernel
+    return kernel, ntuple(fn, "stride", stride, nd)
 
 
 def _no_indices(fn: str, return_indices: bool) -> None:
@@ -449,33 +430,31 @@ def _no_indices(fn: str, return_indices: bool) -> None:
 
 def _max_pool(nd, fn, input, kernel_size, stride, padding, dilation, ceil_mode, return_indices):
     _no_indices(fn, return_indices)
-    x, added = _batched(fn, input, nd)
-    kernel = _ntuple(fn, "kernel_size", kernel_size, nd)
-    stride = kernel if stride is None or stride == () or stride == [] else _ntuple(fn, "stride", stride, nd)
-    y = apply(MaxPool, x, kernel_size=kernel, stride=stride, padding=_ntuple(fn, "padding", padding, nd),
-              dilation=_ntuple(fn, "dilation", dilation, nd), ceil_mode=bool(ceil_mode))
-    return _unbatched(y, added)
+    x, added = batched(fn, input, nd)
+    kernel, stride = _kernel_and_stride(fn, kernel_size, stride, nd)
+    y = apply(MaxPool, x, kernel_size=kernel, stride=stride, padding=ntuple(fn, "padding", padding, nd),
+              dilation=ntuple(fn, "dilation", dilation, nd), ceil_mode=bool(ceil_mode))
+    return unbatched(y, added)
 
 
 def _avg_pool(nd, fn, input, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
-    x, added = _batched(fn, input, nd)
-    kernel = _ntuple(fn, "kernel_size", kernel_size, nd)
-    stride = kernel if stride is None or stride == () or stride == [] else _ntuple(fn, "stride", stride, nd)
-    y = apply(AvgPool, x, kernel_size=kernel, stride=stride, padding=_ntuple(fn, "padding", padding, nd),
+    x, added = batched(fn, input, nd)
+    kernel, stride = _kernel_and_stride(fn, kernel_size, stride, nd)
+    y = apply(AvgPool, x, kernel_size=kernel, stride=stride, padding=ntuple(fn, "padding", padding, nd),
               ceil_mode=bool(ceil_mode), count_include_pad=bool(count_include_pad),
               divisor_override=None if divisor_override is None else int(divisor_override))
-    return _unbatched(y, added)
+    return unbatched(y, added)
 
 
 def _adaptive(op, nd, fn, input, output_size):
-    x, added = _batched(fn, input, nd)
+    x, added = batched(fn, input, nd)
     sizes = (output_size,) * nd if isinstance(output_size, int) or output_size is None else tuple(output_size)
     if len(sizes) == 1:
         sizes = sizes * nd
     if len(sizes) != nd:
         raise ShapeError(f"{fn}: output_size needs 1 or {nd} values, got {output_size}")
     sizes = tuple(x.shape[2 + i] if s is None else int(s) for i, s in enumerate(sizes))  # None keeps a dim
-    return _unbatched(apply(op, x, output_size=sizes), added)
+    return unbatched(apply(op, x, output_size=sizes), added)
 
 
 def max_pool1d(input, kernel_size, stride=None, padding=0, dilation=1, ceil_mode=False, return_indices=False):
