@@ -162,96 +162,95 @@ def _seq_len(x, batch_first: bool) -> int:
     return x.shape[1 if batch_first else 0]
 
 
-class TransformerEncoderLayer(Module):
-    """Self-attention and a feed-forward block, each with a residual and a LayerNorm (after the
-    block, or before it with ``norm_first``)."""
+class _TransformerLayer(Module):
+    """What the encoder and decoder layers share: self-attention, optionally attention over the
+    encoder's ``memory`` (``cross_attention``), and a feed-forward block, each followed by
+    dropout and wrapped in a residual with a LayerNorm (after the sum, or before the block with
+    ``norm_first``). Submodules are registered in PyTorch's order."""
 
-    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
-                 activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
-                 norm_first: bool = False, bias: bool = True, device=None, dtype=None):
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int, dropout: float, activation,
+                 layer_norm_eps: float, batch_first: bool, norm_first: bool, bias: bool, device, dtype,
+                 cross_attention: bool):
         super().__init__()
         kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+
+        def attention():
+            return MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
+
+        def norm():
+            return LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+
+        self.self_attn = attention()
+        if cross_attention:
+            self.multihead_attn = attention()
         self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
         self.dropout = Dropout(dropout)
         self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
         self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
+        self.norm1 = norm()
+        self.norm2 = norm()
+        if cross_attention:
+            self.norm3 = norm()
         self.dropout1 = Dropout(dropout)
         self.dropout2 = Dropout(dropout)
+        if cross_attention:
+            self.dropout3 = Dropout(dropout)
         self.activation = _activation_fn(activation)
 
-    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
-        x = src
+    def _residual(self, x, norm, block):
+        """x plus ``block``'s output, with ``norm`` before the block (norm_first) or after the sum."""
         if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), src_mask, src_key_padding_mask, is_causal)
-            x = x + self._ff_block(self.norm2(x))
-        else:
-            x = self.norm1(x + self._sa_block(x, src_mask, src_key_padding_mask, is_causal))
-            x = self.norm2(x + self._ff_block(x))
-        return x
+            return x + block(norm(x))
+        return norm(x + block(x))
 
     def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
         x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                            need_weights=False, is_causal=is_causal)[0]
         return self.dropout1(x)
 
-    def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout2(x)
+    def _ff_block(self, x, dropout):
+        return dropout(self.linear2(self.dropout(self.activation(self.linear1(x)))))
 
 
-class TransformerDecoderLayer(Module):
+class TransformerEncoderLayer(_TransformerLayer):
+    """Self-attention and a feed-forward block, each with a residual and a LayerNorm (after the
+    block, or before it with ``norm_first``)."""
+
+    def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
+                 activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
+                 norm_first: bool = False, bias: bool = True, device=None, dtype=None):
+        super().__init__(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                         norm_first, bias, device, dtype, cross_attention=False)
+
+    def forward(self, src, src_mask=None, src_key_padding_mask=None, is_causal: bool = False):
+        x = self._residual(src, self.norm1,
+                           lambda y: self._sa_block(y, src_mask, src_key_padding_mask, is_causal))
+        return self._residual(x, self.norm2, lambda y: self._ff_block(y, self.dropout2))
+
+
+class TransformerDecoderLayer(_TransformerLayer):
     """Self-attention, attention over the encoder's ``memory`` and a feed-forward block, each with
     a residual and a LayerNorm (after the block, or before it with ``norm_first``)."""
 
     def __init__(self, d_model: int, nhead: int, dim_feedforward: int = 2048, dropout: float = 0.1,
                  activation="relu", layer_norm_eps: float = 1e-5, batch_first: bool = False,
                  norm_first: bool = False, bias: bool = True, device=None, dtype=None):
-        super().__init__()
-        kw = {"device": device, "dtype": dtype}
-        self.self_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias, batch_first=batch_first, **kw)
-        self.multihead_attn = MultiheadAttention(d_model, nhead, dropout=dropout, bias=bias,
-                                                 batch_first=batch_first, **kw)
-        self.linear1 = Linear(d_model, dim_feedforward, bias=bias, **kw)
-        self.dropout = Dropout(dropout)
-        self.linear2 = Linear(dim_feedforward, d_model, bias=bias, **kw)
-        self.norm_first = norm_first
-        self.norm1 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm2 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.norm3 = LayerNorm(d_model, eps=layer_norm_eps, bias=bias, **kw)
-        self.dropout1 = Dropout(dropout)
-        self.dropout2 = Dropout(dropout)
-        self.dropout3 = Dropout(dropout)
-        self.activation = _activation_fn(activation)
+        super().__init__(d_model, nhead, dim_feedforward, dropout, activation, layer_norm_eps, batch_first,
+                         norm_first, bias, device, dtype, cross_attention=True)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal: bool = False, memory_is_causal: bool = False):
-        x = tgt
-        if self.norm_first:
-            x = x + self._sa_block(self.norm1(x), tgt_mask, tgt_key_padding_mask, tgt_is_causal)
-            x = x + self._mha_block(self.norm2(x), memory, memory_mask, memory_key_padding_mask, memory_is_causal)
-            x = x + self._ff_block(self.norm3(x))
-        else:
-            x = self.norm1(x + self._sa_block(x, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
-            x = self.norm2(x + self._mha_block(x, memory, memory_mask, memory_key_padding_mask, memory_is_causal))
-            x = self.norm3(x + self._ff_block(x))
-        return x
-
-    def _sa_block(self, x, attn_mask, key_padding_mask, is_causal):
-        x = self.self_attn(x, x, x, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
-                           is_causal=is_causal, need_weights=False)[0]
-        return self.dropout1(x)
+        x = self._residual(tgt, self.norm1,
+                           lambda y: self._sa_block(y, tgt_mask, tgt_key_padding_mask, tgt_is_causal))
+        x = self._residual(x, self.norm2,
+                           lambda y: self._mha_block(y, memory, memory_mask, memory_key_padding_mask,
+                                                     memory_is_causal))
+        return self._residual(x, self.norm3, lambda y: self._ff_block(y, self.dropout3))
 
     def _mha_block(self, x, mem, attn_mask, key_padding_mask, is_causal):
         x = self.multihead_attn(x, mem, mem, attn_mask=attn_mask, key_padding_mask=key_padding_mask,
                                 is_causal=is_causal, need_weights=False)[0]
         return self.dropout2(x)
-
-    def _ff_block(self, x):
-        x = self.linear2(self.dropout(self.activation(self.linear1(x))))
-        return self.dropout3(x)
 
 
 def _clones(module: Module, n: int) -> ModuleList:
@@ -259,7 +258,27 @@ def _clones(module: Module, n: int) -> ModuleList:
     return ModuleList([copy.deepcopy(module) for _ in range(n)])
 
 
-class TransformerEncoder(Module):
+class _LayerStack(Module):
+    """``num_layers`` copies of a layer and an optional final ``norm``; a mask equal to the square
+    causal mask counts as causal when the caller leaves ``is_causal`` None, as in PyTorch."""
+
+    def __init__(self, layer: Module, num_layers: int, norm: Module | None):
+        super().__init__()
+        self.layers = _clones(layer, num_layers)
+        self.num_layers = num_layers
+        self.norm = norm
+
+    def _is_causal(self, is_causal: bool | None, mask, x) -> bool:
+        if is_causal is not None:
+            return bool(is_causal)
+        batch_first = self.layers[0].self_attn.batch_first if len(self.layers) else False
+        return _is_causal_mask(mask, _seq_len(x, batch_first))
+
+    def _final_norm(self, out):
+        return self.norm(out) if self.norm is not None else out
+
+
+class TransformerEncoder(_LayerStack):
     """``num_layers`` copies of ``encoder_layer`` and an optional final ``norm``.
 
     ``enable_nested_tensor`` and ``mask_check`` are accepted for compatibility (no nested
@@ -269,44 +288,33 @@ class TransformerEncoder(Module):
 
     def __init__(self, encoder_layer: Module, num_layers: int, norm: Module | None = None,
                  enable_nested_tensor: bool = True, mask_check: bool = True):
-        super().__init__()
-        self.layers = _clones(encoder_layer, num_layers)
-        self.num_layers = num_layers
-        self.norm = norm
+        super().__init__(encoder_layer, num_layers, norm)
 
     def forward(self, src, mask=None, src_key_padding_mask=None, is_causal: bool | None = None):
-        first = self.layers[0] if len(self.layers) else None
-        batch_first = first.self_attn.batch_first if first is not None else False
-        causal = bool(is_causal) if is_causal is not None else _is_causal_mask(mask, _seq_len(src, batch_first))
+        causal = self._is_causal(is_causal, mask, src)
         out = src
         for layer in self.layers:
             out = layer(out, src_mask=mask, is_causal=causal, src_key_padding_mask=src_key_padding_mask)
-        return self.norm(out) if self.norm is not None else out
+        return self._final_norm(out)
 
 
-class TransformerDecoder(Module):
+class TransformerDecoder(_LayerStack):
     """``num_layers`` copies of ``decoder_layer`` and an optional final ``norm``."""
 
     def __init__(self, decoder_layer: Module, num_layers: int, norm: Module | None = None):
-        super().__init__()
-        self.layers = _clones(decoder_layer, num_layers)
-        self.num_layers = num_layers
-        self.norm = norm
+        super().__init__(decoder_layer, num_layers, norm)
 
     def forward(self, tgt, memory, tgt_mask=None, memory_mask=None, tgt_key_padding_mask=None,
                 memory_key_padding_mask=None, tgt_is_causal: bool | None = None,
                 memory_is_causal: bool = False):
-        first = self.layers[0] if len(self.layers) else None
-        batch_first = first.self_attn.batch_first if first is not None else False
-        causal = bool(tgt_is_causal) if tgt_is_causal is not None else \
-            _is_causal_mask(tgt_mask, _seq_len(tgt, batch_first))
+        causal = self._is_causal(tgt_is_causal, tgt_mask, tgt)
         out = tgt
         for layer in self.layers:
             out = layer(out, memory, tgt_mask=tgt_mask, memory_mask=memory_mask,
                         tgt_key_padding_mask=tgt_key_padding_mask,
                         memory_key_padding_mask=memory_key_padding_mask,
                         tgt_is_causal=causal, memory_is_causal=memory_is_causal)
-        return self.norm(out) if self.norm is not None else out
+        return self._final_norm(out)
 
 
 class Transformer(Module):
