@@ -25,6 +25,25 @@ def _shape_tuple(shape) -> tuple:
     return (int(shape),) if isinstance(shape, int) else tuple(int(s) for s in shape)
 
 
+def _affine_parameters(module: Module, shape: tuple, weight: bool, bias: bool | None, device, dtype) -> None:
+    """Register ``weight`` and ``bias`` of ``shape`` (filled by ``_reset_affine``), each as None
+    when not wanted; ``bias=None`` registers no bias at all (RMSNorm has none)."""
+    dtype = dtype or _dt.default_float
+    for name, wanted in (("weight", weight), ("bias", bias)):
+        if wanted:
+            setattr(module, name, Parameter(empty(*shape, dtype=dtype, device=device)))
+        elif wanted is not None:
+            module.register_parameter(name, None)
+
+
+def _reset_affine(module: Module) -> None:
+    """The identity affine: weight one, bias zero (for those the module has)."""
+    if module.weight is not None:
+        init.ones_(module.weight)
+    if getattr(module, "bias", None) is not None:
+        init.zeros_(module.bias)
+
+
 class _NormBase(Module):
     """Per-channel affine parameters and (optionally) running statistics."""
 
@@ -38,13 +57,8 @@ class _NormBase(Module):
         self.momentum = momentum
         self.affine = affine
         self.track_running_stats = track_running_stats
+        _affine_parameters(self, (num_features,), affine, affine, device, dtype)
         dtype = dtype or _dt.default_float
-        if affine:
-            self.weight = Parameter(empty(num_features, dtype=dtype, device=device))
-            self.bias = Parameter(empty(num_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
         if track_running_stats:
             self.register_buffer("running_mean", zeros(num_features, dtype=dtype, device=device))
             self.register_buffer("running_var", ones(num_features, dtype=dtype, device=device))
@@ -63,9 +77,7 @@ class _NormBase(Module):
 
     def reset_parameters(self) -> None:
         self.reset_running_stats()
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def _check_input_dim(self, input) -> None:
         if input.ndim not in self._expected_dims:
@@ -166,23 +178,12 @@ class LayerNorm(Module):
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        dtype = dtype or _dt.default_float
-        if elementwise_affine:
-            self.weight = Parameter(empty(*self.normalized_shape, dtype=dtype, device=device))
-            if bias:
-                self.bias = Parameter(empty(*self.normalized_shape, dtype=dtype, device=device))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, elementwise_affine and bias,
+                           device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return N.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -201,19 +202,11 @@ class GroupNorm(Module):
             raise ValueError(f"GroupNorm: num_channels ({num_channels}) must be divisible by "
                              f"num_groups ({num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        dtype = dtype or _dt.default_float
-        if affine:
-            self.weight = Parameter(empty(num_channels, dtype=dtype, device=device))
-            self.bias = Parameter(empty(num_channels, dtype=dtype, device=device))
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
+        _affine_parameters(self, (num_channels,), affine, affine, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.affine:
-            init.ones_(self.weight)
-            init.zeros_(self.bias)
+        _reset_affine(self)
 
     def forward(self, input):
         return N.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
@@ -232,15 +225,11 @@ class RMSNorm(Module):
         self.normalized_shape = _shape_tuple(normalized_shape)
         self.eps = eps
         self.elementwise_affine = elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(empty(*self.normalized_shape, dtype=dtype or _dt.default_float, device=device))
-        else:
-            self.register_parameter("weight", None)
+        _affine_parameters(self, self.normalized_shape, elementwise_affine, None, device, dtype)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
+        _reset_affine(self)
 
     def forward(self, input):
         return N.rms_norm(input, self.normalized_shape, self.weight, self.eps)
