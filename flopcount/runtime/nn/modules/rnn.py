@@ -77,6 +77,13 @@ def _check_dropout(dropout, num_layers: int) -> float:
     return float(dropout)
 
 
+def _uniform_by_hidden_size(module: Module) -> None:
+    """PyTorch's init of recurrent layers and cells: every weight and bias U(±1/sqrt(hidden_size))."""
+    bound = 1.0 / math.sqrt(module.hidden_size)
+    for weight in module.parameters():
+        init.uniform_(weight, -bound, bound)
+
+
 def _check_sizes(input_size, hidden_size) -> None:
     for name, value in (("input_size", input_size), ("hidden_size", hidden_size)):
         if not isinstance(value, int) or isinstance(value, bool):
@@ -140,9 +147,7 @@ class RNNBase(Module):
 
     def reset_parameters(self) -> None:
         """Every weight and bias uniform in ±1/sqrt(hidden_size), as PyTorch."""
-        bound = 1.0 / math.sqrt(self.hidden_size)
-        for weight in self.parameters():
-            init.uniform_(weight, -bound, bound)
+        _uniform_by_hidden_size(self)
 
     def flatten_parameters(self) -> None:
         """Kept for PyTorch compatibility (cuDNN weight packing); nothing to do here."""
@@ -372,9 +377,7 @@ class RNNCellBase(Module):
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
-        bound = 1.0 / math.sqrt(self.hidden_size)
-        for weight in self.parameters():
-            init.uniform_(weight, -bound, bound)
+        _uniform_by_hidden_size(self)
 
     def _prepare(self, x, states: list) -> tuple:
         """Check shapes, add the batch dim to unbatched input, fill missing states with zeros."""
