@@ -118,32 +118,32 @@ class PReLU(Module):
         return f"num_parameters={self.num_parameters}"
 
 
-class ELU(Module):
+class _AlphaInplace(Module):
+    """Activations with an ``alpha`` and ``inplace`` (accepted; the result is a new tensor)."""
+
+    _functional = None
+
+    def __init__(self, alpha: float = 1.0, inplace: bool = False):
+        super().__init__()
+        self.alpha, self.inplace = alpha, inplace
+
+    def forward(self, input):
+        return type(self)._functional(input, self.alpha)
+
+    def extra_repr(self) -> str:
+        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+
+
+class ELU(_AlphaInplace):
     """x for x > 0, else alpha·(exp(x) − 1)."""
 
-    def __init__(self, alpha: float = 1.0, inplace: bool = False):
-        super().__init__()
-        self.alpha, self.inplace = alpha, inplace
-
-    def forward(self, input):
-        return A.elu(input, self.alpha)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+    _functional = staticmethod(A.elu)
 
 
-class CELU(Module):
+class CELU(_AlphaInplace):
     """max(0, x) + min(0, alpha·(exp(x/alpha) − 1))."""
 
-    def __init__(self, alpha: float = 1.0, inplace: bool = False):
-        super().__init__()
-        self.alpha, self.inplace = alpha, inplace
-
-    def forward(self, input):
-        return A.celu(input, self.alpha)
-
-    def extra_repr(self) -> str:
-        return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
+    _functional = staticmethod(A.celu)
 
 
 class GELU(Module):
