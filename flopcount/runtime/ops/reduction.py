@@ -111,6 +111,14 @@ class Amin(_Reduce):
         return _extreme_vjp(g, out, x, dims, keepdim)
 
 
+def _arg_extreme(find, x, dim, keepdim):
+    # ``find`` is xp.argmax or xp.argmin; dim=None searches the flattened input
+    if dim is None:
+        r = find(x)
+        return r.reshape((1,) * x.ndim) if keepdim else r
+    return find(x, axis=dim, keepdims=keepdim)
+
+
 @register_op("argmax")
 class Argmax(Op):
     vjp = None  # integer output: no gradient
@@ -121,10 +129,7 @@ class Argmax(Op):
         return Spec(_reduced_shape(x.shape, (dim,), keepdim), _dt.int64, x.device)
 
     def forward(xp, x, *, dim, keepdim):
-        if dim is None:
-            r = xp.argmax(x)
-            return r.reshape((1,) * x.ndim) if keepdim else r
-        return xp.argmax(x, axis=dim, keepdims=keepdim)
+        return _arg_extreme(xp.argmax, x, dim, keepdim)
 
     def cost(out, x, *, dim, keepdim):
         return io_cost(out, (x,), flops=numel(x))  # one comparison per element
@@ -137,10 +142,7 @@ class Argmin(Op):
     cost = Argmax.cost
 
     def forward(xp, x, *, dim, keepdim):
-        if dim is None:
-            r = xp.argmin(x)
-            return r.reshape((1,) * x.ndim) if keepdim else r
-        return xp.argmin(x, axis=dim, keepdims=keepdim)
+        return _arg_extreme(xp.argmin, x, dim, keepdim)
 
 
 @register_op("prod")
