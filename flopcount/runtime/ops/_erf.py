@@ -36,35 +36,35 @@ _Q = (2.56852019228982242e00, 1.87295284992346047e00, 5.27905102951428412e-1,
 _ONE_OVER_SQRT_PI = 5.6418958354775628695e-1
 
 
+def _cody_terms(num, den, t) -> tuple:
+    """Numerator and denominator of Cody's rational form in ``t``, with n = len(den):
+    ((num[n]·t + num[0])·t + ... + num[n-2])·t + num[n-1] and ((t + den[0])·t + ... + den[n-2])·t + den[n-1]."""
+    n = len(den)
+    top = num[n] * t
+    bottom = t
+    for i in range(n - 1):
+        top = (top + num[i]) * t
+        bottom = (bottom + den[i]) * t
+    return top + num[n - 1], bottom + den[n - 1]
+
+
 def _erf_small(y2):
     """erf(y)/y for |y| <= 0.46875, as a rational function of y^2."""
-    num = _A[4] * y2
-    den = y2
-    for i in range(3):
-        num = (num + _A[i]) * y2
-        den = (den + _B[i]) * y2
-    return (num + _A[3]) / (den + _B[3])
+    top, bottom = _cody_terms(_A, _B, y2)
+    return top / bottom
 
 
 def _erfc_scaled_mid(y):
     """erfc(y) * exp(y^2) for 0.46875 < y <= 4."""
-    num = _C[8] * y
-    den = y
-    for i in range(7):
-        num = (num + _C[i]) * y
-        den = (den + _D[i]) * y
-    return (num + _C[7]) / (den + _D[7])
+    top, bottom = _cody_terms(_C, _D, y)
+    return top / bottom
 
 
 def _erfc_scaled_tail(y):
     """erfc(y) * exp(y^2) for y > 4 (asymptotic form)."""
     z = 1.0 / (y * y)
-    num = _P[5] * z
-    den = z
-    for i in range(4):
-        num = (num + _P[i]) * z
-        den = (den + _Q[i]) * z
-    r = z * (num + _P[4]) / (den + _Q[4])
+    top, bottom = _cody_terms(_P, _Q, z)
+    r = z * top / bottom
     return (_ONE_OVER_SQRT_PI - r) / y
 
 
