@@ -245,3 +245,28 @@ def trunc_normal_init_(model: nn.Module, std: float) -> None:
         elif isinstance(m, nn.BatchNorm2d):
             nn.init.constant_(m.weight, 1)
             nn.init.constant_(m.bias, 0)
+
+
+def he_fan_out_init_(model: nn.Module, linear: Callable[[nn.Module], None] | None = None) -> None:
+    """torchvision's initialization of ResNet, VGG, MobileNet and EfficientNet, in place.
+
+    Conv2d weights: He normal over fan_out (ReLU gain), biases zero. BatchNorm2d and GroupNorm:
+    weight 1, bias 0. Each Linear goes to ``linear`` (each model has its own rule); with None
+    they keep the layer default.
+    """
+    for m in model.modules():
+        if isinstance(m, nn.Conv2d):
+            nn.init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+        elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
+            nn.init.ones_(m.weight)
+            nn.init.zeros_(m.bias)
+        elif linear is not None and isinstance(m, nn.Linear):
+            linear(m)
+
+
+def normal_linear_init_(m: nn.Module, std: float = 0.01) -> None:
+    """A Linear's weight N(0, std) and bias zero (torchvision's classifier heads)."""
+    nn.init.normal_(m.weight, 0.0, std)
+    nn.init.zeros_(m.bias)

@@ -14,7 +14,7 @@ from functools import partial
 import flopcount.runtime as rt
 from flopcount.runtime import nn
 
-from ._blocks import Conv2dNormActivation, SqueezeExcitation, StochasticDepth, make_divisible
+from ._blocks import Conv2dNormActivation, SqueezeExcitation, StochasticDepth, he_fan_out_init_, make_divisible
 from ._registry import image_input, register_model
 
 __all__ = ["EfficientNet", "MBConv", "MBConvConfig", "efficientnet"]
@@ -72,6 +72,13 @@ class MBConv(nn.Module):
         return result
 
 
+def _uniform_linear_init_(m: nn.Module) -> None:
+    # EfficientNet's classifier: U(±1/sqrt(out_features)), bias zero
+    init_range = 1.0 / math.sqrt(m.out_features)
+    nn.init.uniform_(m.weight, -init_range, init_range)
+    nn.init.zeros_(m.bias)
+
+
 class EfficientNet(nn.Module):
     """EfficientNet with torchvision's module names (features.0..8, avgpool, classifier)."""
 
@@ -102,18 +109,7 @@ class EfficientNet(nn.Module):
         self.features = nn.Sequential(*layers)
         self.avgpool = nn.AdaptiveAvgPool2d(1)
         self.classifier = nn.Sequential(nn.Dropout(p=dropout, inplace=True), nn.Linear(last_out, num_classes))
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                nn.init.kaiming_normal_(m.weight, mode="fan_out")
-                if m.bias is not None:
-                    nn.init.zeros_(m.bias)
-            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
-                nn.init.ones_(m.weight)
-                nn.init.zeros_(m.bias)
-            elif isinstance(m, nn.Linear):
-                init_range = 1.0 / math.sqrt(m.out_features)
-                nn.init.uniform_(m.weight, -init_range, init_range)
-                nn.init.zeros_(m.bias)
+        he_fan_out_init_(self, linear=_uniform_linear_init_)
 
     def forward(self, x):
         x = self.avgpool(self.features(x))

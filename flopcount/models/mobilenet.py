@@ -11,7 +11,7 @@ from functools import partial
 import flopcount.runtime as rt
 from flopcount.runtime import nn
 
-from ._blocks import Conv2dNormActivation, SqueezeExcitation, make_divisible
+from ._blocks import Conv2dNormActivation, SqueezeExcitation, he_fan_out_init_, make_divisible, normal_linear_init_
 from ._registry import image_input, register_model
 
 __all__ = ["MobileNetV2", "MobileNetV3", "InvertedResidual", "InvertedResidualV3", "mobilenet_v3"]
@@ -19,17 +19,7 @@ __all__ = ["MobileNetV2", "MobileNetV3", "InvertedResidual", "InvertedResidualV3
 
 def _init_weights(model: nn.Module) -> None:
     """torchvision's MobileNet initialization: He (fan_out) convs, unit norms, small linears."""
-    for m in model.modules():
-        if isinstance(m, nn.Conv2d):
-            nn.init.kaiming_normal_(m.weight, mode="fan_out")
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
-        elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
-            nn.init.ones_(m.weight)
-            nn.init.zeros_(m.bias)
-        elif isinstance(m, nn.Linear):
-            nn.init.normal_(m.weight, 0, 0.01)
-            nn.init.zeros_(m.bias)
+    he_fan_out_init_(model, linear=normal_linear_init_)
 
 
 # --- MobileNet V2 ------------------------------------------------------------------------------

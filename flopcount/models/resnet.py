@@ -10,6 +10,7 @@ from typing import Callable
 
 from ..runtime import flatten, nn
 from ..runtime.nn import init
+from ._blocks import he_fan_out_init_
 from ._registry import image_input, register_model
 
 __all__ = ["BasicBlock", "Bottleneck", "ResNet", "resnet", "conv1x1", "conv3x3"]
@@ -140,12 +141,7 @@ class ResNet(nn.Module):
     def _init_weights(self, zero_init_residual: bool) -> None:
         # torchvision: He normal (fan_out) convs, norms 1 / 0, the fc keeps Linear's default;
         # optionally the last norm of each block starts at 0 so every block begins as identity
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-            elif isinstance(m, (nn.BatchNorm2d, nn.GroupNorm)):
-                init.constant_(m.weight, 1)
-                init.constant_(m.bias, 0)
+        he_fan_out_init_(self)
         if zero_init_residual:
             for m in self.modules():
                 if isinstance(m, Bottleneck) and m.bn3.weight is not None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ..runtime import flatten, nn
-from ..runtime.nn import init
+from ._blocks import he_fan_out_init_, normal_linear_init_
 from ._registry import image_input, register_model
 
 __all__ = ["VGG", "make_layers", "CFGS", "vgg"]
@@ -55,17 +55,7 @@ class VGG(nn.Module):
 
     def _init_weights(self) -> None:
         # torchvision's scheme: He normal (fan_out) convs, N(0, 0.01) linears, zero biases
-        for m in self.modules():
-            if isinstance(m, nn.Conv2d):
-                init.kaiming_normal_(m.weight, mode="fan_out", nonlinearity="relu")
-                if m.bias is not None:
-                    init.constant_(m.bias, 0)
-            elif isinstance(m, nn.BatchNorm2d):
-                init.constant_(m.weight, 1)
-                init.constant_(m.bias, 0)
-            elif isinstance(m, nn.Linear):
-                init.normal_(m.weight, 0, 0.01)
-                init.constant_(m.bias, 0)
+        he_fan_out_init_(self, linear=normal_linear_init_)
 
     def forward(self, x):
         x = self.avgpool(self.features(x))
