@@ -107,17 +107,25 @@ class BertSelfAttention(nn.Module):
         return merge_heads(out)
 
 
-class BertSelfOutput(nn.Module):
-    """Output projection, dropout, residual add, LayerNorm (post-norm)."""
+class _ProjectAddNorm(nn.Module):
+    """Projection from ``in_features`` to the hidden size, dropout, residual add, LayerNorm
+    (post-norm): transformers' BertSelfOutput and BertOutput, which differ only in ``in_features``."""
 
-    def __init__(self, config: BertConfig):
+    def __init__(self, config: BertConfig, in_features: int):
         super().__init__()
-        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.dense = nn.Linear(in_features, config.hidden_size)
         self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
         self.dropout = nn.Dropout(config.hidden_dropout_prob)
 
     def forward(self, hidden_states, input_tensor):
         return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
+
+
+class BertSelfOutput(_ProjectAddNorm):
+    """After attention: output projection, dropout, residual add, LayerNorm."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__(config, config.hidden_size)
 
 
 class BertAttention(nn.Module):
@@ -140,15 +148,11 @@ class BertIntermediate(nn.Module):
         return self.intermediate_act_fn(self.dense(hidden_states))
 
 
-class BertOutput(nn.Module):
-    def __init__(self, config: BertConfig):
-        super().__init__()
-        self.dense = nn.Linear(config.intermediate_size, config.hidden_size)
-        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
-        self.dropout = nn.Dropout(config.hidden_dropout_prob)
+class BertOutput(_ProjectAddNorm):
+    """After the MLP: projection back from the intermediate size, dropout, residual add, LayerNorm."""
 
-    def forward(self, hidden_states, input_tensor):
-        return self.LayerNorm(self.dropout(self.dense(hidden_states)) + input_tensor)
+    def __init__(self, config: BertConfig):
+        super().__init__(config, config.intermediate_size)
 
 
 class BertLayer(nn.Module):
