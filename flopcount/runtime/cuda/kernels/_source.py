@@ -41,13 +41,22 @@ def type_header(dtype) -> str:
             f"#define EXP(v) exp{math}(v)\n#define LOG(v) log{math}(v)\n#define SQRT(v) sqrt{math}(v)\n")
 
 
+# NVRTC's headers may leave INFINITY undefined.
+INFINITY_GUARD = "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
+
+# Each thread takes elements idx, idx + (all threads), ...: a launch of at most 2^26 threads
+# (``launch_grid_stride``) covers any ``total``.
+GRID_STRIDE = r"""
+#define GRID_STRIDE(idx, total) \
+    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total; \
+         idx += (long long)gridDim.x * blockDim.x)
+"""
+
 # Every warp ends with the block's total, so no broadcast through shared memory is needed.
 # ``buf`` holds one value per warp; the leading __syncthreads lets a kernel call the
-# reduction twice in a row with the same buffer.
-BLOCK_REDUCE = r"""
-#ifndef INFINITY
-#define INFINITY __int_as_float(0x7f800000)
-#endif
+# reduction twice in a row with the same buffer. block_sum and block_max differ only in the
+# warp reduction and the value of an absent warp, so one macro defines both.
+BLOCK_REDUCE = INFINITY_GUARD + r"""
 #define FULL_MASK 0xffffffffu
 __device__ __forceinline__ ACC max_nan(ACC a, ACC b) { return (a > b || a != a) ? a : b; }
 __device__ __forceinline__ ACC warp_sum(ACC v) {
@@ -58,22 +67,17 @@ __device__ __forceinline__ ACC warp_max(ACC v) {
     for (int o = 16; o > 0; o >>= 1) v = max_nan(v, __shfl_xor_sync(FULL_MASK, v, o));
     return v;
 }
-__device__ ACC block_sum(ACC v, ACC* buf) {
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    v = warp_sum(v);
-    __syncthreads();
-    if (lane == 0) buf[warp] = v;
-    __syncthreads();
-    return warp_sum(lane < warps ? buf[lane] : (ACC)0);
+#define DEFINE_BLOCK_REDUCE(name, warp_reduce, identity) \
+__device__ ACC name(ACC v, ACC* buf) { \
+    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5; \
+    v = warp_reduce(v); \
+    __syncthreads(); \
+    if (lane == 0) buf[warp] = v; \
+    __syncthreads(); \
+    return warp_reduce(lane < warps ? buf[lane] : identity); \
 }
-__device__ ACC block_max(ACC v, ACC* buf) {
-    int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, warps = blockDim.x >> 5;
-    v = warp_max(v);
-    __syncthreads();
-    if (lane == 0) buf[warp] = v;
-    __syncthreads();
-    return warp_max(lane < warps ? buf[lane] : (ACC)(-INFINITY));
-}
+DEFINE_BLOCK_REDUCE(block_sum, warp_sum, (ACC)0)
+DEFINE_BLOCK_REDUCE(block_max, warp_max, (ACC)(-INFINITY))
 """
 
 
@@ -85,6 +89,13 @@ def block_size(cols: int) -> int:
 def grid_1d(n: int, block: int = 256) -> tuple:
     """(grid, block) covering ``n`` threads, one element each."""
     return (max(1, -(-n // block)),), (block,)
+
+
+def launch_grid_stride(raw, total: int, args) -> None:
+    """Launch ``raw``, a kernel looping with ``GRID_STRIDE`` over ``total`` elements: one thread
+    per element up to 2^26 threads, the loop covers the rest."""
+    grid, block = grid_1d(min(total, 1 << 26))
+    raw(grid, block, args)
 
 
 # --- the same reductions in numpy, for CPU tests of the algorithm -----------------------------

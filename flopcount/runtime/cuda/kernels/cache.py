@@ -30,6 +30,14 @@ def kernel(name: str, dtype, build: Callable, variant=()):
     return k
 
 
+def raw_kernel(name: str, dtype, source: Callable):
+    """The ``cupy.RawKernel`` of ``extern "C"`` function ``name``, compiled once per dtype from
+    ``source(name, dtype)``."""
+    import cupy
+
+    return kernel(name, dtype, lambda: cupy.RawKernel(source(name, dtype), name))
+
+
 def cached() -> list:
     """Keys of the kernels built so far (for tests and diagnostics)."""
     return list(_CACHE)

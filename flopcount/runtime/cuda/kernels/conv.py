@@ -22,7 +22,7 @@ from math import prod
 import numpy as np
 
 from . import _source
-from .cache import kernel
+from .cache import raw_kernel
 
 COLUMN_BYTES = 256 * 2**20  # a GPU has room for larger column buffers than a CPU cache
 
@@ -46,8 +46,7 @@ extern "C" __global__ void im2col(const T* x, T* cols, long long n_img, long lon
     GEO;
     long long K = g.k0 * g.k1 * g.k2, P = g.o0 * g.o1 * g.o2, S = g.s0 * g.s1 * g.s2;
     long long total = channels * K * n_img * P;
-    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-         idx += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE(idx, total) {
         long long col = idx % (n_img * P), row = idx / (n_img * P);
         long long n = col / P, o = col % P, c = row / K, k = row % K;
         long long i0 = (o / (g.o1 * g.o2)) * g.st0 - g.p0 + (k / (g.k1 * g.k2)) * g.d0;
@@ -73,8 +72,7 @@ extern "C" __global__ void col2im(const T* cols, T* y, long long n_img, long lon
     GEO;
     long long K = g.k0 * g.k1 * g.k2, I = g.o0 * g.o1 * g.o2, S = g.s0 * g.s1 * g.s2;
     long long total = n_img * channels * S;
-    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-         idx += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE(idx, total) {
         long long q = idx % S, nc = idx / S, c = nc % channels, n = nc / channels;
         long long q0 = q / (g.s1 * g.s2), q1 = (q / g.s2) % g.s1, q2 = q % g.s2;
         ACC acc = 0;
@@ -101,8 +99,7 @@ extern "C" __global__ void depthwise(const T* x, const T* w, T* y, long long n_i
     GEO;
     long long K = g.k0 * g.k1 * g.k2, P = g.o0 * g.o1 * g.o2, S = g.s0 * g.s1 * g.s2;
     long long total = n_img * cin * mult * P;
-    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-         idx += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE(idx, total) {
         long long o = idx % P, nco = idx / P, co = nco % (cin * mult), n = nco / (cin * mult);
         const T* xc = x + (n * cin + co / mult) * S;
         long long o0 = o / (g.o1 * g.o2), o1 = (o / g.o2) % g.o1, o2 = o % g.o2;
@@ -123,7 +120,7 @@ _KERNELS = {"im2col": _IM2COL, "col2im": _COL2IM, "depthwise": _DEPTHWISE}
 
 
 def source(name: str, dtype) -> str:
-    return _source.type_header(dtype) + _GEOMETRY + _KERNELS[name]
+    return _source.type_header(dtype) + _source.GRID_STRIDE + _GEOMETRY + _KERNELS[name]
 
 
 def geometry(size, kernel, out, stride, padding, dilation) -> tuple:
@@ -140,11 +137,7 @@ def _geo_args(values: tuple) -> tuple:
 
 
 def _launch(name: str, dtype, total: int, args) -> None:
-    import cupy
-
-    raw = kernel(name, dtype, lambda: cupy.RawKernel(source(name, dtype), name))
-    grid, block = _source.grid_1d(min(total, 1 << 26))  # grid-stride loops cover the rest
-    raw(grid, block, args)
+    _source.launch_grid_stride(raw_kernel(name, dtype, source), total, args)
 
 
 def chunks(n: int, bytes_per_item: int, budget: int | None = None) -> list:

@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ._source import FLOAT_DTYPES, acc_dtype
+from ._source import FLOAT_DTYPES, INFINITY_GUARD, acc_dtype
 from .cache import kernel
 
 # name -> (CUDA body for float and double overloads, numpy function); ``{f}`` is "f" or "".
@@ -50,8 +50,7 @@ def _numpy_erf(x):
 
 def preamble() -> str:
     """CUDA definitions of ``FUNCTIONS`` (float and double overloads) and ``sel``."""
-    lines = ["#ifndef INFINITY", "#define INFINITY __int_as_float(0x7f800000)", "#endif",
-             "#define sel(c, a, b) ((c) ? (a) : (b))"]
+    lines = INFINITY_GUARD.splitlines() + ["#define sel(c, a, b) ((c) ? (a) : (b))"]
     for name, (body, _) in FUNCTIONS.items():
         for ctype, f in (("float", "f"), ("double", "")):
             params = f"{ctype} a, {ctype} b" if name in _BINARY else f"{ctype} a"

@@ -17,7 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import _source
-from .cache import kernel
+from .cache import raw_kernel
 from .conv import _GEOMETRY, _geo_args, geometry
 
 _WINDOW = r"""
@@ -49,8 +49,7 @@ _FORWARD = r"""
 extern "C" __global__ void max_pool(const T* x, T* y, long long planes, GEO_PARAMS) {
     GEO;
     long long P = g.o0 * g.o1 * g.o2, S = g.s0 * g.s1 * g.s2, total = planes * P;
-    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-         idx += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE(idx, total) {
         long long arg;
         y[idx] = STORE(window_max(x + (idx / P) * S, idx % P, g, &arg));
     }
@@ -61,8 +60,7 @@ _BACKWARD = r"""
 extern "C" __global__ void max_pool_backward(const T* gy, const T* x, ACC* gx, long long planes, GEO_PARAMS) {
     GEO;
     long long P = g.o0 * g.o1 * g.o2, S = g.s0 * g.s1 * g.s2, total = planes * P;
-    for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total;
-         idx += (long long)gridDim.x * blockDim.x) {
+    GRID_STRIDE(idx, total) {
         long long plane = idx / P, arg;
         window_max(x + plane * S, idx % P, g, &arg);
         if (arg >= 0) atomicAdd(gx + plane * S + arg, LOAD(gy[idx]));
@@ -74,8 +72,8 @@ _KERNELS = {"max_pool": _FORWARD, "max_pool_backward": _BACKWARD}
 
 
 def source(name: str, dtype) -> str:
-    return _source.type_header(dtype) + "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n" \
-        + _GEOMETRY + _WINDOW + _KERNELS[name]
+    return (_source.type_header(dtype) + _source.INFINITY_GUARD + _source.GRID_STRIDE + _GEOMETRY + _WINDOW
+            + _KERNELS[name])
 
 
 def window_max_reference(x: np.ndarray, kernel_size, out, stride, padding, dilation) -> tuple:
@@ -101,11 +99,7 @@ def window_max_reference(x: np.ndarray, kernel_size, out, stride, padding, dilat
 
 
 def _launch(name, dtype, total, args):
-    import cupy
-
-    raw = kernel(name, dtype, lambda: cupy.RawKernel(source(name, dtype), name))
-    grid, block = _source.grid_1d(min(max(total, 1), 1 << 26))
-    raw(grid, block, args)
+    _source.launch_grid_stride(raw_kernel(name, dtype, source), total, args)
 
 
 def _out_size(x_shape, kernel_size, stride, padding, dilation, ceil_mode):

@@ -18,7 +18,7 @@ from math import prod
 import numpy as np
 
 from . import _source
-from .cache import kernel
+from .cache import raw_kernel
 
 _SOFTMAX = r"""
 extern "C" __global__ void softmax_rows(const T* x, T* y, long long cols, long long inner, int log_mode) {
@@ -73,9 +73,7 @@ def source(name: str, dtype) -> str:
 
 
 def _raw(name: str, dtype):
-    import cupy
-
-    return kernel(name, dtype, lambda: cupy.RawKernel(source(name, dtype), name))
+    return raw_kernel(name, dtype, source)
 
 
 def row_layout(shape: tuple, dim: int) -> tuple:
