@@ -31,6 +31,15 @@ def accumulate(total, part, counts: tuple = COST_FIELDS, times: tuple = ()) -> N
             setattr(total, name, (getattr(total, name) or 0.0) + value)
 
 
+def _fields_with_listed_shapes(record) -> dict:
+    """A Row's or OpRecord's fields as a dict, its shapes as lists (for JSON)."""
+    out = {f.name: getattr(record, f.name) for f in fields(record)}
+    # None stands for an absent optional input (a conv without bias)
+    out["input_shapes"] = [None if s is None else list(s) for s in record.input_shapes]
+    out["output_shapes"] = [list(s) for s in record.output_shapes]
+    return out
+
+
 @dataclass
 class Row:
     """One line of a report: a module, a module scope or one op (graph node).
@@ -85,10 +94,7 @@ class Row:
         return moved / (self.latency_ms / 1e3) if self.latency_ms else None
 
     def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        # None stands for an absent optional input (a conv without bias)
-        out["input_shapes"] = [None if s is None else list(s) for s in self.input_shapes]
-        out["output_shapes"] = [list(s) for s in self.output_shapes]
+        out = _fields_with_listed_shapes(self)
         out["intensity"] = self.intensity
         return out
 
@@ -126,10 +132,7 @@ class OpRecord:
         return self.bytes_written
 
     def to_dict(self) -> dict:
-        out = {f.name: getattr(self, f.name) for f in fields(self)}
-        out["input_shapes"] = [None if s is None else list(s) for s in self.input_shapes]
-        out["output_shapes"] = [list(s) for s in self.output_shapes]
-        return out
+        return _fields_with_listed_shapes(self)
 
 
 @dataclass
