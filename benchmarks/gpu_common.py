@@ -36,18 +36,9 @@ def time_flopcount(fn, warmup: int = WARMUP, repeat: int = REPEAT) -> float:
     """Median milliseconds of ``fn()`` between two CUDA events, after ``warmup`` calls (which
     also compile every kernel ``fn`` launches)."""
     import flopcount.runtime as rt
-    from flopcount.runtime.device import backend
+    from flopcount.recording.timing import time_calls
 
-    be = backend(rt.device("cuda"))
-    for _ in range(warmup):
-        fn()
-    samples = []
-    for _ in range(repeat):
-        be.synchronize()
-        start = be.timer_start()
-        fn()
-        samples.append(be.timer_stop(start) * 1e3)
-    return statistics.median(samples)
+    return statistics.median(time_calls(fn, rt.device("cuda"), warmup, repeat)) * 1e3
 
 
 def time_torch(fn, warmup: int = WARMUP, repeat: int = REPEAT) -> float:
