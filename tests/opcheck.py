@@ -42,6 +42,18 @@ def op_costs(fn) -> dict:
     return dict(totals)
 
 
+def linear_adjoint(forward, in_shape, g) -> np.ndarray:
+    """The gradient of sum(g · forward(x)) for a numpy ``forward`` linear in x, one basis input
+    at a time: the reference for the backward of linear ops (pooling, resampling, a conv's
+    weight gradient)."""
+    gx = np.zeros(in_shape)
+    for idx in np.ndindex(*in_shape):
+        basis = np.zeros(in_shape)
+        basis[idx] = 1.0
+        gx[idx] = (g * forward(basis)).sum()
+    return gx
+
+
 def _to_tensors(arrays, dtype=None, requires_grad=False):
     out = []
     for a in arrays:

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import flopcount.runtime as rt
 from flopcount.runtime.ops.conv import ConvTransposeWeightGrad, ConvWeightGrad
-from opcheck import Example, check_op, op_costs, randn, record, run_example
+from opcheck import Example, check_op, linear_adjoint, op_costs, randn, record, run_example
 
 F = rt.nn.functional
 
@@ -64,16 +64,6 @@ def ref_conv_transpose(x, w, b=None, stride=1, padding=0, output_padding=0, grou
     return y
 
 
-def ref_weight_grad(linear_in_w, w_shape, g):
-    """dL/dw for L = sum(g · f(w)) with f linear in w: one basis weight at a time."""
-    gw = np.zeros(w_shape)
-    for idx in np.ndindex(*w_shape):
-        basis = np.zeros(w_shape)
-        basis[idx] = 1.0
-        gw[idx] = (g * linear_in_w(basis)).sum()
-    return gw
-
-
 def conv_weight_grad(x, g, **attrs):
     return rt.apply(ConvWeightGrad, x, g, **attrs)
 
@@ -100,12 +90,12 @@ EXAMPLES = {
     # the weight gradient of the "conv" example: the same MACs as that forward
     "conv_weight_grad": Example(
         lambda x, g: conv_weight_grad(x, g, **_WG), [randn(2, 4, 5, 5), randn(2, 6, 3, 3, seed=3)],
-        lambda x, g: ref_weight_grad(lambda w: ref_conv(x, w, stride=2, padding=1, groups=2), (6, 2, 3, 3), g),
+        lambda x, g: linear_adjoint(lambda w: ref_conv(x, w, stride=2, padding=1, groups=2), (6, 2, 3, 3), g),
         macs=2 * 6 * 3 * 3 * 2 * 3 * 3, flops=2 * (2 * 6 * 3 * 3 * 2 * 3 * 3)),
     # the weight gradient of the "conv_transpose" example: the same MACs as that forward
     "conv_transpose_weight_grad": Example(
         lambda x, g: conv_transpose_weight_grad(x, g, **_TWG), [randn(2, 4, 3, 3), randn(2, 6, 6, 6, seed=3)],
-        lambda x, g: ref_weight_grad(
+        lambda x, g: linear_adjoint(
             lambda w: ref_conv_transpose(x, w, stride=2, padding=1, output_padding=1, groups=2), (4, 3, 3, 3), g),
         macs=2 * 4 * 3 * 3 * 3 * 3 * 3, flops=2 * (2 * 4 * 3 * 3 * 3 * 3 * 3)),
 }

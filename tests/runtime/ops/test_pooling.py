@@ -8,7 +8,7 @@ from hypothesis import given, settings, strategies as st
 import flopcount.runtime as rt
 from flopcount.runtime.ops.pooling import (AdaptiveAvgPoolBackward, AdaptiveMaxPoolBackward, AvgPoolBackward,
                                            MaxPoolBackward)
-from opcheck import Example, check_op, op_costs, randn, record, run_example
+from opcheck import Example, check_op, linear_adjoint, op_costs, randn, record, run_example
 
 F = rt.nn.functional
 
@@ -97,16 +97,6 @@ def ref_adaptive_max_backward(g, x):
                 patch = x[(n, c) + window]
                 at = np.unravel_index(np.argmax(patch), patch.shape)
                 gx[(n, c) + tuple(w.start + a for w, a in zip(window, at))] += g[(n, c) + o]
-    return gx
-
-
-def linear_adjoint(forward, in_shape, g):
-    """The gradient of sum(g · forward(x)) for a linear ``forward``: one basis input at a time."""
-    gx = np.zeros(in_shape)
-    for idx in np.ndindex(*in_shape):
-        basis = np.zeros(in_shape)
-        basis[idx] = 1.0
-        gx[idx] = (g * forward(basis)).sum()
     return gx
 
 

@@ -9,7 +9,7 @@ import pytest
 
 import flopcount.runtime as rt
 from flopcount.runtime.ops.sampling import UpsampleBilinearBackward, UpsampleNearestBackward
-from opcheck import Example, check_op, op_costs, randn, run_example
+from opcheck import Example, check_op, linear_adjoint, op_costs, randn, run_example
 
 F = rt.nn.functional
 
@@ -44,15 +44,6 @@ def ref_linear(x, out, align_corners=False):
             weight = np.prod([per_dim[d][c][1] for d, c in enumerate(combo)])
             y[(slice(None), slice(None)) + o] += weight * x[(slice(None), slice(None)) + src]
     return y
-
-
-def linear_adjoint(forward, in_shape, g):
-    gx = np.zeros(in_shape)
-    for idx in np.ndindex(*in_shape):
-        basis = np.zeros(in_shape)
-        basis[idx] = 1.0
-        gx[idx] = (g * forward(basis)).sum()
-    return gx
 
 
 EXAMPLES = {
