@@ -54,6 +54,24 @@ def linear_adjoint(forward, in_shape, g) -> np.ndarray:
     return gx
 
 
+def forward_backward_with_torch(ours, theirs, arrays, rng) -> list:
+    """Run ``theirs`` on torch tensors and ``ours`` on runtime tensors made from the same
+    float32 ``arrays``, and backpropagate the same output gradient (drawn from ``rng`` once
+    torch's output shape is known) through both. Returns numpy (ours, theirs) pairs: the
+    outputs, then each array's gradient."""
+    import torch
+
+    theirs_in = [torch.tensor(a, requires_grad=True) for a in arrays]
+    ty = theirs(*theirs_in)
+    g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
+    ty.backward(torch.tensor(g))
+    ours_in = [rt.tensor(a, requires_grad=True) for a in arrays]
+    ry = ours(*ours_in)
+    (ry * rt.tensor(g)).sum().backward()
+    return [(ry.numpy(), ty.detach().numpy())] + [(r.grad.numpy(), t.grad.numpy())
+                                                   for r, t in zip(ours_in, theirs_in)]
+
+
 def _to_tensors(arrays, dtype=None, requires_grad=False):
     out = []
     for a in arrays:

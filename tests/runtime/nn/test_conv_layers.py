@@ -8,6 +8,7 @@ import pytest
 
 import flopcount.runtime as rt
 from flopcount.runtime import nn
+from opcheck import forward_backward_with_torch
 
 
 @pytest.mark.parametrize("cls,args,kw,weight", [
@@ -137,15 +138,7 @@ def test_matches_torch_with_its_state_dict(name, args, kw):
     nd = int(name[-2])
     rng = np.random.default_rng(0)
     x = rng.standard_normal((2, args[0]) + (7,) * nd).astype(np.float32)
-    tx = torch.tensor(x, requires_grad=True)
-    ty = theirs(tx)
-    g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
-    ty.backward(torch.tensor(g))
-    rx = rt.tensor(x, requires_grad=True)
-    ry = ours(rx)
-    (ry * rt.tensor(g)).sum().backward()
-    pairs = [(ry, ty), (rx.grad, tx.grad)] + [
-        (p.grad, dict(theirs.named_parameters())[n].grad) for n, p in ours.named_parameters()]
+    pairs = forward_backward_with_torch(ours, theirs, [x], rng) + [
+        (p.grad.numpy(), dict(theirs.named_parameters())[n].grad.numpy()) for n, p in ours.named_parameters()]
     for mine, ref in pairs:
-        ref = ref.detach().numpy()
-        np.testing.assert_allclose(mine.numpy(), ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+        np.testing.assert_allclose(mine, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())

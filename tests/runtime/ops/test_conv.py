@@ -7,7 +7,8 @@ from hypothesis import given, settings, strategies as st
 
 import flopcount.runtime as rt
 from flopcount.runtime.ops.conv import ConvTransposeWeightGrad, ConvWeightGrad
-from opcheck import Example, check_op, linear_adjoint, op_costs, randn, record, run_example
+from opcheck import (Example, check_op, forward_backward_with_torch, linear_adjoint, op_costs, randn, record,
+                     run_example)
 
 F = rt.nn.functional
 
@@ -288,13 +289,7 @@ def test_matches_torch_forward_and_backward(nd, transposed):
     name = f"conv_transpose{nd}d" if transposed else f"conv{nd}d"
     for _ in range(4):
         x, w, b, kw = _torch_case(rng, nd, transposed)
-        tx, tw, tb = (torch.tensor(a, requires_grad=True) for a in (x, w, b))
-        ty = getattr(torch.nn.functional, name)(tx, tw, tb, **kw)
-        g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
-        ty.backward(torch.tensor(g))
-        rx, rw, rb = (rt.tensor(a, requires_grad=True) for a in (x, w, b))
-        ry = getattr(F, name)(rx, rw, rb, **kw)
-        (ry * rt.tensor(g)).sum().backward()
-        for ours, theirs in ((ry, ty), (rx.grad, tx.grad), (rw.grad, tw.grad), (rb.grad, tb.grad)):
-            ref = theirs.detach().numpy()
-            np.testing.assert_allclose(ours.numpy(), ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+        pairs = forward_backward_with_torch(lambda *a: getattr(F, name)(*a, **kw),
+                                            lambda *a: getattr(torch.nn.functional, name)(*a, **kw), [x, w, b], rng)
+        for ours, ref in pairs:  # output, then the gradients of x, w and b
+            np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())

@@ -8,7 +8,8 @@ from hypothesis import given, settings, strategies as st
 import flopcount.runtime as rt
 from flopcount.runtime.ops.pooling import (AdaptiveAvgPoolBackward, AdaptiveMaxPoolBackward, AvgPoolBackward,
                                            MaxPoolBackward)
-from opcheck import Example, check_op, linear_adjoint, op_costs, randn, record, run_example
+from opcheck import (Example, check_op, forward_backward_with_torch, linear_adjoint, op_costs, randn, record,
+                     run_example)
 
 F = rt.nn.functional
 
@@ -280,12 +281,8 @@ def test_matches_torch_forward_and_backward(nd):
     if nd > 1:
         cases.append(("avg_pool", dict(kernel_size=3, stride=2, padding=1, divisor_override=5)))
     for name, kw in cases:
-        tx = torch.tensor(x, requires_grad=True)
-        ty = getattr(tf, f"{name}{nd}d")(tx, **kw)
-        g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
-        ty.backward(torch.tensor(g))
-        rx = rt.tensor(x, requires_grad=True)
-        ry = getattr(F, f"{name}{nd}d")(rx, **kw)
-        (ry * rt.tensor(g)).sum().backward()
-        np.testing.assert_allclose(ry.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=f"{name} {kw}")
-        np.testing.assert_allclose(rx.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-6, err_msg=f"{name} {kw}")
+        fn = f"{name}{nd}d"
+        (y, ty), (gx, tgx) = forward_backward_with_torch(lambda a: getattr(F, fn)(a, **kw),
+                                                         lambda a: getattr(tf, fn)(a, **kw), [x], rng)
+        np.testing.assert_allclose(y, ty, rtol=1e-5, atol=1e-6, err_msg=f"{name} {kw}")
+        np.testing.assert_allclose(gx, tgx, rtol=1e-5, atol=1e-6, err_msg=f"{name} {kw}")

@@ -9,7 +9,7 @@ import pytest
 
 import flopcount.runtime as rt
 from flopcount.runtime.ops.sampling import UpsampleBilinearBackward, UpsampleNearestBackward
-from opcheck import Example, check_op, linear_adjoint, op_costs, randn, run_example
+from opcheck import Example, check_op, forward_backward_with_torch, linear_adjoint, op_costs, randn, run_example
 
 F = rt.nn.functional
 
@@ -151,12 +151,8 @@ def test_matches_torch_forward_and_backward(nd, mode):
     if mode in ("linear", "bilinear", "trilinear"):
         cases += [dict(c, align_corners=True) for c in cases]
     for kw in cases:
-        tx = torch.tensor(x, requires_grad=True)
-        ty = torch.nn.functional.interpolate(tx, mode=mode, **kw)
-        g = rng.standard_normal(tuple(ty.shape)).astype(np.float32)
-        ty.backward(torch.tensor(g))
-        rx = rt.tensor(x, requires_grad=True)
-        ry = F.interpolate(rx, mode=mode, **kw)
-        (ry * rt.tensor(g)).sum().backward()
-        np.testing.assert_allclose(ry.numpy(), ty.detach().numpy(), rtol=1e-5, atol=1e-6, err_msg=str(kw))
-        np.testing.assert_allclose(rx.grad.numpy(), tx.grad.numpy(), rtol=1e-5, atol=1e-5, err_msg=str(kw))
+        (y, ty), (gx, tgx) = forward_backward_with_torch(
+            lambda a: F.interpolate(a, mode=mode, **kw),
+            lambda a: torch.nn.functional.interpolate(a, mode=mode, **kw), [x], rng)
+        np.testing.assert_allclose(y, ty, rtol=1e-5, atol=1e-6, err_msg=str(kw))
+        np.testing.assert_allclose(gx, tgx, rtol=1e-5, atol=1e-5, err_msg=str(kw))
