@@ -1,7 +1,6 @@
 """The graph view: node rows, scope roll-ups, memory, latency, backward per node, files."""
 
 import os
-import tracemalloc
 
 import pytest
 
@@ -9,6 +8,7 @@ import flopcount
 import flopcount.runtime as rt
 from flopcount import models
 from flopcount.graph_parser import profile_graph
+from peak_memory import traced_peak
 
 nn = rt.nn
 
@@ -109,19 +109,15 @@ def test_latency_per_node_adds_up_to_the_whole():
 
 def test_meta_counts_a_175b_decoder_without_allocating():
     config = dict(n_layer=96, n_embd=12288, n_head=96, n_positions=2048, vocab_size=50257)
-    tracemalloc.start()
-    try:
+    with traced_peak() as memory:
         with rt.meta():
             net = models.get("gpt2", **config)
         report = flopcount.profile(net, rt.empty(1, 2048, dtype="int64", device="meta"))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
     d, L, T = 12288, 96, 2048
     assert report.params == pytest.approx(175e9, rel=0.01)
     per_layer = T * 12 * d * d + 2 * T * T * d  # projections and MLP (12·d²), QKᵀ and PV
     assert report.macs == L * per_layer + T * d * 50257  # + the LM head
-    assert peak < 300 * 2**20  # counted from shapes: no tensor memory
+    assert memory.peak < 300 * 2**20  # counted from shapes: no tensor memory
 
 
 def test_unsupported_ops_and_strict():

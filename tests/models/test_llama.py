@@ -1,7 +1,5 @@
 """llama, llama2_7b, llama3_8b: LlamaForCausalLM layout, GQA, rotary, SwiGLU, meta presets, outputs."""
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
@@ -9,6 +7,7 @@ import flopcount.runtime as rt
 from flopcount import models
 from flopcount.models.llama import LlamaRotaryEmbedding, LlamaConfig, apply_rotary_pos_emb
 from opcheck import record
+from peak_memory import traced_peak
 
 LENGTH = 128
 SMALL = models.info("llama").config
@@ -49,19 +48,15 @@ def test_small_parameter_count(llama):
 def test_large_presets_on_meta(name, published):
     config = models.info(name).config
     assert params_by_hand(*_shape_args(config)) == published == models.info(name).params
-    tracemalloc.start()
-    try:
+    with traced_peak() as memory:
         with rt.meta():
             model = models.get(name)
         logits, events = record(lambda: model(models.example_input(name, device="meta")))
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
     assert sum(p.numel() for p in model.parameters()) == published
     assert all(p.data is None for p in model.parameters())
     assert logits.shape == (1, LENGTH, config["vocab_size"]) and logits.device.type == "meta"
     assert sum(e.cost.macs for e in events) == macs_by_hand(LENGTH, *_shape_args(config))
-    assert peak < 32 * 2 ** 20, f"{name} on meta allocated {peak / 2 ** 20:.1f} MiB"
+    assert memory.peak < 32 * 2 ** 20, f"{name} on meta allocated {memory.peak / 2 ** 20:.1f} MiB"
 
 
 def test_llama3_uses_grouped_query_attention():

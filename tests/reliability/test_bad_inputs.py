@@ -6,7 +6,6 @@ file behind."""
 from __future__ import annotations
 
 import os
-import tracemalloc
 
 import pytest
 from click.testing import CliRunner
@@ -14,6 +13,7 @@ from click.testing import CliRunner
 import flopcount
 from bad_corpus import DEFAULT_DIR, build
 from flopcount.cli import main
+from peak_memory import traced_peak
 
 CASES = build(DEFAULT_DIR)
 MEMORY_BOUND = 64 << 20  # bytes Python and numpy may hold while refusing a file (1 GiB claims included)
@@ -28,20 +28,15 @@ def _runner() -> CliRunner:
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
 def test_the_api_raises_one_flopcount_error(case):
-    tracemalloc.start()
-    try:
-        with pytest.raises(flopcount.FlopcountError) as info:
-            flopcount.profile(case.model, **case.api)
-        peak = tracemalloc.get_traced_memory()[1]
-    finally:
-        tracemalloc.stop()
+    with traced_peak() as memory, pytest.raises(flopcount.FlopcountError) as info:
+        flopcount.profile(case.model, **case.api)
     error = info.value
     assert isinstance(error, getattr(flopcount, case.error)), (type(error).__name__, str(error))
     message = str(error)
     assert "\n" not in message
     for fragment in case.expected():
         assert fragment in message, (fragment, message)
-    assert peak < MEMORY_BOUND, f"{peak / 2**20:.0f} MiB allocated while refusing {case.name}"
+    assert memory.peak < MEMORY_BOUND, f"{memory.peak / 2**20:.0f} MiB allocated while refusing {case.name}"
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])

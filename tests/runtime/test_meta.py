@@ -1,14 +1,13 @@
 """Meta device: a 7B-parameter Llama-shaped decoder is built and run on shapes alone, in a few
 megabytes, with the right shapes, dtypes and hand-computed MACs."""
 
-import tracemalloc
-
 import pytest
 
 import flopcount.runtime as rt
 from flopcount.runtime import nn
 from flopcount.runtime.nn import functional as F
 from opcheck import Recorder
+from peak_memory import traced_peak
 
 # Llama-2 7B: hidden 4096, 32 layers, 32 heads, MLP 11008, vocabulary 32000
 HIDDEN, LAYERS, HEADS, FFN, VOCAB = 4096, 32, 32, 11008, 32000
@@ -56,17 +55,13 @@ class Llama(nn.Module):
 def test_7b_llama_on_meta_builds_and_runs_in_a_few_megabytes():
     batch, seq = 1, 2048
     rec = Recorder()
-    tracemalloc.start()
-    try:
+    with traced_peak() as memory:
         with rt.meta():
             model = Llama()
             ids = rt.randint(0, VOCAB, (batch, seq))
         with rt.observe(rec):
             logits = model(ids)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
-    assert peak < 50 * 2 ** 20, f"meta build + forward allocated {peak / 2 ** 20:.1f} MiB"
+    assert memory.peak < 50 * 2 ** 20, f"meta build + forward allocated {memory.peak / 2 ** 20:.1f} MiB"
 
     params = sum(p.numel() for p in model.parameters())
     per_layer = 4 * HIDDEN * HIDDEN + 3 * HIDDEN * FFN + 2 * HIDDEN

@@ -1,6 +1,5 @@
 """Liveness, the memory plan, and what the executor really holds."""
 
-import tracemalloc
 import weakref
 
 import numpy as np
@@ -8,6 +7,7 @@ import numpy as np
 import flopcount.runtime as rt
 from flopcount.runtime.graph import passes
 from graph_models import Attention
+from peak_memory import traced_peak
 
 nn = rt.nn
 
@@ -85,13 +85,9 @@ def test_predicted_peak_is_within_ten_percent_of_tracemalloc():
     assert predicted == 2 * 256 * 2048 * 4  # up's output and relu's, alive together
     with rt.no_grad():
         graph(x)  # warm up: lazily built caches are not activations
-        tracemalloc.start()
-        start, _ = tracemalloc.get_traced_memory()
-        tracemalloc.reset_peak()
-        graph(x)
-        _, peak = tracemalloc.get_traced_memory()
-        tracemalloc.stop()
-    measured = peak - start
+        with traced_peak() as memory:
+            graph(x)
+    measured = memory.peak
     assert abs(measured - predicted) <= 0.1 * predicted, (measured, predicted)
 
 
@@ -106,10 +102,6 @@ def test_without_releases_the_run_would_hold_every_activation():
     every = sum(n.outputs[0].nbytes for n in graph.nodes)
     assert live.peak_bytes == 2 * (1 << 18) and every == 12 * (1 << 18)
     x = rt.zeros(1 << 16)
-    tracemalloc.start()
-    start, _ = tracemalloc.get_traced_memory()
-    tracemalloc.reset_peak()
-    graph(x)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    assert peak - start < 1.1 * live.peak_bytes < every
+    with traced_peak() as memory:
+        graph(x)
+    assert memory.peak < 1.1 * live.peak_bytes < every

@@ -1,13 +1,12 @@
 """Graph passes, each on its own: dce, constant folding, conv+BN folding, elementwise fusion."""
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
 import flopcount.runtime as rt
 from flopcount.runtime.graph import passes
 from graph_models import Attention, MLP, SmallCNN, randomize_norms
+from peak_memory import traced_peak
 
 nn = rt.nn
 
@@ -195,13 +194,9 @@ def test_gradient_through_a_fused_node_equals_eager():
 
 
 def _peak(graph, x):
-    tracemalloc.start()
-    tracemalloc.reset_peak()
-    start, _ = tracemalloc.get_traced_memory()
-    graph(x)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
-    return peak - start
+    with traced_peak() as memory:
+        graph(x)
+    return memory.peak
 
 
 def test_fused_kernel_allocates_one_buffer_for_a_chain():

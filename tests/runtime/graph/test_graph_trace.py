@@ -1,13 +1,12 @@
 """rt.trace: what a graph records, how it prints, and that running it equals eager."""
 
-import tracemalloc
-
 import numpy as np
 import pytest
 
 import flopcount.runtime as rt
 from flopcount.runtime.graph import TraceError
 from graph_models import MLP, Attention, SmallCNN, randomize_norms
+from peak_memory import traced_peak
 
 nn = rt.nn
 F = rt.nn.functional
@@ -170,13 +169,11 @@ def test_meta_trace_of_a_large_model_is_allocation_free():
             layers += [nn.Linear(2048, 8192), nn.ReLU(), nn.Linear(8192, 2048)]
         model = nn.Sequential(*layers)
     x = rt.randn(8, 512, 2048, device="meta")
-    tracemalloc.start()
-    graph = rt.trace(model, x)
-    _, peak = tracemalloc.get_traced_memory()
-    tracemalloc.stop()
+    with traced_peak() as memory:
+        graph = rt.trace(model, x)
     params = sum(v.numel() for v in graph.parameters.values())
     assert params == 40 * (2 * 2048 * 8192 + 8192 + 2048) and len(graph.nodes) == 120
-    assert peak < 2 * 1024 * 1024, f"tracing allocated {peak} bytes at its peak"
+    assert memory.peak < 2 * 1024 * 1024, f"tracing allocated {memory.peak} bytes at its peak"
 
 
 def test_reading_a_traced_value_is_explained():
