@@ -1,4 +1,7 @@
-"""Small models the graph tests share: an MLP, a CNN with batch norm, an attention block."""
+"""Small models the graph tests share: an MLP, a CNN with batch norm, an attention block; and
+the comparison of a graph's result with eager."""
+
+import numpy as np
 
 import flopcount.runtime as rt
 
@@ -76,3 +79,12 @@ def randomize_norms(model) -> None:
             m.running_var.copy_(rt.rand(c) + 0.5)
             m.weight.data[...] = (rt.rand(c) + 0.5).numpy()
             m.bias.data[...] = rt.randn(c).numpy()
+
+
+# each model above with an input shape, for the tests that check all of them
+SMALL_MODELS = [(MLP, (2, 4)), (lambda: SmallCNN().eval(), (2, 3, 16, 16)), (Attention, (2, 5, 16))]
+
+
+def assert_close(a, b, tol: float = 1e-5) -> None:
+    """Two runtime tensors equal within ``tol``, relative and absolute."""
+    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=tol, atol=tol)

@@ -5,7 +5,7 @@ import pytest
 
 import flopcount.runtime as rt
 from flopcount.runtime.graph import LazyGraph, trace as trace_module
-from graph_models import Attention, MLP, SmallCNN, randomize_norms
+from graph_models import Attention, MLP, SmallCNN, assert_close, randomize_norms
 
 nn = rt.nn
 
@@ -32,21 +32,17 @@ def graph_mode():
     rt.set_mode(previous)
 
 
-def _same(a, b):
-    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-5, atol=1e-5)
-
-
 def test_graph_of_a_module_compiles_once_per_signature(count_traces):
     model = MLP()
     net = rt.Graph(model)
     assert isinstance(net, LazyGraph) and "not compiled" in repr(net)
     x = rt.randn(2, 4)
-    _same(net(x), model(x))
+    assert_close(net(x), model(x))
     z = rt.randn(2, 4)
-    _same(net(z), model(z))  # same signature: the compiled graph runs again
+    assert_close(net(z), model(z))  # same signature: the compiled graph runs again
     assert count_traces == ["MLP"]
     y = rt.randn(5, 4)
-    _same(net(y), model(y))  # a new shape: traced again
+    assert_close(net(y), model(y))  # a new shape: traced again
     assert count_traces == ["MLP", "MLP"]
     assert str(net).startswith("graph MLP(%x: float32[5, 4])")
 
@@ -56,8 +52,8 @@ def test_lazy_graph_is_optimized_and_folds_batch_norm_when_asked():
     randomize_norms(model)
     x = rt.randn(2, 3, 16, 16)
     plain, folded = rt.Graph(model), rt.Graph(model, fold_bn=True)
-    _same(plain(x), model(x))
-    _same(folded(x), model(x))
+    assert_close(plain(x), model(x))
+    assert_close(folded(x), model(x))
     ops = [n.op_name for n in folded.graph.nodes]
     assert "batch_norm" not in ops and "fused_elementwise" in ops
     assert [n.op_name for n in plain.graph.nodes].count("batch_norm") == 3
@@ -80,7 +76,7 @@ def test_set_mode_graph_runs_top_level_calls_through_compiled_graphs(count_trace
     model(x)
     assert count_traces == ["Attention"]  # submodules are part of the one graph
     rt.set_mode("eager")
-    _same(out, model(x))
+    assert_close(out, model(x))
     assert count_traces == ["Attention"]
 
 

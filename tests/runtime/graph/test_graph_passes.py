@@ -5,14 +5,10 @@ import pytest
 
 import flopcount.runtime as rt
 from flopcount.runtime.graph import passes
-from graph_models import Attention, MLP, SmallCNN, randomize_norms
+from graph_models import SMALL_MODELS, SmallCNN, assert_close, randomize_norms
 from peak_memory import traced_peak
 
 nn = rt.nn
-
-
-def _close(a, b, tol=1e-5):
-    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=tol, atol=tol)
 
 
 def _ops(graph):
@@ -39,7 +35,7 @@ def test_dce_drops_unused_nodes_parameters_and_constants():
     assert list(clean.parameters) == ["used.weight", "used.bias"] and not clean.constants
     assert _ops(graph) == ["mul", "exp", "linear"]  # the argument is left as it was
     x = rt.randn(2, 3)
-    _close(clean(x), graph(x))
+    assert_close(clean(x), graph(x))
 
 
 # --- constant folding ----------------------------------------------------------------------------
@@ -60,7 +56,7 @@ def test_constant_fold_turns_parameter_only_subgraphs_into_constants():
     const = folded.nodes[0].inputs[1]
     assert const.kind == "const" and const.shape == (3, 4) and not folded.parameters
     x = rt.randn(2, 3)
-    _close(folded(x), graph(x))
+    assert_close(folded(x), graph(x))
 
 
 # --- conv + batch norm folding ---------------------------------------------------------------
@@ -76,7 +72,7 @@ def test_fold_conv_bn_equals_eager_and_removes_every_norm():
     assert not any("bn" in name for name in folded.parameters)  # norms' tensors are gone
     stem = next(n for n in folded.nodes if n.scope == "stem")
     assert [v.name for v in stem.inputs[1:]] == ["stem.weight_folded", "stem.bias_folded"]
-    _close(folded(x), model(x))
+    assert_close(folded(x), model(x))
 
 
 def test_fold_conv_bn_formula_on_one_channel_by_hand():
@@ -214,15 +210,14 @@ def test_fused_kernel_allocates_one_buffer_for_a_chain():
 
 # --- the pipeline --------------------------------------------------------------------------------
 
-@pytest.mark.parametrize("make,shape", [(MLP, (2, 4)), (lambda: SmallCNN().eval(), (2, 3, 16, 16)),
-                                        (Attention, (2, 5, 16))])
+@pytest.mark.parametrize("make,shape", SMALL_MODELS)
 def test_optimized_graph_equals_eager(make, shape):
     model = make()
     randomize_norms(model)
     x = rt.randn(*shape)
     optimized = passes.optimize(rt.trace(model, x), fold_bn=True)
     assert optimized.memory_plan is not None
-    _close(optimized(x), model(x))
+    assert_close(optimized(x), model(x))
 
 
 _UNARY = ["neg", "abs", "exp", "tanh", "relu", "sigmoid", "sin", "sqrt"]

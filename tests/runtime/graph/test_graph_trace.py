@@ -5,27 +5,22 @@ import pytest
 
 import flopcount.runtime as rt
 from flopcount.runtime.graph import TraceError
-from graph_models import MLP, Attention, SmallCNN, randomize_norms
+from graph_models import SMALL_MODELS, MLP, SmallCNN, assert_close, randomize_norms
 from peak_memory import traced_peak
 
 nn = rt.nn
 F = rt.nn.functional
 
 
-def _close(a, b, tol=1e-5):
-    np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=tol, atol=tol)
-
-
-@pytest.mark.parametrize("make,shape", [(MLP, (2, 4)), (lambda: SmallCNN().eval(), (2, 3, 16, 16)),
-                                        (Attention, (2, 5, 16))])
+@pytest.mark.parametrize("make,shape", SMALL_MODELS)
 def test_traced_graph_equals_eager(make, shape):
     model = make()
     randomize_norms(model)
     x = rt.randn(*shape)
     graph = rt.trace(model, x)
-    _close(graph(x), model(x))
+    assert_close(graph(x), model(x))
     y = rt.randn(*shape)  # a graph is not tied to its example values
-    _close(graph(y), model(y))
+    assert_close(graph(y), model(y))
 
 
 GOLDEN_MLP = """\
@@ -72,9 +67,9 @@ def test_outputs_may_be_tuples_lists_and_dicts_with_kwargs_inputs():
     out = graph(x, scale=s, pair=(a, b))
     ref = fn(x, scale=s, pair=(a, b))
     assert set(out) == {"sum", "rest"} and out["rest"][1][1] == 3
-    _close(out["sum"], ref["sum"])
-    _close(out["rest"][0], ref["rest"][0])
-    _close(out["rest"][1][0], ref["rest"][1][0])
+    assert_close(out["sum"], ref["sum"])
+    assert_close(out["rest"][0], ref["rest"][0])
+    assert_close(out["rest"][1][0], ref["rest"][1][0])
 
 
 def test_constant_arithmetic_folds_at_trace_time():
@@ -88,7 +83,7 @@ def test_constant_arithmetic_folds_at_trace_time():
     const = graph.nodes[1].inputs[1]
     assert const.kind == "const" and graph.tensors[const.name].item() == 6.0
     x = rt.randn(2, 3)
-    _close(graph(x), fn(x))
+    assert_close(graph(x), fn(x))
 
 
 def test_random_ops_are_recorded_not_folded():
