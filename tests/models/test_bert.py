@@ -6,6 +6,7 @@ import pytest
 import flopcount.runtime as rt
 from flopcount import models
 from opcheck import record
+from text_checks import outputs_with_transformers, state_shapes
 
 D, FF, LAYERS, VOCAB, LENGTH = 768, 3072, 12, 30522, 128
 SEQ = 32  # behaviour checks on the small model
@@ -31,7 +32,7 @@ def test_parameter_count_is_the_published_one(bert):
 
 
 def test_module_paths_and_shapes(bert):
-    shapes = {k: tuple(v.shape) for k, v in bert.state_dict().items()}
+    shapes = state_shapes(bert)
     # 5 embedding tensors, 16 per layer, 2 for the pooler
     assert len(shapes) == 5 + 16 * LAYERS + 2
     expected = {
@@ -142,29 +143,17 @@ def test_state_dict_names_and_shapes_equal_transformers(bert):
     transformers = pytest.importorskip("transformers")
     with torch.device("meta"):
         ref = transformers.BertModel(transformers.BertConfig())
-    theirs = {k: tuple(v.shape) for k, v in ref.state_dict().items()}
-    ours = {k: tuple(v.shape) for k, v in bert.state_dict().items()}
-    assert ours == theirs
+    assert state_shapes(bert) == state_shapes(ref)
 
 
 @pytest.mark.parametrize("implementation", ["eager", "sdpa"])
 def test_outputs_match_transformers(small, reference, implementation):
-    import torch
-
     ids = _ids()
     mask = np.ones_like(ids)
     mask[:, 20:] = 0
     types = np.zeros_like(ids)
     types[:, 12:] = 1
-    small.set_attn_implementation(implementation)
-    reference.set_attn_implementation(implementation)
-    try:
-        for kwargs in ({}, {"attention_mask": mask, "token_type_ids": types}):
-            with rt.no_grad():
-                hidden, pooled = small(rt.tensor(ids), **{k: rt.tensor(v) for k, v in kwargs.items()})
-            with torch.no_grad():
-                out = reference(torch.from_numpy(ids), **{k: torch.from_numpy(v) for k, v in kwargs.items()})
-            assert np.abs(hidden.numpy() - out.last_hidden_state.numpy()).max() < 1e-4
-            assert np.abs(pooled.numpy() - out.pooler_output.numpy()).max() < 1e-4
-    finally:
-        small.set_attn_implementation("eager")
+    for kwargs in ({}, {"attention_mask": mask, "token_type_ids": types}):
+        (hidden, pooled), out = outputs_with_transformers(small, reference, ids, kwargs, implementation)
+        assert np.abs(hidden.numpy() - out.last_hidden_state.numpy()).max() < 1e-4
+        assert np.abs(pooled.numpy() - out.pooler_output.numpy()).max() < 1e-4

@@ -9,6 +9,8 @@ import flopcount.runtime as rt
 from flopcount import models
 from flopcount.models.gpt2 import Conv1D
 from opcheck import op_costs, record
+from text_checks import (assert_gradients_match_transformers, logits_before_and_after, outputs_with_transformers,
+                         state_shapes)
 
 D, LAYERS, VOCAB, LENGTH = 768, 12, 50257, 128
 SMALL = {"n_layer": 2, "vocab_size": 1000}  # the head over 50,257 tokens would dominate every run
@@ -45,7 +47,7 @@ def test_head_is_tied_to_the_token_embedding(gpt2):
 
 
 def test_module_paths_and_shapes(gpt2):
-    shapes = {k: tuple(v.shape) for k, v in gpt2.state_dict().items()}
+    shapes = state_shapes(gpt2)
     assert len(shapes) == 12 * LAYERS + 5  # wte, wpe, ln_f (2), lm_head
     expected = {
         "transformer.wte.weight": (VOCAB, D),
@@ -117,12 +119,7 @@ def test_causal_a_token_never_sees_later_tokens(small, implementation):
     ids = small_ids()
     changed = ids.copy()
     changed[:, 20:] = (changed[:, 20:] + 1) % SMALL["vocab_size"]
-    small.set_attn_implementation(implementation)
-    try:
-        with rt.no_grad():
-            a, b = small(rt.tensor(ids)).numpy(), small(rt.tensor(changed)).numpy()
-    finally:
-        small.set_attn_implementation("eager")
+    a, b = logits_before_and_after(small, ids, changed, implementation)
     np.testing.assert_allclose(a[:, :20], b[:, :20], atol=1e-5)
     assert np.abs(a[:, 20:] - b[:, 20:]).max() > 1e-3
 
@@ -159,43 +156,20 @@ def test_state_dict_names_and_shapes_equal_transformers(gpt2):
     transformers = pytest.importorskip("transformers")
     with torch.device("meta"):
         ref = transformers.GPT2LMHeadModel(transformers.GPT2Config())
-    theirs = {k: tuple(v.shape) for k, v in ref.state_dict().items()}
-    ours = {k: tuple(v.shape) for k, v in gpt2.state_dict().items()}
-    assert ours == theirs
+    assert state_shapes(gpt2) == state_shapes(ref)
 
 
 @pytest.mark.parametrize("implementation", ["eager", "sdpa"])
 def test_logits_match_transformers(small, reference, implementation):
-    import torch
-
     assert small.lm_head.weight is small.transformer.wte.weight  # loading keeps the tie
     ids = small_ids()
     mask = np.ones_like(ids)
     mask[:, 24:] = 0
-    small.set_attn_implementation(implementation)
-    reference.set_attn_implementation(implementation)
-    try:
-        for kwargs in ({}, {"attention_mask": mask}):
-            with rt.no_grad():
-                ours = small(rt.tensor(ids), **{k: rt.tensor(v) for k, v in kwargs.items()}).numpy()
-            with torch.no_grad():
-                theirs = reference(torch.from_numpy(ids), **{k: torch.from_numpy(v) for k, v in kwargs.items()})
-            assert np.abs(ours - theirs.logits.numpy()).max() < 1e-4
-    finally:
-        small.set_attn_implementation("eager")
+    for kwargs in ({}, {"attention_mask": mask}):
+        ours, theirs = outputs_with_transformers(small, reference, ids, kwargs, implementation)
+        assert np.abs(ours.numpy() - theirs.logits.numpy()).max() < 1e-4
 
 
 def test_gradients_match_transformers_through_the_tied_head(small, reference):
-    import torch
-
-    ids = small_ids()
-    weights = np.random.default_rng(0).standard_normal((1, ids.shape[1], SMALL["vocab_size"])).astype(np.float32)
-    small.zero_grad()
-    (small(rt.tensor(ids)) * rt.tensor(weights)).sum().backward()
-    reference.zero_grad()
-    (reference(torch.from_numpy(ids)).logits * torch.from_numpy(weights)).sum().backward()
-    theirs = dict(reference.named_parameters())
-    for name, param in small.named_parameters():
-        expected = theirs[name].grad.numpy()  # wte's gradient includes the head's share
-        assert np.abs(param.grad.numpy() - expected).max() <= 1e-4 * max(1.0, np.abs(expected).max()), name
-    small.zero_grad()
+    # wte's gradient includes the head's share
+    assert_gradients_match_transformers(small, reference, small_ids(), SMALL["vocab_size"])

@@ -8,6 +8,8 @@ from flopcount import models
 from flopcount.models.llama import LlamaRotaryEmbedding, LlamaConfig, apply_rotary_pos_emb
 from opcheck import record
 from peak_memory import traced_peak
+from text_checks import (assert_gradients_match_transformers, logits_before_and_after, outputs_with_transformers,
+                         state_shapes)
 
 LENGTH = 128
 SMALL = models.info("llama").config
@@ -127,12 +129,7 @@ def test_causal_a_token_never_sees_later_tokens(llama, implementation):
     ids = _ids()
     changed = ids.copy()
     changed[:, 20:] = (changed[:, 20:] + 1) % 32000
-    llama.set_attn_implementation(implementation)
-    try:
-        with rt.no_grad():
-            a, b = llama(rt.tensor(ids)).numpy(), llama(rt.tensor(changed)).numpy()
-    finally:
-        llama.set_attn_implementation("eager")
+    a, b = logits_before_and_after(llama, ids, changed, implementation)
     np.testing.assert_allclose(a[:, :20], b[:, :20], atol=1e-5)
     assert np.abs(a[:, 20:] - b[:, 20:]).max() > 1e-4
 
@@ -163,43 +160,20 @@ def test_state_dict_names_and_shapes_equal_transformers(name):
         ref = transformers.LlamaForCausalLM(_hf_config(models.info(name).config))
     with rt.meta():
         ours = models.get(name)
-    assert {k: tuple(v.shape) for k, v in ours.state_dict().items()} == \
-        {k: tuple(v.shape) for k, v in ref.state_dict().items()}
+    assert state_shapes(ours) == state_shapes(ref)
     assert sum(p.numel() for p in ref.parameters()) == models.info(name).params
     assert ref.config.rope_parameters["rope_theta"] == ours.config.rope_theta
 
 
 @pytest.mark.parametrize("implementation", ["eager", "sdpa"])
 def test_logits_match_transformers(llama, reference, implementation):
-    import torch
-
     ids = _ids()
     mask = np.ones_like(ids)
     mask[:, 24:] = 0
-    llama.set_attn_implementation(implementation)
-    reference.set_attn_implementation(implementation)
-    try:
-        for kwargs in ({}, {"attention_mask": mask}):
-            with rt.no_grad():
-                ours = llama(rt.tensor(ids), **{k: rt.tensor(v) for k, v in kwargs.items()}).numpy()
-            with torch.no_grad():
-                theirs = reference(torch.from_numpy(ids), **{k: torch.from_numpy(v) for k, v in kwargs.items()})
-            assert np.abs(ours - theirs.logits.numpy()).max() < 1e-4
-    finally:
-        llama.set_attn_implementation("eager")
+    for kwargs in ({}, {"attention_mask": mask}):
+        ours, theirs = outputs_with_transformers(llama, reference, ids, kwargs, implementation)
+        assert np.abs(ours.numpy() - theirs.logits.numpy()).max() < 1e-4
 
 
 def test_gradients_match_transformers(llama, reference):
-    import torch
-
-    ids = _ids()
-    weights = np.random.default_rng(0).standard_normal((1, ids.shape[1], 32000)).astype(np.float32)
-    llama.zero_grad()
-    (llama(rt.tensor(ids)) * rt.tensor(weights)).sum().backward()
-    reference.zero_grad()
-    (reference(torch.from_numpy(ids)).logits * torch.from_numpy(weights)).sum().backward()
-    theirs = dict(reference.named_parameters())
-    for name, param in llama.named_parameters():
-        expected = theirs[name].grad.numpy()
-        assert np.abs(param.grad.numpy() - expected).max() <= 1e-4 * max(1.0, np.abs(expected).max()), name
-    llama.zero_grad()
+    assert_gradients_match_transformers(llama, reference, _ids(), 32000)
