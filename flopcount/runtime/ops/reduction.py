@@ -226,30 +226,28 @@ def argmin(x, dim=None, keepdim: bool = False):
     return apply(Argmin, x, dim=None if dim is None else norm_dim("argmin", dim, x.ndim), keepdim=keepdim)
 
 
-def max(x, dim=None, keepdim: bool = False):
-    """``max(x)`` is the largest element; ``max(x, dim)`` gives (values, indices)."""
+def _max_or_min(x, dim, keepdim, elementwise, values, indices):
     from ..tensor import Tensor
 
-    if isinstance(dim, Tensor):  # torch.max(a, b) is the elementwise maximum
-        from .elementwise import maximum
-
-        return maximum(x, dim)
+    if isinstance(dim, Tensor):  # torch.max(a, b) is the elementwise maximum (min likewise)
+        return elementwise(x, dim)
     if dim is None:
-        return amax(x)
-    return MaxMin(amax(x, dim, keepdim), argmax(x, dim, keepdim))
+        return values(x)
+    return MaxMin(values(x, dim, keepdim), indices(x, dim, keepdim))
+
+
+def max(x, dim=None, keepdim: bool = False):
+    """``max(x)`` is the largest element; ``max(x, dim)`` gives (values, indices)."""
+    from .elementwise import maximum
+
+    return _max_or_min(x, dim, keepdim, maximum, amax, argmax)
 
 
 def min(x, dim=None, keepdim: bool = False):
     """``min(x)`` is the smallest element; ``min(x, dim)`` gives (values, indices)."""
-    from ..tensor import Tensor
+    from .elementwise import minimum
 
-    if isinstance(dim, Tensor):
-        from .elementwise import minimum
-
-        return minimum(x, dim)
-    if dim is None:
-        return amin(x)
-    return MaxMin(amin(x, dim, keepdim), argmin(x, dim, keepdim))
+    return _max_or_min(x, dim, keepdim, minimum, amin, argmin)
 
 
 def prod(x, dim=None, keepdim: bool = False):
