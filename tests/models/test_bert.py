@@ -6,7 +6,8 @@ import pytest
 import flopcount.runtime as rt
 from flopcount import models
 from opcheck import record
-from text_checks import outputs_with_transformers, state_shapes
+from text_checks import (eager_and_meta_outputs, outputs_with_transformers, state_shapes, transformers_on_meta,
+                         transformers_reference)
 
 D, FF, LAYERS, VOCAB, LENGTH = 768, 3072, 12, 30522, 128
 SEQ = 32  # behaviour checks on the small model
@@ -67,13 +68,9 @@ def test_initialization_follows_transformers(bert):
 
 
 def test_eager_and_meta_shapes(bert):
-    with rt.no_grad():
-        hidden, pooled = bert(models.example_input("bert_base"))
+    (hidden, pooled), (m_hidden, m_pooled) = eager_and_meta_outputs(bert, "bert_base")
     assert hidden.shape == (1, LENGTH, D) and pooled.shape == (1, D)
     assert hidden.dtype is rt.float32 and np.isfinite(hidden.numpy()).all()
-    with rt.meta():
-        meta_model = models.get("bert_base")
-    m_hidden, m_pooled = meta_model(models.example_input("bert_base", device="meta"))
     assert (m_hidden.shape, m_hidden.dtype) == (hidden.shape, hidden.dtype)
     assert (m_pooled.shape, m_pooled.dtype) == (pooled.shape, pooled.dtype)
     assert m_hidden.device.type == "meta"
@@ -130,19 +127,12 @@ def test_unknown_attention_implementation_is_refused(small):
 @pytest.fixture(scope="module")
 def reference(small):
     """transformers' BertModel with the small config; ``small`` gets its weights."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    ref = transformers.BertModel(transformers.BertConfig(num_hidden_layers=2, attn_implementation="eager")).eval()
-    small.load_state_dict({k: v.numpy() for k, v in ref.state_dict().items()}, strict=True)
-    return ref
+    return transformers_reference(
+        small, lambda t: t.BertModel(t.BertConfig(num_hidden_layers=2, attn_implementation="eager")))
 
 
 def test_state_dict_names_and_shapes_equal_transformers(bert):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    with torch.device("meta"):
-        ref = transformers.BertModel(transformers.BertConfig())
+    ref = transformers_on_meta(lambda t: t.BertModel(t.BertConfig()))
     assert state_shapes(bert) == state_shapes(ref)
 
 

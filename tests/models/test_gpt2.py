@@ -9,8 +9,8 @@ import flopcount.runtime as rt
 from flopcount import models
 from flopcount.models.gpt2 import Conv1D
 from opcheck import op_costs, record
-from text_checks import (assert_gradients_match_transformers, logits_before_and_after, outputs_with_transformers,
-                         state_shapes)
+from text_checks import (assert_gradients_match_transformers, eager_and_meta_outputs, logits_before_and_after,
+                         outputs_with_transformers, state_shapes, transformers_on_meta, transformers_reference)
 
 D, LAYERS, VOCAB, LENGTH = 768, 12, 50257, 128
 SMALL = {"n_layer": 2, "vocab_size": 1000}  # the head over 50,257 tokens would dominate every run
@@ -90,12 +90,8 @@ def test_conv1d_is_x_times_weight_plus_bias_and_counts_as_linear():
 
 
 def test_eager_and_meta_shapes(gpt2):
-    with rt.no_grad():
-        logits = gpt2(models.example_input("gpt2"))
+    logits, m_logits = eager_and_meta_outputs(gpt2, "gpt2")
     assert logits.shape == (1, LENGTH, VOCAB) and logits.dtype is rt.float32
-    with rt.meta():
-        meta_model = models.get("gpt2")
-    m_logits = meta_model(models.example_input("gpt2", device="meta"))
     assert (m_logits.shape, m_logits.dtype, m_logits.device.type) == (logits.shape, logits.dtype, "meta")
 
 
@@ -143,19 +139,12 @@ def test_sdpa_path_equals_eager_path(small):
 @pytest.fixture(scope="module")
 def reference(small):
     """transformers' GPT2LMHeadModel with the small config; ``small`` gets its weights."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    ref = transformers.GPT2LMHeadModel(transformers.GPT2Config(attn_implementation="eager", **SMALL)).eval()
-    small.load_state_dict({k: v.numpy() for k, v in ref.state_dict().items()}, strict=True)
-    return ref
+    return transformers_reference(
+        small, lambda t: t.GPT2LMHeadModel(t.GPT2Config(attn_implementation="eager", **SMALL)))
 
 
 def test_state_dict_names_and_shapes_equal_transformers(gpt2):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    with torch.device("meta"):
-        ref = transformers.GPT2LMHeadModel(transformers.GPT2Config())
+    ref = transformers_on_meta(lambda t: t.GPT2LMHeadModel(t.GPT2Config()))
     assert state_shapes(gpt2) == state_shapes(ref)
 
 

@@ -8,8 +8,8 @@ from flopcount import models
 from flopcount.models.llama import LlamaRotaryEmbedding, LlamaConfig, apply_rotary_pos_emb
 from opcheck import record
 from peak_memory import traced_peak
-from text_checks import (assert_gradients_match_transformers, logits_before_and_after, outputs_with_transformers,
-                         state_shapes)
+from text_checks import (assert_gradients_match_transformers, eager_and_meta_outputs, logits_before_and_after,
+                         outputs_with_transformers, state_shapes, transformers_on_meta, transformers_reference)
 
 LENGTH = 128
 SMALL = models.info("llama").config
@@ -87,13 +87,9 @@ def test_module_paths_and_initialization(llama):
 
 
 def test_eager_and_meta_shapes(llama):
-    with rt.no_grad():
-        logits = llama(models.example_input("llama"))
+    logits, m_logits = eager_and_meta_outputs(llama, "llama")
     assert logits.shape == (1, LENGTH, 32000) and logits.dtype is rt.float32
     assert np.isfinite(logits.numpy()).all()
-    with rt.meta():
-        meta_model = models.get("llama")
-    m_logits = meta_model(models.example_input("llama", device="meta"))
     assert (m_logits.shape, m_logits.dtype, m_logits.device.type) == (logits.shape, logits.dtype, "meta")
 
 
@@ -144,20 +140,12 @@ def _hf_config(config):
 @pytest.fixture(scope="module")
 def reference(llama):
     """transformers' LlamaForCausalLM with the small config; ``llama`` gets its weights."""
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    torch.manual_seed(0)
-    ref = transformers.LlamaForCausalLM(_hf_config(SMALL)).eval()
-    llama.load_state_dict({k: v.numpy() for k, v in ref.state_dict().items()}, strict=True)
-    return ref
+    return transformers_reference(llama, lambda t: t.LlamaForCausalLM(_hf_config(SMALL)))
 
 
 @pytest.mark.parametrize("name", ["llama", "llama2_7b", "llama3_8b"])
 def test_state_dict_names_and_shapes_equal_transformers(name):
-    torch = pytest.importorskip("torch")
-    transformers = pytest.importorskip("transformers")
-    with torch.device("meta"):
-        ref = transformers.LlamaForCausalLM(_hf_config(models.info(name).config))
+    ref = transformers_on_meta(lambda t: t.LlamaForCausalLM(_hf_config(models.info(name).config)))
     with rt.meta():
         ours = models.get(name)
     assert state_shapes(ours) == state_shapes(ref)

@@ -4,13 +4,45 @@ our model next to Hugging Face transformers' on the same tokens and weights."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 import flopcount.runtime as rt
+from flopcount import models
 
 
 def state_shapes(model) -> dict:
     """Every state-dict entry's shape, by name (ours or a torch module)."""
     return {k: tuple(v.shape) for k, v in model.state_dict().items()}
+
+
+def eager_and_meta_outputs(model, name: str) -> tuple:
+    """``model``'s output on zoo ``name``'s example input (no gradients), and the output of
+    ``name`` built on the meta device, on the meta example input."""
+    with rt.no_grad():
+        eager = model(models.example_input(name))
+    with rt.meta():
+        meta_model = models.get(name)
+    return eager, meta_model(models.example_input(name, device="meta"))
+
+
+def transformers_on_meta(build):
+    """transformers' model ``build(transformers)`` on torch's meta device (shapes only); the test
+    skips where torch or transformers is not installed."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    with torch.device("meta"):
+        return build(transformers)
+
+
+def transformers_reference(ours, build):
+    """transformers' model ``build(transformers)``, seeded and in eval mode, with its weights
+    loaded into ``ours``; the test skips where torch or transformers is not installed."""
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    ref = build(transformers).eval()
+    ours.load_state_dict({k: v.numpy() for k, v in ref.state_dict().items()}, strict=True)
+    return ref
 
 
 def outputs_with_transformers(ours, reference, ids: np.ndarray, inputs: dict, implementation: str) -> tuple:
