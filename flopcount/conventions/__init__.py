@@ -34,6 +34,12 @@ class FlopcountConvention(Convention):
             return None
         return own if own is not None else op.cost(out, *inputs, **attrs)
 
+    def op_costs(self, events, own_costs: list) -> list:
+        if type(self).op_cost is not FlopcountConvention.op_cost:  # a subclass prices ops its own way
+            return super().op_costs(events, own_costs)
+        # an op's cost here is its own cost: nothing to compute again
+        return [None if e.op.cost is None else own for e, own in zip(events, own_costs)]
+
 
 class PtflopsConvention(Convention):
     """ptflops' module hooks (eager) and flowflops' graph-mode op rules (graph)."""

@@ -126,6 +126,12 @@ class Convention:
         counted = rule(out, *inputs, **attrs)
         return Cost(counted.macs, counted.flops, own.bytes_read, own.bytes_written)
 
+    def op_costs(self, events, own_costs: list) -> list:
+        """``op_cost`` of every recorded event (``events[i].op``, ``.output_spec``, ``.inputs``,
+        ``.attrs``), given their own costs: one call for a whole run."""
+        op_cost = self.op_cost
+        return [op_cost(e.op, e.output_spec, e.inputs, e.attrs, own) for e, own in zip(events, own_costs)]
+
 
 def zero_rule(module, inputs, output) -> Cost:
     """A module that costs nothing (containers, views, ignored types)."""

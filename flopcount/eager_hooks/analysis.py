@@ -20,7 +20,7 @@ from collections import Counter, defaultdict
 
 from ..conventions.base import apply_rule
 from ..report.model import COST_FIELDS, OpRecord, Row, Unsupported, accumulate
-from ..runtime.registry import Cost, nbytes
+from ..runtime.registry import Cost, Spec, nbytes
 from ..recording.params import parameter_counts
 
 _ZERO = Cost()
@@ -29,7 +29,7 @@ _ZERO = Cost()
 def _shapes(specs) -> list:
     out = []
     for s in specs if isinstance(specs, tuple) else (specs,):
-        if hasattr(s, "shape"):
+        if isinstance(s, Spec) or hasattr(s, "shape"):  # a Spec first: most values are
             out.append(tuple(s.shape))
         elif isinstance(s, tuple):
             out.extend(_shapes(s))
@@ -37,7 +37,7 @@ def _shapes(specs) -> list:
 
 
 def _spec_bytes(value) -> int:
-    if hasattr(value, "shape") and hasattr(value, "dtype"):
+    if isinstance(value, Spec) or (hasattr(value, "shape") and hasattr(value, "dtype")):
         return nbytes(value)
     if isinstance(value, tuple):
         return sum(_spec_bytes(v) for v in value)
@@ -47,42 +47,82 @@ def _spec_bytes(value) -> int:
 
 
 class Priced:
-    """The priced run: per-call costs, per-event costs, and what is covered or not counted."""
+    """The priced run: per-call costs, per-event costs, and what is covered or not counted.
+
+    Everything is priced in a few passes over flat lists (one per field), not per call: the
+    module rules of the calls, every event's own cost and its cost under the convention, then
+    the forward MACs and FLOPs of every call summed bottom-up.
+    """
 
     def __init__(self, recorder, convention):
         self.rec = recorder
         self.convention = convention
         calls, events = recorder.calls, recorder.events
-        self.rules = [convention.module_rule(c.module) for c in calls]
-        self.covered = [False] * len(calls)
+        module_rule = convention.module_rule
+        self.rules = rules = [module_rule(c.module) for c in calls]
+        self.covered = covered = [False] * len(calls)
         for i, c in enumerate(calls):  # parents are recorded before their children
             p = c.parent
-            self.covered[i] = p >= 0 and (self.covered[p] or self.rules[p] is not None)
-        self.rule_cost = [None] * len(calls)
-        for i, (c, rule) in enumerate(zip(calls, self.rules)):
-            if rule is not None and c.output is not None:
-                self.rule_cost[i] = apply_rule(rule, c.module, c.inputs, c.kwargs, c.output)
-        # every event: its cost under the convention's op rules (None: no rule)
-        self.op_cost = []
-        self.own_cost = []
+            covered[i] = p >= 0 and (covered[p] or rules[p] is not None)
+        self.rule_cost = [None if rule is None or c.output is None
+                          else apply_rule(rule, c.module, c.inputs, c.kwargs, c.output)
+                          for c, rule in zip(calls, rules)]
+        # every event: its own cost (bytes always come from it) and its cost under the
+        # convention's op rules (None: no rule)
+        own_cost = []
         for e in events:
-            own = e.op.cost(e.output_spec, *e.inputs, **e.attrs) if e.op.cost else _ZERO
-            self.own_cost.append(own)
-            self.op_cost.append(convention.op_cost(e.op, e.output_spec, e.inputs, e.attrs, own))
+            cost, outs = e.op.cost, e.outputs
+            own_cost.append(cost(outs if len(outs) > 1 else outs[0], *e.inputs, **e.attrs) if cost else _ZERO)
+        self.own_cost = own_cost
+        self.op_cost = convention.op_costs(events, own_cost)
         # every forward event falls in one category: "covered" (some call of its stack has a
         # module rule), "folded" (computed from constants only: a graph folds it away, so
         # neither view counts it) or "functional" (run directly by a module without a rule)
-        self.kind = []
+        self.kind = kind = []
         for e in events:
             if e.phase != "forward":
-                self.kind.append("backward")
-            elif e.call >= 0 and (self.rules[e.call] is not None or self.covered[e.call]):
-                self.kind.append("covered")
+                kind.append("backward")
+            elif e.call >= 0 and (rules[e.call] is not None or covered[e.call]):
+                kind.append("covered")
             elif e.constant:
-                self.kind.append("folded")
+                kind.append("folded")
             else:
-                self.kind.append("functional")
+                kind.append("functional")
         self.counts_functional = convention.name != "ptflops"
+        self._sum_calls()
+
+    def _sum_calls(self) -> None:
+        """MACs and FLOPs per call: its functional part, and its value (its rule, or its
+        children's values plus its functional part), bottom-up in one pass."""
+        calls = self.rec.calls
+        n = len(calls)
+        self.functional_macs, self.functional_flops = f_macs, f_flops = [0] * n, [0] * n
+        self.has_functional = has = [False] * n
+        top_macs = top_flops = 0
+        if self.counts_functional:
+            for i, e in self._functional():
+                cost = self.op_cost[i]
+                macs, flops = (0, 0) if cost is None else (cost.macs, cost.flops)
+                c = e.call
+                if c >= 0:
+                    f_macs[c] += macs
+                    f_flops[c] += flops
+                    has[c] = True
+                else:
+                    top_macs += macs
+                    top_flops += flops
+        self.top_macs, self.top_flops = top_macs, top_flops
+        # children come after their parent: going backwards, a call's children are done
+        # when it is reached
+        self.value_macs, self.value_flops = v_macs, v_flops = list(f_macs), list(f_flops)
+        for i in range(n - 1, -1, -1):
+            rule = self.rule_cost[i]
+            if rule is not None:
+                v_macs[i], v_flops[i] = rule.macs, rule.flops
+            p = calls[i].parent
+            if p >= 0:
+                v_macs[p] += v_macs[i]
+                v_flops[p] += v_flops[i]
 
     def event_counted(self, i: int) -> bool:
         """Is event ``i`` part of the report's totals (directly or through a module rule)?"""
@@ -96,46 +136,17 @@ class Priced:
 
     def call_values(self) -> list:
         """Forward Cost of every call: its rule, or its children's values plus its functional part."""
-        calls = self.rec.calls
-        values = [None] * len(calls)
-        direct = defaultdict(list)
-        for i, e in self._functional():
-            direct[e.call].append(i)
-        children = defaultdict(list)
-        for i, c in enumerate(calls):
-            children[c.parent].append(i)
-        for i in range(len(calls) - 1, -1, -1):  # children come after their parent
-            if self.rule_cost[i] is not None:
-                values[i] = self.rule_cost[i]
-                continue
-            total = Cost()
-            for child in children[i]:
-                total = total + values[child]
-            if self.counts_functional:
-                for ev in direct[i]:
-                    total = total + _macs_flops(self.op_cost[ev])
-            values[i] = total
-        return values
+        return [Cost(m, f) for m, f in zip(self.value_macs, self.value_flops)]
 
     def functional(self) -> dict:
         """Per call: the Cost of the ops its forward ran directly (uncovered, not folded),
         when the convention counts them (under ptflops they are seen, not counted)."""
-        out = defaultdict(Cost)
-        if not self.counts_functional:
-            return out
-        for i, e in self._functional():
-            if e.call >= 0:
-                out[e.call] = out[e.call] + _macs_flops(self.op_cost[i])
-        return out
+        return {i: Cost(self.functional_macs[i], self.functional_flops[i])
+                for i, has in enumerate(self.has_functional) if has}
 
     def top_level(self) -> Cost:
         """Counted ops dispatched outside every call of the model (e.g. on its inputs)."""
-        total = Cost()
-        if self.counts_functional:
-            for i, e in self._functional():
-                if e.call < 0:
-                    total = total + _macs_flops(self.op_cost[i])
-        return total
+        return Cost(self.top_macs, self.top_flops)
 
 
 def _macs_flops(cost) -> Cost:
@@ -148,8 +159,6 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
     ``modules`` is ``list(model.named_modules())`` when the caller has it."""
     rec = priced.rec
     calls, events = rec.calls, rec.events
-    values = priced.call_values()
-    functional = priced.functional()
     modules = modules if modules is not None else list(model.named_modules())
     params = parameter_counts(model, modules)
     rows: dict = {}
@@ -160,37 +169,45 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
         rows[path] = Row(name=path, type=type(module).__name__, depth=depth, parent=parent,
                          params=p.total, params_own=p.own, trainable_params=p.trainable,
                          frozen_params=p.frozen)
-    uncovered_seen: dict = defaultdict(bool)
+    covered, rules = priced.covered, priced.rules
+    uncovered_seen: set = set()
     for i, c in enumerate(calls):
         row = rows[c.path]
         row.calls += 1
-        if not priced.covered[i]:
-            uncovered_seen[c.path] = True
-        row.input_shapes = row.input_shapes or _shapes(c.inputs)
-        row.output_shapes = row.output_shapes or _shapes(c.output)
+        if not covered[i]:
+            uncovered_seen.add(c.path)
+        if not row.input_shapes:
+            row.input_shapes = _shapes(c.inputs)
+        if not row.output_shapes:
+            row.output_shapes = _shapes(c.output)
         row.output_bytes += _spec_bytes(c.output)
+    # bytes: every forward op in the call's range (the subtree), whatever the convention; a
+    # running sum over the events gives any range's total by one subtraction
+    read_before, written_before = [0], [0]
+    read = written = 0
+    for e, own in zip(events, priced.own_cost):
+        if e.phase == "forward":
+            read += own.bytes_read
+            written += own.bytes_written
+        read_before.append(read)
+        written_before.append(written)
     # a module's uncovered calls; a module only ever seen covered shows its standalone value,
     # marked covered
+    v_macs, v_flops = priced.value_macs, priced.value_flops
+    f_macs, f_flops = priced.functional_macs, priced.functional_flops
     for i, c in enumerate(calls):
         row = rows[c.path]
-        if priced.covered[i] and uncovered_seen[c.path]:
+        if covered[i] and c.path in uncovered_seen:
             continue
-        row.macs += values[i].macs
-        row.flops += values[i].flops
-        f = functional.get(i)
-        if f is not None:
-            row.functional_macs += f.macs
-            row.functional_flops += f.flops
-        row.counted_by = "covered" if priced.covered[i] else ("rule" if priced.rules[i] is not None else "ops")
-        # bytes: every op in the call's range (the subtree), whatever the convention
-        for ev in range(c.start, c.end):
-            if events[ev].phase == "forward":
-                own = priced.own_cost[ev]
-                row.bytes_read += own.bytes_read
-                row.bytes_written += own.bytes_written
-    extra = priced.top_level()
-    rows[""].macs += extra.macs
-    rows[""].flops += extra.flops
+        row.macs += v_macs[i]
+        row.flops += v_flops[i]
+        row.functional_macs += f_macs[i]
+        row.functional_flops += f_flops[i]
+        row.counted_by = "covered" if covered[i] else ("rule" if rules[i] is not None else "ops")
+        row.bytes_read += read_before[c.end] - read_before[c.start]
+        row.bytes_written += written_before[c.end] - written_before[c.start]
+    rows[""].macs += priced.top_macs
+    rows[""].flops += priced.top_flops
     _roll_up_uncalled(rows)
     # backward: attributed to the forward module, rolled up the module tree
     for i, e in enumerate(events):
@@ -233,16 +250,17 @@ def _roll_up_uncalled(rows: dict) -> None:
 def op_records(priced: Priced, op_latency: list | None = None, op_start: list | None = None) -> tuple:
     """(every op as an OpRecord, the seen-not-counted ones, the folded ones), in execution order."""
     records, seen, folded = [], [], []
-    counters: Counter = Counter()
-    for i, e in enumerate(priced.rec.events):
-        cost = priced.op_cost[i]
-        own = priced.own_cost[i]
-        base = f"{e.path}/{e.op.name}" if e.path else e.op.name
-        counters[base] += 1
-        name = base if counters[base] == 1 else f"{base}_{counters[base] - 1}"
-        counted = priced.event_counted(i)
+    counters: dict = {}
+    counts_functional = priced.counts_functional
+    for i, (e, cost, own, kind) in enumerate(zip(priced.rec.events, priced.op_cost, priced.own_cost, priced.kind)):
+        op_name, path = e.op.name, e.path
+        base = f"{path}/{op_name}" if path else op_name
+        seen_before = counters.get(base, 0)
+        counters[base] = seen_before + 1
+        name = f"{base}_{seen_before}" if seen_before else base
+        counted = kind == "covered" or kind == "backward" or (kind == "functional" and counts_functional)
         r = OpRecord(
-            name=name, op=e.op.name, scope=e.path, phase=e.phase,
+            name=name, op=op_name, scope=path, phase=e.phase,
             macs=cost.macs if cost is not None else 0, flops=cost.flops if cost is not None else 0,
             bytes_read=own.bytes_read, bytes_written=own.bytes_written, params=e.param_elems,
             param_bytes=e.param_bytes,
@@ -254,7 +272,7 @@ def op_records(priced: Priced, op_latency: list | None = None, op_start: list | 
             latency_ms=op_latency[i] if op_latency is not None else None,
             start_ms=op_start[i] if op_start is not None else None)
         records.append(r)
-        if priced.kind[i] == "folded":
+        if kind == "folded":
             folded.append(r)
         elif not counted:
             seen.append(r)

@@ -15,6 +15,7 @@ from ..report.model import Memory, Report
 from ..runtime.device import backend
 from ..runtime.dispatch import no_grad, observe
 from ..runtime.graph.tree import tensor_leaves
+from ..runtime.nn.modules.module import Module
 from ..conventions import get as get_convention
 from ..recording import memory as mem
 from ..recording.params import ModelIndex, bytes_by_dtype
@@ -32,6 +33,16 @@ def run_step(model, args, kwargs, backward: bool):
         with no_grad():
             return model(*args, **kwargs)
     return training_step(lambda: model(*args, **kwargs), model.parameters())
+
+
+def _set_training(model, index, mode: bool) -> None:
+    """``model.train(mode)``; Module's own ``train`` sets every module's flag, which the index
+    already lists (no walk of the tree again)."""
+    if type(model).train is not Module.train:
+        model.train(mode)
+        return
+    for _, m in index.modules:
+        m.__dict__["training"] = mode
 
 
 def _device_of(model, args) -> object:
@@ -70,7 +81,7 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
     step = lambda: run_step(model, args, kwargs, backward)  # noqa: E731
     index = ModelIndex(model)
     with preserved(model, index):
-        model.train(backward)
+        _set_training(model, index, backward)
         recorder = Recorder(model, tensor_leaves((list(args), kwargs)), index=index)
         with recorder.attached():
             out = step()
@@ -79,7 +90,7 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
         events = recorder.events
 
         memory = Memory(parameters=bytes_by_dtype(index.params), buffers=bytes_by_dtype(index.buffers))
-        memory.activations = sum(priced.own_cost[i].bytes_written for i, e in enumerate(events)
+        memory.activations = sum(own.bytes_written for e, own in zip(events, priced.own_cost)
                                  if e.phase == "forward")
         holds = mem.call_holds(recorder.calls)
         memory.predicted_peak = mem.predicted_peak(events, priced.own_cost, output_ids, holds)

@@ -14,77 +14,93 @@ largest working set of gradients alive at once during the backward pass.
 
 from __future__ import annotations
 
-from ..runtime.registry import nbytes
+from math import prod
 
 
-class _Buffer:
+class _Buffers:
+    """The buffers of one phase, in the order they were written: parallel lists of size,
+    first op index, last op index and whether autograd keeps them (one list per field, not
+    one object per buffer: a model writes thousands)."""
+
     __slots__ = ("size", "start", "last", "saved")
 
-    def __init__(self, size: int, start: int):
-        self.size = size
-        self.start = start
-        self.last = start
-        self.saved = False
+    def __init__(self):
+        self.size: list = []
+        self.start: list = []
+        self.last: list = []
+        self.saved: list = []
+
+    def add(self, size: int, start: int, last: int, saved: bool = False) -> int:
+        self.size.append(size)
+        self.start.append(start)
+        self.last.append(last)
+        self.saved.append(saved)
+        return len(self.size) - 1
 
 
-def _liveness(events, own_costs, phase: str, keep_ids=(), mark_saved: bool = False, holds=()) -> list:
+def _liveness(events, own_costs, phase: str, keep_ids=(), mark_saved: bool = False, holds=()) -> _Buffers:
     """Buffers (size, first and last op index) of the ops of ``phase``, in event order.
     ``holds`` are (serial, op index) pairs: a tensor some frame keeps until that op."""
     where: dict = {}
-    buffers: list = []
+    buffers = _Buffers()
+    sizes, starts, last, saved = buffers.size, buffers.start, buffers.last, buffers.saved
     index = -1
     for e, cost in zip(events, own_costs):
         if e.phase != phase:
             continue
         index += 1
-        inputs = [where.get(i) for i in e.input_ids if i is not None]
-        for b in inputs:
-            if b is not None:
-                b.last = index
-        view = cost.bytes_written == 0 and cost.bytes_read == 0
-        base = next((b for b in inputs if b is not None), None)
-        for out_id, spec in zip(e.output_ids, e.outputs):
-            if view:
+        inputs = []
+        for i in e.input_ids:
+            if i is not None:
+                b = where.get(i)
+                if b is not None:
+                    last[b] = index
+                    inputs.append(b)
+        if cost.bytes_written == 0 and cost.bytes_read == 0:  # a view: shares its input's buffer
+            base = inputs[0] if inputs else None
+            for out_id in e.output_ids:
                 if base is not None:
                     where[out_id] = base
                 else:
                     where.pop(out_id, None)
-                continue
-            b = _Buffer(nbytes(spec), index)
-            buffers.append(b)
-            where[out_id] = b
+        else:
+            for out_id, spec in zip(e.output_ids, e.outputs):
+                where[out_id] = len(sizes)
+                sizes.append(prod(spec.shape) * spec.dtype.itemsize)
+                starts.append(index)
+                last.append(index)
+                saved.append(False)
         if mark_saved and e.taped:
             for b in inputs:
-                if b is not None:
-                    b.saved = True
+                saved[b] = True
             for out_id in e.output_ids:
                 b = where.get(out_id)
                 if b is not None:
-                    b.saved = True
+                    saved[b] = True
     end = index
     for i in keep_ids:
         b = where.get(i)
         if b is not None:
-            b.last = end
+            last[b] = end
     for serial, until in holds:
         b = where.get(serial)
         if b is not None:
-            b.last = max(b.last, min(until, end))
+            last[b] = max(last[b], min(until, end))
     return buffers
 
 
-def _peak(buffers: list) -> int:
-    if not buffers:
+def _peak(buffers: _Buffers) -> int:
+    if not buffers.size:
         return 0
-    n = max(b.last for b in buffers) + 2
-    delta = [0] * n
-    for b in buffers:
-        delta[b.start] += b.size
-        delta[b.last + 1] -= b.size
+    delta = [0] * (max(buffers.last) + 2)
+    for size, start, last in zip(buffers.size, buffers.start, buffers.last):
+        delta[start] += size
+        delta[last + 1] -= size
     live = peak = 0
     for d in delta:
         live += d
-        peak = max(peak, live)
+        if live > peak:
+            peak = live
     return peak
 
 
@@ -99,11 +115,11 @@ def predicted_peak(events, own_costs, output_ids=(), holds=()) -> int:
     return _peak(_liveness(events, own_costs, "forward", keep_ids=output_ids, holds=holds))
 
 
-def _live_per_step(buffers: list, steps: int) -> list:
+def _live_per_step(buffers: _Buffers, steps: int) -> list:
     delta = [0] * (steps + 2)
-    for b in buffers:
-        delta[b.start] += b.size
-        delta[min(b.last, steps) + 1] -= b.size
+    for size, start, last in zip(buffers.size, buffers.start, buffers.last):
+        delta[start] += size
+        delta[min(last, steps) + 1] -= size
     live, out = 0, []
     for d in delta[:steps]:
         live += d
@@ -124,16 +140,16 @@ def predicted_training_peak(events, own_costs, grad_bytes: int, output_ids=(), h
     backward = _liveness(events, own_costs, "backward")
     n_fwd = sum(1 for e in events if e.phase == "forward")
     n_bwd = sum(1 for e in events if e.phase == "backward")
-    saved = [b for b in forward if b.saved]
-    kept = [_Buffer(b.size, b.start) for b in saved]
-    for b in kept:
-        b.last = n_fwd - 1
-    peak = max(_live_per_step([b for b in forward if not b.saved] + kept, n_fwd), default=0)
+    during_forward, released = _Buffers(), _Buffers()
+    for size, start, last, saved in zip(forward.size, forward.start, forward.last, forward.saved):
+        if saved:  # kept to the end of the forward pass, released during backward
+            during_forward.add(size, start, n_fwd - 1)
+            released.add(size, 0, (n_fwd - start) * n_bwd // max(n_fwd, 1))
+        else:
+            during_forward.add(size, start, last)
+    peak = max(_live_per_step(during_forward, n_fwd), default=0)
     if n_bwd == 0:
         return peak
-    released = [_Buffer(b.size, 0) for b in saved]
-    for b, src in zip(released, saved):
-        b.last = (n_fwd - src.start) * n_bwd // max(n_fwd, 1)
     live_kept = _live_per_step(released, n_bwd)
     live_grads = _live_per_step(backward, n_bwd)
     for j in range(n_bwd):

@@ -6,13 +6,19 @@ of its positional and keyword inputs and of its output and the range of op event
 keeps its op, specs, attrs, the call it ran in, its phase and the ids of its tensors. Specs
 replace tensors so the run's activations are freed as usual. Costs are computed afterwards
 (``analysis.py``).
+
+The hooks and the observer run once per module call and per op, inside the measured run, so
+they do as little as they can: an op output's Spec is made once, when the op returns, and
+reused wherever the tensor appears again (as another op's input, a module's input or output);
+a parameter's or buffer's Spec (and size) is made once per run; an event is a tuple.
 """
 
 from __future__ import annotations
 
 import contextlib
-import weakref
+from collections import namedtuple
 from typing import Iterator
+from weakref import ref
 
 from ..conventions.base import ConstantSpec
 from ..runtime import nn
@@ -39,46 +45,41 @@ class Call:
 
     __slots__ = ("path", "module", "parent", "inputs", "kwargs", "input_serials", "output", "start", "end")
 
-    def __init__(self, path: str, module, parent: int, inputs, start: int):
+    def __init__(self, path: str, module, parent: int, inputs, start: int, input_serials=None):
         self.path = path
         self.module = module
         self.parent = parent          # index of the calling Call, -1 for the outermost
         self.inputs = inputs
         self.kwargs = {}              # keyword inputs, as specs
-        self.input_serials = []       # op outputs passed in: the caller holds them to the end
+        # op outputs passed in: the caller holds them to the end
+        self.input_serials = [] if input_serials is None else input_serials
         self.output = None
         self.start = start            # events[start:end] ran inside this call (subtree)
         self.end = start
 
 
-class Event:
+_EventFields = namedtuple("_EventFields", (
+    "op", "inputs", "outputs", "attrs", "call", "path", "phase", "elapsed", "input_ids", "output_ids",
+    "param_elems", "param_bytes", "taped", "constant", "clock"))
+
+
+class Event(_EventFields):
     """One dispatched op, with specs instead of tensors; ``input_ids``/``output_ids`` are the
-    serial numbers of the op outputs involved (``None`` for inputs, parameters, constants)."""
+    serial numbers of the op outputs involved (``None`` for inputs, parameters, constants).
+    ``taped``: autograd recorded a node (its tensors wait for backward); ``constant``: computed
+    from constants only (a graph folds it away); ``clock``: when it ended (trace), or None.
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "call", "path", "phase", "elapsed", "input_ids",
-                 "output_ids", "param_elems", "param_bytes", "taped", "constant", "clock")
+    A tuple: one is made per op while the model runs, and a tuple is the cheapest record.
+    """
 
-    def __init__(self, op, inputs, outputs, attrs, call, path, phase, elapsed, input_ids, output_ids,
-                 param_elems, param_bytes):
-        self.op = op
-        self.inputs = inputs
-        self.outputs = outputs
-        self.attrs = attrs
-        self.call = call
-        self.path = path
-        self.phase = phase
-        self.elapsed = elapsed
-        self.input_ids = input_ids
-        self.output_ids = output_ids
-        self.param_elems = param_elems
-        self.param_bytes = param_bytes
-        self.taped = False            # autograd recorded a node: its tensors wait for backward
-        self.constant = False         # computed from constants only: a graph folds it away
-        self.clock = None
+    __slots__ = ()
 
     @property
     def output_spec(self):
         return self.outputs if len(self.outputs) > 1 else self.outputs[0]
+
+
+_new_event = tuple.__new__
 
 
 class Recorder:
@@ -93,28 +94,75 @@ class Recorder:
         self.paths = index.paths
         # the model's inputs, parameters and buffers live through the run: their ids are stable
         self.roots = {id(t) for t in index.params + index.buffers + list(inputs)}
-        # op outputs get a serial number while alive (ids are reused once a tensor dies)
-        self.live: dict = {}          # id(tensor) -> (serial, weakref)
+        # what the recorder knows of a tensor, by id: (serial, weak reference, Spec, parameter
+        # elements, parameter bytes, depends on the roots). Op outputs get a serial number and
+        # a weak reference: ids are reused once a tensor dies, so their entry is only believed
+        # while the reference still reaches the same tensor. Roots get their entry when first
+        # seen (serial and reference None). Outputs that do not depend on the roots come from
+        # constants only (a causal mask, position ids).
+        self.known: dict = {}
         self.next_serial = 0
-        # serials of outputs that depend on the roots; an op with no such input works on
-        # constants only (a causal mask, position ids)
-        self.dependent: set = set()
         self.calls: list[Call] = []
         self.events: list[Event] = []
         self.stack: list[int] = []
         self.timing = timing          # asks the dispatcher for per-op elapsed time
         self.clock = clock            # when set, events keep the time they ended (trace)
 
+    # --- what a tensor is ------------------------------------------------------------------
+    def _entry(self, t):
+        """The entry of an op output still alive or of a root; None for any other tensor."""
+        entry = self.known.get(id(t))
+        if entry is not None and (entry[1] is None or entry[1]() is t):
+            return entry
+        return self._root(t)
+
+    def _root(self, t):
+        """A root's entry, made when it is first seen (None for any other tensor)."""
+        key = id(t)
+        if key not in self.roots:
+            return None
+        n = t.numel() if type(t) is Parameter else 0
+        entry = self.known[key] = (None, None, Spec(t.shape, t.dtype, t.device), n, n * t.dtype.itemsize, True)
+        return entry
+
+    def serial(self, t) -> int | None:
+        """The serial number of a live op output (``None`` for inputs, parameters, constants)."""
+        entry = self._entry(t)
+        return None if entry is None else entry[0]
+
+    def spec(self, t) -> Spec:
+        """A module input's spec: a ConstantSpec when it is computed from constants only."""
+        entry = self._entry(t)
+        if entry is not None and entry[5]:
+            return entry[2]
+        return ConstantSpec(t.shape, t.dtype, t.device)
+
+    def _output_spec(self, t) -> Spec:
+        """A module output's spec (the op output's own, when it is one)."""
+        entry = self._entry(t)
+        return entry[2] if entry is not None else Spec(t.shape, t.dtype, t.device)
+
     # --- module hooks ---------------------------------------------------------------------
     def pre_hook(self, module, args):
         path = self.paths.get(id(module))
         if path is None:
             return None  # a module outside the model's tree: its ops go to the caller
-        parent = self.stack[-1] if self.stack else -1
-        self.stack.append(len(self.calls))
-        call = Call(path, module, parent, snapshot(args, self.spec), len(self.events))
-        call.input_serials = self._serials(args)
-        self.calls.append(call)
+        stack, calls = self.stack, self.calls
+        parent = stack[-1] if stack else -1
+        stack.append(len(calls))
+        specs, serials = [], []
+        for a in args:
+            if not isinstance(a, Tensor):
+                specs.append(snapshot(a, self.spec))
+                continue
+            entry = self._entry(a)
+            if entry is None:
+                specs.append(ConstantSpec(a.shape, a.dtype, a.device))
+                continue
+            specs.append(entry[2] if entry[5] else ConstantSpec(a.shape, a.dtype, a.device))
+            if entry[0] is not None:
+                serials.append(entry[0])
+        calls.append(Call(path, module, parent, tuple(specs), len(self.events), serials))
         return None
 
     def post_hook(self, module, args, kwargs, output):
@@ -123,70 +171,66 @@ class Recorder:
         call = self.calls[self.stack.pop()]
         if kwargs:
             call.kwargs = snapshot(kwargs, self.spec)
-            call.input_serials += self._serials(kwargs.values())
-        call.output = snapshot(output)
+            call.input_serials += [s for s in (self.serial(t) for t in kwargs.values() if isinstance(t, Tensor))
+                                   if s is not None]
+        call.output = snapshot(output, self._output_spec)
         call.end = len(self.events)
         return None
 
-    def spec(self, t) -> Spec:
-        """A module input's spec: a ConstantSpec when it is computed from constants only."""
-        entry = self.live.get(id(t))
-        depends = entry[0] in self.dependent if entry is not None else id(t) in self.roots
-        return (Spec if depends else ConstantSpec)(t.shape, t.dtype, t.device)
-
-    def _serials(self, values) -> list:
-        return [s for s in (self.serial(t) for t in values if isinstance(t, Tensor)) if s is not None]
-
     # --- observer -------------------------------------------------------------------------
-    def serial(self, t) -> int | None:
-        """The serial number of a live op output (``None`` for inputs, parameters, constants)."""
-        entry = self.live.get(id(t))
-        return None if entry is None else entry[0]
-
-    def _new_serial(self, t) -> int:
-        key, serial = id(t), self.next_serial
-        self.next_serial += 1
-        self.live[key] = (serial, weakref.ref(t, lambda _, key=key: self.live.pop(key, None)))
-        return serial
-
     def on_op(self, event) -> None:
+        known = self.known
         ids_in, specs_in = [], []
         param_elems = param_bytes = 0
-        dependent, roots, live = self.dependent, self.roots, self.live
         depends = event.op.random
         for t in event.inputs:
             if t is None:
                 ids_in.append(None)
                 specs_in.append(None)
                 continue
-            entry = live.get(id(t))
-            serial = None if entry is None else entry[0]
-            ids_in.append(serial)
-            depends = depends or (serial in dependent if serial is not None else id(t) in roots)
-            specs_in.append(Spec(t.shape, t.dtype, t.device))
-            if type(t) is Parameter:
-                n = t.numel()
-                param_elems += n
-                param_bytes += n * t.dtype.itemsize
+            entry = known.get(id(t))
+            if entry is None or (entry[1] is not None and entry[1]() is not t):
+                entry = self._root(t)
+                if entry is None:  # made outside the dispatcher, not the model's: a constant
+                    ids_in.append(None)
+                    specs_in.append(Spec(t.shape, t.dtype, t.device))
+                    if type(t) is Parameter:  # another model's parameter, still read
+                        n = t.numel()
+                        param_elems += n
+                        param_bytes += n * t.dtype.itemsize
+                    continue
+            ids_in.append(entry[0])
+            specs_in.append(entry[2])
+            if entry[3]:
+                param_elems += entry[3]
+                param_bytes += entry[4]
+            if entry[5]:
+                depends = True
         outs = event.outputs
-        forward = event.phase == "forward"
-        if forward:
-            call = self.stack[-1] if self.stack else -1
+        serials, specs_out = [], []
+        serial = self.next_serial
+        for t in outs:
+            spec = Spec(t.shape, t.dtype, t.device)
+            known[id(t)] = (serial, ref(t), spec, 0, 0, depends)
+            serials.append(serial)
+            specs_out.append(spec)
+            serial += 1
+        self.next_serial = serial
+        phase = event.phase
+        if phase == "forward":
+            stack = self.stack
+            call = stack[-1] if stack else -1
             path = self.calls[call].path if call >= 0 else ""
+            taped = bool(outs) and outs[0].requires_grad
+            constant = not depends
         else:
             call = -1
             path = self.paths.get(id(event.module), "")
-        serials = [self._new_serial(t) for t in outs]
-        rec = Event(event.op, tuple(specs_in), tuple(Spec(t.shape, t.dtype, t.device) for t in outs),
-                    event.attrs, call, path, event.phase, event.elapsed, ids_in, serials,
-                    param_elems, param_bytes)
-        rec.taped = forward and bool(outs) and outs[0].requires_grad
-        rec.constant = forward and not depends
-        if depends:
-            dependent.update(serials)
-        if self.clock is not None:
-            rec.clock = self.clock()
-        self.events.append(rec)
+            taped = constant = False
+        self.events.append(_new_event(Event, (
+            event.op, tuple(specs_in), tuple(specs_out), event.attrs, call, path, phase, event.elapsed,
+            ids_in, serials, param_elems, param_bytes, taped, constant,
+            None if self.clock is None else self.clock())))
 
     @contextlib.contextmanager
     def attached(self) -> Iterator["Recorder"]:
