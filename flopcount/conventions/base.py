@@ -42,9 +42,14 @@ def with_kwargs(rule: Callable) -> Callable:
 
 def apply_rule(rule: Callable, module, inputs: tuple, kwargs: dict, output) -> Cost:
     """``rule``'s Cost for one call, with the keyword arguments when the rule takes them."""
-    if getattr(rule, "with_kwargs", False):
+    if takes_kwargs(rule):
         return rule(module, inputs, output, kwargs)
     return rule(module, inputs, output)
+
+
+def takes_kwargs(rule: Callable) -> bool:
+    """Was ``rule`` marked :func:`with_kwargs`?"""
+    return getattr(rule, "with_kwargs", False)
 
 
 def numel(spec) -> int:
@@ -94,6 +99,13 @@ class Convention:
     def module_rule(self, module) -> Callable | None:
         """The rule for ``module``'s exact type, or ``None``."""
         return self._resolve().get(type(module))
+
+    def module_rules(self, modules) -> list:
+        """``module_rule`` of each of ``modules``, in one pass (one table lookup each)."""
+        if type(self).module_rule is not Convention.module_rule:  # a subclass decides its own way
+            return [self.module_rule(m) for m in modules]
+        table = self._resolve()
+        return [table.get(type(m)) for m in modules]
 
     def module_types(self) -> list:
         """The classes this convention has a module rule for."""

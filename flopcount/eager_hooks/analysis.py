@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from ..conventions.base import apply_rule
+from ..conventions.base import takes_kwargs
 from ..report.model import COST_FIELDS, OpRecord, Row, Unsupported, accumulate
 from ..runtime.registry import Cost, Spec, nbytes
 from ..recording.params import parameter_counts
@@ -27,6 +27,8 @@ _ZERO = Cost()
 
 
 def _shapes(specs) -> list:
+    if type(specs) is Spec:  # a module's one output, most of the time
+        return [tuple(specs.shape)]
     out = []
     for s in specs if isinstance(specs, tuple) else (specs,):
         if isinstance(s, Spec) or hasattr(s, "shape"):  # a Spec first: most values are
@@ -58,15 +60,21 @@ class Priced:
         self.rec = recorder
         self.convention = convention
         calls, events = recorder.calls, recorder.events
-        module_rule = convention.module_rule
-        self.rules = rules = [module_rule(c.module) for c in calls]
+        self.rules = rules = convention.module_rules([c.module for c in calls])
         self.covered = covered = [False] * len(calls)
         for i, c in enumerate(calls):  # parents are recorded before their children
             p = c.parent
             covered[i] = p >= 0 and (covered[p] or rules[p] is not None)
-        self.rule_cost = [None if rule is None or c.output is None
-                          else apply_rule(rule, c.module, c.inputs, c.kwargs, c.output)
-                          for c, rule in zip(calls, rules)]
+        self.rule_cost = rule_cost = []
+        with_kwargs: dict = {}  # id(rule) -> does it take the call's keyword arguments (looked up once)
+        for c, rule in zip(calls, rules):
+            if rule is None or c.output is None:
+                rule_cost.append(None)
+                continue
+            kw = with_kwargs.get(id(rule))
+            if kw is None:
+                kw = with_kwargs[id(rule)] = takes_kwargs(rule)
+            rule_cost.append(rule(c.module, c.inputs, c.output, c.kwargs) if kw else rule(c.module, c.inputs, c.output))
         # every event: its own cost (bytes always come from it) and its cost under the
         # convention's op rules (None: no rule)
         own_cost = []
@@ -154,21 +162,26 @@ def _macs_flops(cost) -> Cost:
 
 
 def build_rows(model, priced: Priced, timings: dict | None = None, backward_timings: dict | None = None,
-               modules: list | None = None) -> list:
+               modules: list | None = None, counts: tuple | None = None) -> list:
     """One Row per module of ``model`` (tree order, root first), priced and rolled up;
-    ``modules`` is ``list(model.named_modules())`` when the caller has it."""
+    ``modules`` is ``list(model.named_modules())`` when the caller has it, ``counts`` the
+    parameter counts of its ModelIndex."""
     rec = priced.rec
     calls, events = rec.calls, rec.events
     modules = modules if modules is not None else list(model.named_modules())
-    params = parameter_counts(model, modules)
+    if counts is not None:
+        own, total, trainable = counts
+    else:
+        by_path = parameter_counts(model, modules)
+        own, total, trainable = ([getattr(by_path[path], field) for path, _ in modules]
+                                 for field in ("own", "total", "trainable"))
     rows: dict = {}
-    for path, module in modules:
+    for i, (path, module) in enumerate(modules):
         depth = 0 if path == "" else path.count(".") + 1
         parent = None if path == "" else path.rpartition(".")[0]
-        p = params[path]
         rows[path] = Row(name=path, type=type(module).__name__, depth=depth, parent=parent,
-                         params=p.total, params_own=p.own, trainable_params=p.trainable,
-                         frozen_params=p.frozen)
+                         params=total[i], params_own=own[i], trainable_params=trainable[i],
+                         frozen_params=total[i] - trainable[i])
     covered, rules = priced.covered, priced.rules
     uncovered_seen: set = set()
     for i, c in enumerate(calls):
@@ -247,6 +260,19 @@ def _roll_up_uncalled(rows: dict) -> None:
             accumulate(row, child, COST_FIELDS + ("output_bytes",))
 
 
+def _described(specs: tuple) -> tuple:
+    """([shape], [dtype name]) of an op's input or output specs (None for an absent input)."""
+    shapes, dtypes = [], []
+    for s in specs:
+        if s is None:
+            shapes.append(None)
+            dtypes.append(None)
+        else:
+            shapes.append(tuple(s.shape))
+            dtypes.append(s.dtype.name)
+    return shapes, dtypes
+
+
 def op_records(priced: Priced, op_latency: list | None = None, op_start: list | None = None) -> tuple:
     """(every op as an OpRecord, the seen-not-counted ones, the folded ones), in execution order."""
     records, seen, folded = [], [], []
@@ -259,16 +285,14 @@ def op_records(priced: Priced, op_latency: list | None = None, op_start: list | 
         counters[base] = seen_before + 1
         name = f"{base}_{seen_before}" if seen_before else base
         counted = kind == "covered" or kind == "backward" or (kind == "functional" and counts_functional)
+        input_shapes, input_dtypes = _described(e.inputs)
+        output_shapes, output_dtypes = _described(e.outputs)
         r = OpRecord(
             name=name, op=op_name, scope=path, phase=e.phase,
             macs=cost.macs if cost is not None else 0, flops=cost.flops if cost is not None else 0,
             bytes_read=own.bytes_read, bytes_written=own.bytes_written, params=e.param_elems,
-            param_bytes=e.param_bytes,
-            input_shapes=[None if s is None else tuple(s.shape) for s in e.inputs],
-            input_dtypes=[None if s is None else s.dtype.name for s in e.inputs],
-            output_shapes=[tuple(s.shape) for s in e.outputs],
-            output_dtypes=[s.dtype.name for s in e.outputs],
-            counted=counted,
+            param_bytes=e.param_bytes, input_shapes=input_shapes, input_dtypes=input_dtypes,
+            output_shapes=output_shapes, output_dtypes=output_dtypes, counted=counted,
             latency_ms=op_latency[i] if op_latency is not None else None,
             start_ms=op_start[i] if op_start is not None else None)
         records.append(r)

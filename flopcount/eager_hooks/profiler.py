@@ -119,7 +119,7 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
                 backward_ms = None if step_ms is None or whole[0] is None else max(0.0, step_ms - whole[0])
                 backward_rows = _backward_by_module(events, op_latency)
 
-    rows = analysis.build_rows(model, priced, module_times, backward_rows, index.modules)
+    rows = analysis.build_rows(model, priced, module_times, backward_rows, index.modules, index.counts)
     records, seen, folded = analysis.op_records(priced, op_latency, op_start)
     unsupported = analysis.unsupported(priced, module_times, whole[0], op_latency)
     return Report(rows, convention=conv.name, mode="eager", device=str(device), dtype=_dtype_of(model, args),

@@ -26,82 +26,80 @@ def _default_walks(model) -> bool:
 
 class ModelIndex:
     """A model's modules (with dotted paths), parameters and buffers, walked once.
-    ``ModelIndex.of_tensors(params, buffers)`` indexes a Graph's tensors (no modules)."""
+    ``ModelIndex.of_tensors(params, buffers)`` indexes a Graph's tensors (no modules).
+
+    ``counts`` is ``(own, total, trainable)``, one list each in the order of ``modules``, when
+    the model is a tree (no module or parameter reached twice); otherwise None and
+    :func:`parameter_counts` gathers each subtree's parameters."""
 
     def __init__(self, model):
-        self.modules = list(model.named_modules())
+        self.counts = None
         if _default_walks(model):
-            # what parameters() and buffers() give (tree order, each object once), from the
-            # one walk instead of two more
-            self.params = _members(self.modules, "_parameters")
-            self.buffers = _members(self.modules, "_buffers")
+            self._walk(model)
         else:
+            self.modules = list(model.named_modules())
             self.params = list(model.parameters())
             self.buffers = list(model.buffers())
         self.paths = {id(m): path for path, m in self.modules}
+
+    def _walk(self, model) -> None:
+        """What named_modules(), parameters() and buffers() give (tree order, each object
+        once), and the parameter counts of a tree, from one walk instead of four."""
+        modules, params, buffers = [], [], []
+        parent, own, trainable = [], [], []
+        seen_modules, seen_params, seen_buffers = set(), set(), set()
+        tree = True
+        stack = [("", model, -1)]  # depth first, children in order: as Module.named_modules
+        while stack:
+            path, module, up = stack.pop()
+            if id(module) in seen_modules:
+                tree = False  # a module reached twice
+                continue
+            seen_modules.add(id(module))
+            i = len(modules)
+            modules.append((path, module))
+            parent.append(up)
+            n_own = n_trainable = 0
+            for p in module._parameters.values():
+                if p is None:
+                    continue
+                n = prod(p.shape)
+                n_own += n
+                if p.requires_grad:
+                    n_trainable += n
+                if id(p) in seen_params:
+                    tree = False  # a parameter in two places
+                else:
+                    seen_params.add(id(p))
+                    params.append(p)
+            own.append(n_own)
+            trainable.append(n_trainable)
+            for b in module._buffers.values():
+                if b is not None and id(b) not in seen_buffers:
+                    seen_buffers.add(id(b))
+                    buffers.append(b)
+            children = [(f"{path}.{name}" if path else name, child, i)
+                        for name, child in module._modules.items() if child is not None]
+            stack.extend(reversed(children))
+        self.modules, self.params, self.buffers = modules, params, buffers
+        if tree:
+            total, total_trainable = list(own), list(trainable)
+            for i in range(len(modules) - 1, 0, -1):  # children come after their parent
+                total[parent[i]] += total[i]
+                total_trainable[parent[i]] += total_trainable[i]
+            self.counts = (own, total, total_trainable)
 
     @classmethod
     def of_tensors(cls, params: list, buffers: list) -> "ModelIndex":
         index = cls.__new__(cls)
         index.modules, index.params, index.buffers, index.paths = [], list(params), list(buffers), {}
+        index.counts = None
         return index
-
-
-def _members(modules: list, store: str) -> list:
-    seen: set = set()
-    out = []
-    for _, module in modules:
-        for value in getattr(module, store).values():
-            if value is not None and id(value) not in seen:
-                seen.add(id(value))
-                out.append(value)
-    return out
 
 
 def parameter_counts(model, modules: list | None = None) -> dict:
     """Dotted path -> ParamCount for every module of ``model`` ('' is the model); one pass
     over the tree, each subtree's parameters gathered once (shared modules included)."""
-    modules = modules if modules is not None else list(model.named_modules())
-    counts = _tree_counts(modules)
-    return counts if counts is not None else _shared_counts(modules)
-
-
-def _tree_counts(modules: list) -> dict | None:
-    """The counts of a tree in which no module and no parameter is reached twice: every
-    subtree's totals are its own plus its children's, summed bottom-up. ``None`` when
-    something is shared (then each subtree's parameters must be gathered and deduplicated)."""
-    position = {id(m): i for i, (_, m) in enumerate(modules)}
-    parent = [-1] * len(modules)
-    own, trainable = [0] * len(modules), [0] * len(modules)
-    slots, seen = 0, set()
-    for i, (_, module) in enumerate(modules):
-        for p in module._parameters.values():
-            if p is not None:
-                n = prod(p.shape)
-                own[i] += n
-                if p.requires_grad:
-                    trainable[i] += n
-                slots += 1
-                seen.add(id(p))
-        for child in module._modules.values():
-            if child is not None:
-                j = position.get(id(child), -1)
-                if j <= i or parent[j] != -1:  # reached twice (or from below): shared
-                    return None
-                parent[j] = i
-    if slots != len(seen):  # a parameter in two places
-        return None
-    total, train = list(own), list(trainable)
-    for i in range(len(modules) - 1, 0, -1):  # children come after their parent
-        p = parent[i]
-        if p >= 0:
-            total[p] += total[i]
-            train[p] += train[i]
-    return {path: ParamCount(own[i], total[i], train[i], total[i] - train[i])
-            for i, (path, _) in enumerate(modules)}
-
-
-def _shared_counts(modules: list) -> dict:
     subtree: dict = {}
 
     def gather(module) -> dict:
@@ -115,7 +113,7 @@ def _shared_counts(modules: list) -> dict:
         return subtree[key]
 
     out = {}
-    for path, module in modules:
+    for path, module in modules if modules is not None else model.named_modules():
         params = gather(module)
         own = sum(p.numel() for p in module._parameters.values() if p is not None)
         total = sum(p.numel() for p in params.values())

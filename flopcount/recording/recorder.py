@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 from collections import namedtuple
+from math import prod
 from typing import Iterator
 from weakref import ref
 
@@ -92,15 +93,17 @@ class Recorder:
 
         index = index or ModelIndex(model)
         self.paths = index.paths
-        # the model's inputs, parameters and buffers live through the run: their ids are stable
-        self.roots = {id(t) for t in index.params + index.buffers + list(inputs)}
         # what the recorder knows of a tensor, by id: (serial, weak reference, Spec, parameter
-        # elements, parameter bytes, depends on the roots). Op outputs get a serial number and
-        # a weak reference: ids are reused once a tensor dies, so their entry is only believed
-        # while the reference still reaches the same tensor. Roots get their entry when first
-        # seen (serial and reference None). Outputs that do not depend on the roots come from
-        # constants only (a causal mask, position ids).
+        # elements, parameter bytes, depends on the roots). The roots (the model's inputs,
+        # parameters and buffers) live through the run, so their ids are stable: their entries
+        # are made here (serial and reference None). Op outputs get a serial number and a weak
+        # reference: ids are reused once a tensor dies, so their entry is only believed while
+        # the reference still reaches the same tensor. Outputs that do not depend on the roots
+        # come from constants only (a causal mask, position ids).
         self.known: dict = {}
+        for t in index.params + index.buffers + list(inputs):
+            n = prod(t.shape) if type(t) is Parameter else 0
+            self.known[id(t)] = (None, None, Spec(t.shape, t.dtype, t.device), n, n * t.dtype.itemsize, True)
         self.next_serial = 0
         self.calls: list[Call] = []
         self.events: list[Event] = []
@@ -114,16 +117,7 @@ class Recorder:
         entry = self.known.get(id(t))
         if entry is not None and (entry[1] is None or entry[1]() is t):
             return entry
-        return self._root(t)
-
-    def _root(self, t):
-        """A root's entry, made when it is first seen (None for any other tensor)."""
-        key = id(t)
-        if key not in self.roots:
-            return None
-        n = t.numel() if type(t) is Parameter else 0
-        entry = self.known[key] = (None, None, Spec(t.shape, t.dtype, t.device), n, n * t.dtype.itemsize, True)
-        return entry
+        return None
 
     def serial(self, t) -> int | None:
         """The serial number of a live op output (``None`` for inputs, parameters, constants)."""
@@ -190,15 +184,14 @@ class Recorder:
                 continue
             entry = known.get(id(t))
             if entry is None or (entry[1] is not None and entry[1]() is not t):
-                entry = self._root(t)
-                if entry is None:  # made outside the dispatcher, not the model's: a constant
-                    ids_in.append(None)
-                    specs_in.append(Spec(t.shape, t.dtype, t.device))
-                    if type(t) is Parameter:  # another model's parameter, still read
-                        n = t.numel()
-                        param_elems += n
-                        param_bytes += n * t.dtype.itemsize
-                    continue
+                # made outside the dispatcher, not the model's: a constant
+                ids_in.append(None)
+                specs_in.append(Spec(t.shape, t.dtype, t.device))
+                if type(t) is Parameter:  # another model's parameter, still read
+                    n = t.numel()
+                    param_elems += n
+                    param_bytes += n * t.dtype.itemsize
+                continue
             ids_in.append(entry[0])
             specs_in.append(entry[2])
             if entry[3]:
