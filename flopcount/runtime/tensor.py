@@ -245,6 +245,17 @@ class Tensor:
         # a meta tensor may carry a constant for the tracer, but in-place writes never apply to it
         return self.data is not None and self.device.type != "meta"
 
+    def _own_data(self, keep: bool = True):
+        """``data``, ready to be written in place. An array adopted read-only (an imported
+        model's weights are views of the file's bytes) is replaced by a copy first, once
+        (copy-on-write: the write changes this tensor, never the bytes it was read from);
+        ``keep=False`` when the write replaces every value, so nothing needs copying."""
+        data = self.data
+        if not getattr(data.flags, "writeable", True):  # CuPy arrays have no such flag: writable
+            xp = backend(self.device).xp
+            data = self.data = xp.array(data, copy=True) if keep else xp.empty(data.shape, data.dtype)
+        return data
+
     def _write(self, array) -> "Tensor":
         if not self._writable:
             return self
@@ -252,7 +263,7 @@ class Tensor:
         arr = xp.asarray(array, dtype=self.dtype.np)
         if arr.shape != self.shape:
             arr = xp.broadcast_to(arr, self.shape)
-        self.data[...] = arr
+        self._own_data(keep=False)[...] = arr
         return self
 
     def _other_data(self, other):
@@ -278,7 +289,9 @@ class Tensor:
 
     def add_(self, other, alpha=1) -> "Tensor":
         if self._writable:
-            self.data += alpha * self._other_data(other) if alpha != 1 else self._other_data(other)
+            other = self._other_data(other)
+            data = self._own_data()
+            data += alpha * other if alpha != 1 else other
         return self
 
     def sub_(self, other, alpha=1) -> "Tensor":
@@ -286,17 +299,22 @@ class Tensor:
 
     def mul_(self, other) -> "Tensor":
         if self._writable:
-            self.data *= self._other_data(other)
+            other = self._other_data(other)
+            data = self._own_data()
+            data *= other
         return self
 
     def div_(self, other) -> "Tensor":
         if self._writable:
-            self.data /= self._other_data(other)
+            other = self._other_data(other)
+            data = self._own_data()
+            data /= other
         return self
 
     def clamp_(self, min=None, max=None) -> "Tensor":
         if self._writable:
-            backend(self.device).xp.clip(self.data, min, max, out=self.data)
+            data = self._own_data()
+            backend(self.device).xp.clip(data, min, max, out=data)
         return self
 
     def uniform_(self, a: float = 0.0, b: float = 1.0) -> "Tensor":

@@ -109,6 +109,7 @@ class Optimizer:
                 for p in group["params"]:
                     if p.grad is None or p.data is None:  # no gradient, or a meta parameter
                         continue
+                    p._own_data()  # a read-only (adopted) array is copied before the update
                     self._update(p, p.grad.data, self.state[p], group, backend(p.device).xp)
         return loss
 
