@@ -180,7 +180,9 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, spelling
     from .runtime.onnx.symbolic import InputShapeError
 
     try:
-        graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch))
+        # on meta, the importer makes no arrays for the weights at all
+        graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch),
+                             device="meta" if str(device) == "meta" else None)
     except InputShapeError as exc:
         hint = _onnx_hint(path, spelling, example=not given and batch is None)
         raise errors.ShapeError(f"{os.path.basename(path)}: {exc}; {hint}") from exc

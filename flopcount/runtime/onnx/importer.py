@@ -3,7 +3,8 @@
 1. read the file with the ``onnx`` package (weights in side files too); a missing, truncated
    or corrupted file, or one that is not ONNX, is a ModelFileError naming the file;
 2. check every node has a converter, and report all that do not in one UnsupportedOpError;
-3. ``onnx.checker`` validates the model;
+3. ``onnx.checker`` validates the model; the size of every weight's raw data is checked
+   against its shape and type here;
 4. bind symbolic input dims from ``input_shapes`` (``symbolic.py``);
 5. run the converters under the graph tracer: each ONNX node becomes runtime ops recorded in
    the node's module scope, and shape arithmetic folds to constants because the tracer runs
@@ -12,16 +13,27 @@
 Initializers become named graph parameters, except 0-d tensors and small integer tensors (shape
 data: constants) and the running statistics of BatchNormalization (buffers). Initializers that
 only served as import-time constants (a Resize's scales) are dropped with the dead code.
+
+Weights are not copied out of the file: ``wire.py`` finds where each initializer's raw data
+lies in the file's bytes, protobuf parses the rest, and the arrays are read-only views of the
+file's bytes (copied only where the data is not aligned for its type, as the kernels want it).
+The runtime's in-place methods copy such an array before writing (copy-on-write), so an
+imported graph can still be trained or loaded with a state dict. The checker sees the model
+with those weights left out, so it does not parse them a second time.
 """
 
 from __future__ import annotations
 
+import ctypes
+import mmap
 import os
+import sys
 from collections import OrderedDict
+from math import prod
 
 import numpy as np
 
-from ..device import CPU
+from ..device import CPU, META, device as parse_device
 from ..dispatch import named_scope
 from ..errors import FlopcountError, ModelFileError, UnsupportedOpError
 from ..factories import empty
@@ -30,9 +42,9 @@ from ..graph.passes.dce import dce
 from ..graph.trace import Tracer
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
-from . import naming, symbolic
+from . import naming, symbolic, wire
 from .converters import CONVERTERS, NodeContext
-from .elem_types import to_dtype
+from .elem_types import TO_DTYPE, to_dtype
 
 # integer initializers up to this many elements are shape data (Reshape targets, axes, ids)
 SHAPE_DATA_MAX = 4096
@@ -51,22 +63,101 @@ def _onnx():
 
 def read_model(path: str):
     """The ModelProto of ``path`` without its external data; a ModelFileError when the file is
-    missing or is not a readable ONNX model."""
+    missing or is not a readable ONNX model. The raw data of plain initializers may be left
+    out of it (see ``_read``)."""
     return _read(path)[0]
 
 
-def _read(path: str) -> tuple:
-    """(ModelProto, the file's bytes): the checker takes the bytes as they are, where handing
-    it the ModelProto would serialize the whole model (weights included) once more."""
+class FileWeights:
+    """The file's bytes and where each initializer's raw data lies in them (``wire.py``);
+    ``spans[i]`` is ``(offset, length)`` for the i-th initializer of the model, or None where
+    the model itself still holds the tensor's data.
+
+    Given a writable buffer and the element types, the raw data is moved, in place, to
+    addresses aligned for its type before the first array is made (a few bytes left or right,
+    over headers that protobuf has parsed; the buffer is no longer a valid file after that):
+    kernels take slower paths on unaligned arrays, and copying them out would allocate the
+    weights a second time."""
+
+    def __init__(self, data, spans: list, types: list | None = None):
+        self.data = data
+        self.spans = list(spans)
+        self._unaligned = types if isinstance(data, bytearray) else None
+
+    def _align(self, types: list) -> None:
+        view = np.frombuffer(self.data, np.uint8)
+        base = view.ctypes.data
+        order = sorted((span[0], i) for i, span in enumerate(self.spans) if span is not None)
+        end_before = 0  # end of the previous (already placed) raw data
+        for k, (offset, i) in enumerate(order):
+            length = self.spans[i][1]
+            align = TO_DTYPE[types[i]].np.alignment
+            miss = (base + offset) % align
+            target = offset
+            if miss:
+                next_start = order[k + 1][0] if k + 1 < len(order) else len(view)
+                if offset - miss >= end_before:
+                    target = offset - miss
+                elif offset - miss + align + length <= next_start:
+                    target = offset - miss + align
+                if target != offset:  # memmove: the two ranges overlap
+                    ctypes.memmove(base + target, base + offset, length)
+                    self.spans[i] = (target, length)
+            end_before = target + length
+
+    def stripped(self, model) -> list:
+        """(initializer, raw length) of every initializer whose raw data is in the file."""
+        return [(init, span[1]) for init, span in zip(model.graph.initializer, self.spans) if span is not None]
+
+    def array(self, i: int, dtype, dims: tuple) -> np.ndarray:
+        """The i-th initializer as a read-only view of the file's bytes; a copy where it could
+        not be aligned for ``dtype`` or is small (shape data, biases: a view would keep the
+        whole file's bytes alive for them)."""
+        if self._unaligned is not None:
+            self._align(self._unaligned)
+            self._unaligned = None
+        offset, length = self.spans[i]
+        array = np.frombuffer(self.data, dtype=dtype.np, count=length // dtype.itemsize, offset=offset)
+        array = array.reshape(dims)
+        if not array.flags.aligned or array.size <= SHAPE_DATA_MAX:
+            return array.copy()
+        array.flags.writeable = False  # adopted: the runtime's in-place methods copy it first
+        return array
+
+
+def _read(path: str, meta: bool = False) -> tuple:
+    """(ModelProto, the file's bytes, FileWeights or None). The file is read once. When its
+    layout allows (``wire.py``), protobuf parses the file without its weights' raw data, which
+    the arrays then take from the file's bytes (FileWeights); otherwise the whole file. With
+    ``meta`` (no weight arrays wanted) the file is mapped rather than read, so only the pages
+    the structure lies on are touched."""
     onnx = _onnx()
     if not os.path.exists(path):
         raise ModelFileError(f"{path}: no such file")
     if os.path.isdir(path):
         raise ModelFileError(f"{path}: is a directory, not an ONNX file")
+    model = weights = None
     try:
         with open(path, "rb") as f:
-            data = f.read()
-        model = onnx.load_model_from_string(data)
+            data = _mapped(f) if meta else None
+            if data is None:  # a buffer of our own: the weights' arrays are made in it
+                data = bytearray(os.fstat(f.fileno()).st_size)
+                del data[f.readinto(data):]
+                data += f.read()  # (a file that changed size since)
+        split = wire.split_weights(data, TO_DTYPE) if sys.byteorder == "little" else None
+        if split is not None:
+            light, spans = split
+            try:
+                model = onnx.load_model_from_string(light)
+                if len(model.graph.initializer) == len(spans) and not model.functions:
+                    weights = FileWeights(data, spans, [init.data_type for init in model.graph.initializer])
+                else:  # not what the split expected (functions are inlined into a new model)
+                    model = None
+            except Exception:  # the whole file gives the error message
+                model = None
+        if model is None:
+            data = data if isinstance(data, bytes) else bytes(data)
+            model = onnx.load_model_from_string(data)
     except Exception as exc:  # protobuf's DecodeError and friends
         raise ModelFileError(f"{path}: not a readable ONNX model (truncated, corrupted or another "
                              f"format): {_first_line(exc)}") from None
@@ -74,7 +165,15 @@ def _read(path: str) -> tuple:
         raise ModelFileError(f"{path}: not an ONNX model (no IR version or no graph; truncated or "
                              f"another format)")
     _check_names(model, path)
-    return model, data
+    return model, data, weights
+
+
+def _mapped(f):
+    """The file mapped read-only, or None where it cannot be (an empty file, some file systems)."""
+    try:
+        return mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    except (ValueError, OSError):
+        return None
 
 
 def _check_names(model, path: str) -> None:
@@ -101,9 +200,11 @@ def _has_external_data(model) -> bool:
     return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
 
 
-def _validate(model, path: str, data: bytes | None = None) -> None:
+def _validate(model, path: str, data: bytes | None = None, weights: FileWeights | None = None) -> None:
     """Run ``onnx.checker`` on ``model``; ``data`` is its serialized form when at hand (the
-    file's bytes, for a model read and not changed since)."""
+    file's bytes, for a model read and not changed since). With ``weights`` (the model lacks
+    their raw data), the raw data's sizes are checked here and the checker sees those
+    initializers as empty tensors."""
     onnx = _onnx()
     try:
         if path and _has_external_data(model):
@@ -113,12 +214,53 @@ def _validate(model, path: str, data: bytes | None = None) -> None:
         declared = list(model.graph.input) + list(model.graph.output)
         if any(v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape") for v in declared):
             # the checker wants declared shapes, which some producers leave out; infer them
-            model, data = onnx.shape_inference.infer_shapes(model), None
-        onnx.checker.check_model(data if data is not None else model)
+            # (shape inference reads initializers' values: it gets the whole model)
+            if weights is not None:
+                model = onnx.load_model_from_string(bytes(weights.data))
+            onnx.checker.check_model(onnx.shape_inference.infer_shapes(model))
+            return
+        if weights is None:
+            onnx.checker.check_model(data if data is not None else model)
+            return
     except Exception as exc:
-        if "is deprecated in domain_version" in str(exc):
-            return  # a deprecated op version (GroupNormalization-18) is still a defined one
-        raise ModelFileError(f"{path or 'model'}: not a valid ONNX model: {_first_line(exc)}") from None
+        _checker_error(exc, path)
+        return
+    _check_raw_sizes(weights.stripped(model), path)
+    stripped = [init for init, _ in weights.stripped(model)]
+    shapes = [list(init.dims) for init in stripped]
+    try:
+        for init in stripped:  # a 0-element tensor needs no data: what the checker sees
+            del init.dims[:]
+            init.dims.append(0)
+        onnx.checker.check_model(model)
+    except Exception as exc:
+        _checker_error(exc, path)
+    finally:
+        for init, dims in zip(stripped, shapes):
+            del init.dims[:]
+            init.dims.extend(dims)
+
+
+def _checker_error(exc: Exception, path: str) -> None:
+    if "is deprecated in domain_version" in str(exc):
+        return  # a deprecated op version (GroupNormalization-18) is still a defined one
+    raise ModelFileError(f"{path or 'model'}: not a valid ONNX model: {_first_line(exc)}") from None
+
+
+def _check_raw_sizes(stripped: list, path: str) -> None:
+    """What the checker checks of a tensor's raw data, for the tensors it does not see with
+    their data: no negative dim, and exactly as many bytes as the shape and type need (the
+    checker refuses fewer; more cannot be read as the declared shape)."""
+    for init, length in stripped:
+        dims = list(init.dims)
+        if any(d < 0 for d in dims):
+            raise ModelFileError(f"{path or 'model'}: not a valid ONNX model: Negative dimension value "
+                                 f"(tensor name: {init.name}, dims {dims})")
+        needed = prod(dims) * TO_DTYPE[init.data_type].itemsize
+        if length != needed:
+            raise ModelFileError(f"{path or 'model'}: not a valid ONNX model: TensorProto (tensor name: "
+                                 f"{init.name}) raw_data size ({length} bytes) does not match the declared "
+                                 f"shape {dims} and type ({needed} bytes required)")
 
 
 def _load_external_data(model, path: str) -> None:
@@ -243,21 +385,34 @@ def _buffer_names(model) -> set:
             for name in node.input[3:5] if name}
 
 
-def _initializer_tensors(model, path: str) -> tuple:
-    """(constants, parameters): {name: Tensor} and {name: (Tensor, kind)}."""
+def _initializer_tensors(model, path: str, weights: FileWeights | None = None, meta: bool = False) -> tuple:
+    """(constants, parameters): {name: Tensor} and {name: (Tensor, kind)}. Arrays are adopted
+    as they come (read-only views of the file's or protobuf's bytes), not copied. With
+    ``meta``, an initializer whose raw data is in the file (its size checked) and that is
+    larger than shape data becomes a meta tensor: nothing is made for it."""
     onnx = _onnx()
     buffers = _buffer_names(model)
     constants, params = {}, {}
-    for init in model.graph.initializer:
+    for i, init in enumerate(model.graph.initializer):
         dtype = to_dtype(init.data_type, f"initializer {init.name!r}")
-        try:
-            array = onnx.numpy_helper.to_array(init)
-        except Exception as exc:
-            raise ModelFileError(f"{path or 'model'}: initializer {init.name!r} cannot be read: "
-                                 f"{_first_line(exc)}") from None
-        array = np.asarray(array, dtype=dtype.np)
-        if not array.flags.writeable:  # a view of the file's bytes: the runtime's tensors own their data
-            array = array.copy()
+        in_file = weights is not None and weights.spans[i] is not None
+        if in_file and meta and prod(init.dims) > SHAPE_DATA_MAX:
+            shape = tuple(init.dims)
+            tensor = Tensor._make(None, shape, dtype, META)
+            if init.name in buffers or not dtype.is_floating_point:
+                params[init.name] = (tensor, "buffer")
+            else:
+                params[init.name] = (Parameter(tensor), "param")
+            continue
+        if in_file:
+            array = weights.array(i, dtype, tuple(init.dims))
+        else:
+            try:
+                array = onnx.numpy_helper.to_array(init)
+            except Exception as exc:
+                raise ModelFileError(f"{path or 'model'}: initializer {init.name!r} cannot be read: "
+                                     f"{_first_line(exc)}") from None
+            array = np.asarray(array, dtype=dtype.np)
         tensor = Tensor._make(array, tuple(array.shape), dtype, CPU)
         if array.ndim == 0 or (not dtype.is_floating_point and array.size <= SHAPE_DATA_MAX):
             constants[init.name] = tensor
@@ -357,9 +512,11 @@ def _graph_name(model, path: str) -> str:
     return os.path.splitext(os.path.basename(path))[0] if path else "onnx"
 
 
-def import_model(model, input_shapes=None, path: str = "") -> Graph:
-    """A Graph from a checked ModelProto whose external data is loaded."""
-    constants, params = _initializer_tensors(model, path)
+def import_model(model, input_shapes=None, path: str = "", weights: FileWeights | None = None,
+                 meta: bool = False) -> Graph:
+    """A Graph from a checked ModelProto whose external data is loaded (``weights``: where the
+    raw data the model lacks lies in the file's bytes; ``meta``: see ``load``)."""
+    constants, params = _initializer_tensors(model, path, weights, meta)
     declared = _declared_inputs(model, {t.name for t in model.graph.initializer})
     shapes = symbolic.bind([(name, dims) for name, dims, _ in declared], input_shapes)
     dtypes = [to_dtype(code, f"graph input {name!r}") for name, _, code in declared]
@@ -369,32 +526,38 @@ def import_model(model, input_shapes=None, path: str = "") -> Graph:
     conversion.tracer = tracer
     examples = tuple(empty(*shape, dtype=dtype, device="meta") for shape, dtype in zip(shapes, dtypes))
     graph = dce(tracer.run(examples, {}))
+    conversion.tracer = None  # no cycle keeps the conversion's tensors alive until a collection
     graph.name = _graph_name(model, path)
-    return graph
+    return graph.to("meta") if meta else graph
 
 
-def load(path, input_shapes=None) -> Graph:
+def load(path, input_shapes=None, device=None) -> Graph:
     """Import the ONNX model at ``path`` as a Graph (see the module docstring).
 
     ``input_shapes`` binds symbolic input dims: ``{"input_ids": (1, 128)}``, a list of shapes in
     input order, or one shape for a one-input model. ``path`` may also be an ``onnx.ModelProto``.
+    ``device="meta"`` counts without weights: the graph's parameters are meta tensors and no
+    array is made for weights whose raw data is in the file (their sizes are still checked);
+    small initializers keep their values, which converters may read at import time (shape
+    data, scales, bounds). Otherwise the graph is on the CPU (``graph.to(device)`` moves it).
 
     >>> g = rt.onnx.load("resnet18.onnx", input_shapes={"input": (1, 3, 224, 224)})  # doctest: +SKIP
     >>> g.cost().macs                                                                 # doctest: +SKIP
     1814073344
     """
     onnx = _onnx()
+    meta = device is not None and parse_device(device).type == "meta"
     if isinstance(path, onnx.ModelProto):
-        model, path, data = path, "", None
+        model, path, data, weights = path, "", None, None
     else:
         path = os.fspath(path)
-        model, data = _read(path)
+        model, data, weights = _read(path, meta)
     _check_opset(model, path)
     if model.functions:
         model, data = onnx.inliner.inline_local_functions(model), None
     _check_supported(model, path)
-    _validate(model, path, data)
-    del data  # the file's bytes: freed before the weights are copied out of the model
+    _validate(model, path, data, weights)
+    del data  # the file's bytes, unless the weights' arrays are views of them
     if path:
         _load_external_data(model, path)
-    return import_model(model, input_shapes, path)
+    return import_model(model, input_shapes, path, weights, meta)
