@@ -145,12 +145,13 @@ class Recorder:
         parent = stack[-1] if stack else -1
         stack.append(len(calls))
         specs, serials = [], []
+        known = self.known
         for a in args:
             if not isinstance(a, Tensor):
                 specs.append(snapshot(a, self.spec))
                 continue
-            entry = self._entry(a)
-            if entry is None:
+            entry = known.get(id(a))
+            if entry is None or (entry[1] is not None and entry[1]() is not a):
                 specs.append(ConstantSpec(a.shape, a.dtype, a.device))
                 continue
             specs.append(entry[2] if entry[5] else ConstantSpec(a.shape, a.dtype, a.device))
@@ -167,7 +168,7 @@ class Recorder:
             call.kwargs = snapshot(kwargs, self.spec)
             call.input_serials += [s for s in (self.serial(t) for t in kwargs.values() if isinstance(t, Tensor))
                                    if s is not None]
-        call.output = snapshot(output, self._output_spec)
+        call.output = self._output_spec(output) if isinstance(output, Tensor) else snapshot(output, self._output_spec)
         call.end = len(self.events)
         return None
 
