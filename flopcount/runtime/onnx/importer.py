@@ -73,16 +73,16 @@ class FileWeights:
     ``spans[i]`` is ``(offset, length)`` for the i-th initializer of the model, or None where
     the model itself still holds the tensor's data.
 
-    Given a writable buffer and the element types, the raw data is moved, in place, to
-    addresses aligned for its type before the first array is made (a few bytes left or right,
-    over headers that protobuf has parsed; the buffer is no longer a valid file after that):
-    kernels take slower paths on unaligned arrays, and copying them out would allocate the
-    weights a second time."""
+    Given the element types (the buffer is then the importer's own copy of the file), the raw
+    data is moved, in place, to addresses aligned for its type before the first array is made
+    (a few bytes left or right, over headers that protobuf has parsed; the buffer is no longer
+    a valid file after that): kernels take slower paths on unaligned arrays, and copying them
+    out would allocate the weights a second time."""
 
     def __init__(self, data, spans: list, types: list | None = None):
         self.data = data
         self.spans = list(spans)
-        self._unaligned = types if isinstance(data, bytearray) else None
+        self._unaligned = types  # None: the buffer is not ours to rearrange (a mapped file)
 
     def _align(self, types: list) -> None:
         view = np.frombuffer(self.data, np.uint8)
@@ -139,18 +139,15 @@ def _read(path: str, meta: bool = False) -> tuple:
     model = weights = None
     try:
         with open(path, "rb") as f:
-            data = _mapped(f) if meta else None
-            if data is None:  # a buffer of our own: the weights' arrays are made in it
-                data = bytearray(os.fstat(f.fileno()).st_size)
-                del data[f.readinto(data):]
-                data += f.read()  # (a file that changed size since)
+            data = _mapped(f) if meta else _read_into_buffer(f)
         split = wire.split_weights(data, TO_DTYPE) if sys.byteorder == "little" else None
         if split is not None:
             light, spans = split
             try:
                 model = onnx.load_model_from_string(light)
                 if len(model.graph.initializer) == len(spans) and not model.functions:
-                    weights = FileWeights(data, spans, [init.data_type for init in model.graph.initializer])
+                    types = None if meta else [init.data_type for init in model.graph.initializer]
+                    weights = FileWeights(data, spans, types)
                 else:  # not what the split expected (functions are inlined into a new model)
                     model = None
             except Exception:  # the whole file gives the error message
@@ -166,6 +163,24 @@ def _read(path: str, meta: bool = False) -> tuple:
                              f"another format)")
     _check_names(model, path)
     return model, data, weights
+
+
+def _read_into_buffer(f):
+    """The file's bytes in a writable buffer of our own, in which the weights' arrays are made:
+    anonymous memory mapped with its pages made at once (MAP_POPULATE: one call instead of a
+    page fault per 4 KiB while reading), or a bytearray where that is not available."""
+    size = os.fstat(f.fileno()).st_size
+    populate = getattr(mmap, "MAP_POPULATE", 0)
+    if size and populate:
+        try:
+            buffer = mmap.mmap(-1, size, flags=mmap.MAP_PRIVATE | mmap.MAP_ANONYMOUS | populate)
+        except (OSError, ValueError):
+            buffer = None
+        if buffer is not None:
+            if f.readinto(buffer) == size and not f.read(1):
+                return buffer
+            f.seek(0)  # the file changed size while it was read: read it as it is now
+    return bytearray(f.read())
 
 
 def _mapped(f):

@@ -73,6 +73,27 @@ def test_weights_are_aligned_read_only_views_of_the_file(tmp_path, pad):
         np.testing.assert_allclose(graph(rt.tensor(x)).numpy(), _reference(weights, x), rtol=1e-5, atol=1e-5)
 
 
+@pytest.mark.parametrize("populate", [True, False], ids=["anonymous-map", "bytearray"])
+def test_the_file_is_read_into_either_kind_of_buffer(tmp_path, monkeypatch, populate):
+    """Where MAP_POPULATE is missing (not Linux) the file goes into a bytearray instead."""
+    from flopcount.runtime.onnx import importer
+
+    if not populate:
+        monkeypatch.delattr(importer.mmap, "MAP_POPULATE", raising=False)
+    elif not hasattr(importer.mmap, "MAP_POPULATE"):
+        pytest.skip("this platform has no MAP_POPULATE")
+    model, weights = _mlp(3)
+    path = _write(tmp_path, model)
+    with open(path, "rb") as f:
+        buffer = importer._read_into_buffer(f)
+    assert isinstance(buffer, importer.mmap.mmap if populate else bytearray)
+    with open(path, "rb") as f:
+        assert bytes(buffer) == f.read()
+    graph = rt.onnx.load(path)
+    for name, expected in weights.items():
+        np.testing.assert_array_equal(graph.tensors[name].numpy(), expected)
+
+
 def test_an_imported_weight_can_be_updated_in_place(tmp_path):
     model, weights = _mlp()
     path = _write(tmp_path, model)
