@@ -93,6 +93,14 @@ def test_views_by_op_type_and_by_op(graph):
         graph.table(by="layer")
 
 
+@pytest.mark.parametrize("by", ["module", "op-type", "op"])
+def test_latency_columns_only_when_timed(graph, by):
+    timed = graph.tabulate("plain", by=by).splitlines()[0]
+    untimed = flopcount.profile(Net(), rt.randn(2, 8), mode="graph").tabulate("plain", by=by).splitlines()[0]
+    assert "Latency" in timed and "Latency" not in untimed
+    assert "MACs" in untimed and "FLOPs" in untimed
+
+
 def test_json_schema(eager):
     doc = json.loads(eager.to_json())
     assert doc["schema_version"] == SCHEMA_VERSION

@@ -61,12 +61,18 @@ def _op_type_cells(report, top, sort) -> tuple:
         summary.sort(key=key, reverse=True)
     if top is not None:
         summary = summary[:top]
-    headers = ["Op", "Calls", "MACs", "MACs %", "FLOPs", "FLOPs %", "Bytes read", "Bytes written",
-               "Latency", "Latency %"]
-    body = [[s.op, str(s.calls), macs_to_string(s.macs), percent(s.macs, total_macs),
-             flops_to_string(s.flops), percent(s.flops, total_flops), bytes_to_string(s.bytes_read),
-             bytes_to_string(s.bytes_written), time_to_string(s.latency_ms),
-             percent(s.latency_ms or 0.0, total_ms)] for s in summary]
+    timed = report.latency_ms is not None
+    headers = ["Op", "Calls", "MACs", "MACs %", "FLOPs", "FLOPs %", "Bytes read", "Bytes written"]
+    if timed:
+        headers += ["Latency", "Latency %"]
+    body = []
+    for s in summary:
+        cells = [s.op, str(s.calls), macs_to_string(s.macs), percent(s.macs, total_macs),
+                 flops_to_string(s.flops), percent(s.flops, total_flops), bytes_to_string(s.bytes_read),
+                 bytes_to_string(s.bytes_written)]
+        if timed:
+            cells += [time_to_string(s.latency_ms), percent(s.latency_ms or 0.0, total_ms)]
+        body.append(cells)
     return headers, body
 
 
@@ -77,17 +83,22 @@ def _op_cells(report, top, sort) -> tuple:
         records = sorted(records, key=lambda r: getattr(r, key) or 0, reverse=True)
     if top is not None:
         records = records[:top]
-    headers = ["Node", "Op", "Scope", "Inputs", "Outputs", "MACs", "FLOPs", "Bytes R/W", "FLOP/B",
-               "Latency", "FLOP/s"]
+    timed = report.latency_ms is not None
+    headers = ["Node", "Op", "Scope", "Inputs", "Outputs", "MACs", "FLOPs", "Bytes R/W", "FLOP/B"]
+    if timed:
+        headers += ["Latency", "FLOP/s"]
     body = []
     for r in records:
         moved = r.bytes_read + r.bytes_written
         intensity = f"{r.flops / moved:.2f}" if moved else "-"
-        rate = r.flops / (r.latency_ms / 1e3) if r.latency_ms else None
-        body.append([r.name, r.op + ("" if r.counted else " (not counted)"), r.scope or "-",
-                     _shapes(r.input_shapes), _shapes(r.output_shapes), macs_to_string(r.macs),
-                     flops_to_string(r.flops), f"{bytes_to_string(r.bytes_read)} / {bytes_to_string(r.bytes_written)}",
-                     intensity, time_to_string(r.latency_ms), rate_to_string(rate, "FLOP")])
+        cells = [r.name, r.op + ("" if r.counted else " (not counted)"), r.scope or "-",
+                 _shapes(r.input_shapes), _shapes(r.output_shapes), macs_to_string(r.macs),
+                 flops_to_string(r.flops), f"{bytes_to_string(r.bytes_read)} / {bytes_to_string(r.bytes_written)}",
+                 intensity]
+        if timed:
+            rate = r.flops / (r.latency_ms / 1e3) if r.latency_ms else None
+            cells += [time_to_string(r.latency_ms), rate_to_string(rate, "FLOP")]
+        body.append(cells)
     return headers, body
 
 
