@@ -6,7 +6,8 @@ import pytest
 from hypothesis import given, settings, strategies as st
 
 import flopcount.runtime as rt
-from opcheck import Example, check_op, op_costs, randn, run_example
+from flopcount.runtime.ops.norm import BatchNormBackward
+from opcheck import Example, check_op, op_costs, randn, record, run_example
 
 F = rt.nn.functional
 X = randn(4, 3, 5) * 2 + 1
@@ -22,6 +23,17 @@ def _bn_ref(x, w, b):
     return _standardize(x, (0, 2)) * w[:, None] + b[:, None]
 
 
+def _bn_backward_ref(g, x, w, batch_mean, batch_var):
+    """The textbook gradient of training-mode batch norm (channel dim 1), in float64."""
+    axes = (0,) + tuple(range(2, x.ndim))
+    view = (1, -1) + (1,) * (x.ndim - 2)
+    xhat = (x - batch_mean.reshape(view)) / np.sqrt(batch_var.reshape(view) + 1e-5)
+    gxhat = g * w.reshape(view)
+    gx = (gxhat - gxhat.mean(axes, keepdims=True) - xhat * (gxhat * xhat).mean(axes, keepdims=True)) \
+        / np.sqrt(batch_var.reshape(view) + 1e-5)
+    return gx, (g * xhat).sum(axes), g.sum(axes)
+
+
 def _group_ref(x, w, b, groups):
     n = x.shape[0]
     y = _standardize(x.reshape(n, groups, -1), (2,)).reshape(x.shape)
@@ -33,6 +45,11 @@ EXAMPLES = {
     # training: 2 per element for the folded scale/shift + 4 for the batch statistics
     "batch_norm": Example(lambda x, w, b: F.batch_norm(x, None, None, w, b, training=True), [X, W, B], _bn_ref,
                           flops=6 * N),
+    # subtract the mean, multiply by g, two sums, and gx's two multiplies and two adds
+    "batch_norm_backward": Example(
+        lambda g, x, w, m, v: rt.apply(BatchNormBackward, g, x, w, m, v, eps=1e-5),
+        [randn(4, 3, 5, seed=6), X, W, X.mean((0, 2)), X.var((0, 2))], _bn_backward_ref, grad=False,
+        flops=8 * N),
     # 5 per element + weight and bias (1 each)
     "layer_norm": Example(lambda x, w, b: F.layer_norm(x, (5,), w, b), [X, randn(5, seed=3), randn(5, seed=4)],
                           lambda x, w, b: _standardize(x, (2,)) * w + b, flops=7 * N),
@@ -171,6 +188,32 @@ def test_batch_norm_matches_torch(shape, training, affine):
     _compare(torch, ours, theirs, ya, yt)
     np.testing.assert_allclose(rma.numpy(), rmt.numpy(), rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(rva.numpy(), rvt.numpy(), rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("affine", [True, False])
+def test_batch_norm_fused_gradient_equals_the_composite_one(affine):
+    """A first-order backward takes batch_norm_backward; with create_graph the composite of
+    registered ops runs, and its gradient can itself be differentiated."""
+    x0 = (randn(4, 3, 6, 6, seed=41) * 3 + 2)
+    w0, b0 = randn(3, seed=42), randn(3, seed=43)
+    g0 = randn(4, 3, 6, 6, seed=44)
+
+    def grads(create_graph):
+        x = rt.tensor(x0, requires_grad=True)
+        w, b = (rt.tensor(w0, requires_grad=True), rt.tensor(b0, requires_grad=True)) if affine else (None, None)
+        y = F.batch_norm(x, None, None, w, b, training=True)
+        _, events = record(lambda: y.backward(rt.tensor(g0), create_graph=create_graph))
+        ops = {e.op.name for e in events}
+        assert ("batch_norm_backward" in ops) != create_graph
+        return x, [t.grad for t in (x, w, b) if t is not None]
+
+    _, fused = grads(False)
+    x, composite = grads(True)
+    for a, b in zip(fused, composite):
+        np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=1e-10, atol=1e-12)
+    first = composite[0].numpy().copy()
+    (composite[0] * composite[0]).sum().backward()  # a second derivative through the composite
+    assert np.abs(x.grad.numpy() - first).max() > 1e-6  # it added a nonzero d/dx of |gx|²
 
 
 @pytest.mark.parametrize("weight,bias", [(True, True), (True, False), (False, False)])
