@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+from ..ops._scratch import scratch
 from .optimizer import Optimizer, state_tensor
 
 __all__ = ["Adam", "AdamW"]
@@ -65,16 +66,27 @@ class Adam(Optimizer):
             else:
                 grad = grad + weight_decay * param.data
         exp_avg, exp_avg_sq = state["exp_avg"].data, state["exp_avg_sq"].data
-        exp_avg += (1 - beta1) * (grad - exp_avg)  # lerp towards g, as PyTorch computes it
+        # every step in one reused buffer: a fresh temporary per operation (ten of them, each
+        # the parameter's size) cost more in page faults than the arithmetic
+        tmp = scratch(xp, "adam", grad.shape, grad.dtype)
+        xp.subtract(grad, exp_avg, out=tmp)
+        tmp *= 1 - beta1
+        exp_avg += tmp  # lerp towards g, as PyTorch computes it
         exp_avg_sq *= beta2
-        exp_avg_sq += (1 - beta2) * grad * grad
+        xp.multiply(grad, 1 - beta2, out=tmp)
+        tmp *= grad
+        exp_avg_sq += tmp
         second = exp_avg_sq
         if group["amsgrad"]:
             second = state["max_exp_avg_sq"].data
             xp.maximum(second, exp_avg_sq, out=second)
         step_size = lr / (1 - beta1 ** step)
-        denom = xp.sqrt(second) / math.sqrt(1 - beta2 ** step) + eps
-        param.data -= step_size * (exp_avg / denom)
+        xp.sqrt(second, out=tmp)  # the denominator, sqrt(v)/sqrt(1 − β2^t) + eps
+        tmp /= math.sqrt(1 - beta2 ** step)
+        tmp += eps
+        xp.divide(exp_avg, tmp, out=tmp)
+        tmp *= step_size
+        param.data -= tmp
 
 
 class AdamW(Adam):
