@@ -64,6 +64,12 @@ def _affine_grads(g, xhat, weight, bias, dims):
     return gw, gb
 
 
+def _channel_dot(xp, a, b):
+    """Σ a·b per channel (dim 1) of two arrays of one shape, without an a·b temporary."""
+    letters = "abcdefghijklmnopqrstuvwxyz"[:a.ndim]
+    return xp.einsum(f"{letters},{letters}->b", a, b)
+
+
 # --- batch norm --------------------------------------------------------------------------------
 
 @register_op("batch_norm")
@@ -99,12 +105,20 @@ class BatchNorm(Op):
         dims = (0,) + tuple(range(2, x.ndim))
         view = (1, x.shape[1]) + (1,) * (x.ndim - 2)
         if training:
+            # the centred input is made once: the variance is read from it (einsum sums the
+            # squares without a temporary) and it becomes the output in place
             work = upcast_half(x)
             batch_mean = work.mean(axis=dims)
-            batch_var = work.var(axis=dims)
-            mean_, var_ = batch_mean, batch_var
-        else:
-            mean_, var_ = running_mean, running_var
+            y = work - batch_mean.reshape(view)
+            batch_var = _channel_dot(xp, y, y) / (x.size // x.shape[1])
+            scale = 1.0 / xp.sqrt(batch_var + eps)
+            if weight is not None:
+                scale = scale * weight
+            y *= scale.reshape(view)
+            if bias is not None:
+                y += bias.reshape(view)
+            return y.astype(x.dtype, copy=False), batch_mean, batch_var
+        mean_, var_ = running_mean, running_var
         scale = 1.0 / xp.sqrt(var_ + eps)
         if weight is not None:
             scale = scale * weight
@@ -113,8 +127,7 @@ class BatchNorm(Op):
             shift = shift + bias
         y = x * scale.reshape(view)
         y += shift.reshape(view)  # in place: one output array, no temporary
-        y = y.astype(x.dtype, copy=False)
-        return (y, batch_mean, batch_var) if training else y
+        return y.astype(x.dtype, copy=False)
 
     def vjp(g, out, x, weight, bias, running_mean, running_var, *, training, momentum, eps):
         view = _channel_shape(x)
@@ -179,7 +192,7 @@ class BatchNormBackward(Op):
         rstd = 1.0 / xp.sqrt(upcast_half(batch_var) + eps)
         centered = upcast_half(x) - upcast_half(batch_mean).reshape(view)
         sum_g = work_g.sum(axis=dims)
-        dot = (centered * work_g).sum(axis=dims)  # Σ g·(x − mean)
+        dot = _channel_dot(xp, centered, work_g)  # Σ g·(x − mean)
         scale = rstd if weight is None else rstd * upcast_half(weight)
         centered *= (-scale * rstd * rstd * dot / count).reshape(view)  # k·(x − mean), in place
         centered += (-scale * sum_g / count).reshape(view)
