@@ -62,6 +62,30 @@ def _lowest(dtype) -> float:
 
 # --- max pool ----------------------------------------------------------------------------------
 
+# planes per block of the CPU max pool kernels: each kernel position's pass over a block finds
+# the running maximum, argmax and masks still in cache, where whole-batch passes stream each of
+# them through memory once per position (resnet's stem pool at batch 8: forward 15.5 to 7.9 ms,
+# backward 42 to 21 ms)
+BLOCK_BYTES = 2**20
+
+
+def _plane_blocks(xp, kernel, out_spatial: tuple, dtype, *arrays):
+    """``kernel(*arrays)`` run on blocks of the (N·C) planes of ``arrays`` (each (N, C, *S)),
+    the blocks' results (N', C', *out_spatial) written into one (N, C, *out_spatial) array.
+    Planes are independent in pooling, so the blocks compute exactly what one call would."""
+    n, c = arrays[0].shape[:2]
+    plane_bytes = max(prod(a.shape[2:]) * a.dtype.itemsize for a in arrays)
+    block = max(1, BLOCK_BYTES // max(plane_bytes, 1))
+    if xp is not np or block >= n * c:  # a GPU has no cache to block for
+        return kernel(*arrays)
+    flat = [a.reshape((1, n * c) + tuple(a.shape[2:])) for a in arrays]
+    result = np.empty((1, n * c) + tuple(out_spatial), dtype=dtype)
+    for start in range(0, n * c, block):
+        part = (slice(None), slice(start, start + block))
+        result[part] = kernel(*[a[part] for a in flat])
+    return result.reshape((n, c) + tuple(out_spatial))
+
+
 def _flat(x, kernel, out, stride, padding, dilation) -> FlatWindows:
     """Windows as contiguous ranges (see FlatWindows), holding the whole padded input so the
     same grid also serves the scatter of a backward pass."""
@@ -106,13 +130,17 @@ class MaxPool(Op):
 
     def forward(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode):
         out = _pool_out("max_pool", x, kernel_size, stride, padding, dilation, ceil_mode)
-        fw = _flat(x, kernel_size, out, stride, padding, dilation)
-        planes = fw.gather(xp, x, _lowest(x.dtype))
-        y = scratch(xp, "wide", x.shape[:2] + (fw.length,), x.dtype)
-        y[...] = fw.view(planes, 0)
-        for i in range(1, len(fw.places)):
-            xp.maximum(y, fw.view(planes, i), out=y)  # maximum keeps NaN
-        return fw.to_outputs(y).copy()
+
+        def kernel(x):
+            fw = _flat(x, kernel_size, out, stride, padding, dilation)
+            planes = fw.gather(xp, x, _lowest(x.dtype))
+            y = scratch(xp, "wide", x.shape[:2] + (fw.length,), x.dtype)
+            y[...] = fw.view(planes, 0)
+            for i in range(1, len(fw.places)):
+                xp.maximum(y, fw.view(planes, i), out=y)  # maximum keeps NaN
+            return fw.to_outputs(y).copy()
+
+        return _plane_blocks(xp, kernel, out, x.dtype, x)
 
     kernels = {"cuda": cuda_kernels.max_pool(forward)}
 
@@ -139,14 +167,17 @@ class MaxPoolBackward(Op):
         return same_spec(x)
 
     def forward(xp, g, x, *, kernel_size, stride, padding, dilation, ceil_mode):
-        fw = _flat(x, kernel_size, g.shape[2:], stride, padding, dilation)
-        _, arg = _argmax_windows(xp, fw, x)
-        g_wide = fw.from_outputs(xp, g)  # zeros in the grid's extra entries: they add nothing
-        acc = fw.zero_planes(xp, x.shape[:2], g.dtype, role="acc")
-        zero = xp.zeros((), dtype=g.dtype)
-        for i in range(len(fw.places)):
-            fw.view(acc, i)[...] += select(xp, arg == i, g_wide, zero)
-        return fw.scatter(xp, acc, g.dtype)
+        def kernel(g, x):
+            fw = _flat(x, kernel_size, g.shape[2:], stride, padding, dilation)
+            _, arg = _argmax_windows(xp, fw, x)
+            g_wide = fw.from_outputs(xp, g)  # zeros in the grid's extra entries: they add nothing
+            acc = fw.zero_planes(xp, x.shape[:2], g.dtype, role="acc")
+            zero = xp.zeros((), dtype=g.dtype)
+            for i in range(len(fw.places)):
+                fw.view(acc, i)[...] += select(xp, arg == i, g_wide, zero)
+            return fw.scatter(xp, acc, g.dtype)
+
+        return _plane_blocks(xp, kernel, x.shape[2:], g.dtype, g, x)
 
     kernels = {"cuda": cuda_kernels.max_pool_backward(forward)}
 

@@ -7,7 +7,7 @@ from hypothesis import given, settings, strategies as st
 
 import flopcount.runtime as rt
 from flopcount.runtime.ops.pooling import (AdaptiveAvgPoolBackward, AdaptiveMaxPoolBackward, AvgPoolBackward,
-                                           MaxPoolBackward)
+                                           MaxPool, MaxPoolBackward)
 from opcheck import (Example, check_op, forward_backward_with_torch, linear_adjoint, op_costs, randn, record,
                      run_example)
 
@@ -286,3 +286,23 @@ def test_matches_torch_forward_and_backward(nd):
                                                          lambda a: getattr(tf, fn)(a, **kw), [x], rng)
         np.testing.assert_allclose(y, ty, rtol=1e-5, atol=1e-6, err_msg=f"{name} {kw}")
         np.testing.assert_allclose(gx, tgx, rtol=1e-5, atol=1e-6, err_msg=f"{name} {kw}")
+
+
+@pytest.mark.parametrize("block_bytes", [1, 3 * 7 * 7 * 4, 10**9], ids=["one-plane", "three-planes", "whole"])
+def test_max_pool_by_blocks_of_planes_equals_the_reference(monkeypatch, block_bytes):
+    """The CPU kernels run on blocks of planes; any block size gives the reference's maximum and
+    the gradient at the first maximum, ties (zeros after a ReLU) and NaN included."""
+    from flopcount.runtime.ops import pooling
+
+    monkeypatch.setattr(pooling, "BLOCK_BYTES", block_bytes)
+    x = np.maximum(randn(2, 5, 7, 7, seed=7), 0)  # half zeros: many ties in a window
+    g = randn(2, 5, 4, 4, seed=8)
+    y = rt.apply(MaxPool, rt.tensor(x), **_MAX).numpy()
+    np.testing.assert_array_equal(y, ref_max_pool(x, 3, 2, 1))
+    gx = rt.apply(MaxPoolBackward, rt.tensor(g), rt.tensor(x), **_MAX).numpy()
+    np.testing.assert_allclose(gx, ref_max_pool_backward(g, x, 3, 2, 1), rtol=1e-12, atol=1e-12)
+    x[1, 2, 3, 3] = np.nan  # a NaN wins its windows, and takes their gradients
+    y = rt.apply(MaxPool, rt.tensor(x), **_MAX).numpy()
+    np.testing.assert_array_equal(np.isnan(y), np.isnan(ref_max_pool(x, 3, 2, 1)))
+    gx = rt.apply(MaxPoolBackward, rt.tensor(g), rt.tensor(x), **_MAX).numpy()
+    assert gx[1, 2, 3, 3] == pytest.approx(g[1, 2, 1:3, 1:3].sum())
