@@ -293,3 +293,18 @@ def test_matches_torch_forward_and_backward(nd, transposed):
                                             lambda *a: getattr(torch.nn.functional, name)(*a, **kw), [x, w, b], rng)
         for ours, ref in pairs:  # output, then the gradients of x, w and b
             np.testing.assert_allclose(ours, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())
+
+
+@pytest.mark.parametrize("nd,kernel,padding", [(1, 3, 0), (2, 3, 1), (2, 5, 4), (3, 2, 1), (2, (3, 1), (2, 0))])
+def test_stride_one_transposed_conv_as_a_flipped_conv(nd, kernel, padding):
+    """At stride 1 the transposed conv runs as a conv with the flipped kernel: the same values
+    as the direct reference, with and without bias, and the same input gradient of a conv."""
+    rng = np.random.default_rng(nd)
+    k = (kernel,) * nd if isinstance(kernel, int) else kernel
+    p = (padding,) * nd if isinstance(padding, int) else padding
+    x = rng.standard_normal((2, 3) + (6,) * nd)
+    w = rng.standard_normal((3, 4) + k)
+    b = rng.standard_normal(4)
+    fn = getattr(F, f"conv_transpose{nd}d")
+    y = fn(rt.tensor(x), rt.tensor(w), rt.tensor(b), 1, p).numpy()
+    np.testing.assert_allclose(y, ref_conv_transpose(x, w, b, 1, p), rtol=1e-10, atol=1e-10)
