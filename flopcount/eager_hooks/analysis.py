@@ -273,12 +273,19 @@ def _described(specs: tuple) -> tuple:
     return shapes, dtypes
 
 
-def op_records(priced: Priced, op_latency: list | None = None, op_start: list | None = None) -> tuple:
-    """(every op as an OpRecord, the seen-not-counted ones, the folded ones), in execution order."""
+def op_records(priced: Priced, op_latency: list | None = None, op_start: list | None = None):
+    """A function giving (every op as an OpRecord, the seen-not-counted ones, the folded ones),
+    in execution order. It keeps the events and their costs only (not the recorder, whose calls
+    hold the model's modules), so a report can build the lists when they are first read."""
+    events, op_costs, own_costs, kinds = priced.rec.events, priced.op_cost, priced.own_cost, priced.kind
+    counts_functional = priced.counts_functional
+    return lambda: _op_records(events, op_costs, own_costs, kinds, counts_functional, op_latency, op_start)
+
+
+def _op_records(events, op_costs, own_costs, kinds, counts_functional, op_latency, op_start) -> tuple:
     records, seen, folded = [], [], []
     counters: dict = {}
-    counts_functional = priced.counts_functional
-    for i, (e, cost, own, kind) in enumerate(zip(priced.rec.events, priced.op_cost, priced.own_cost, priced.kind)):
+    for i, (e, cost, own, kind) in enumerate(zip(events, op_costs, own_costs, kinds)):
         op_name, path = e.op.name, e.path
         base = f"{path}/{op_name}" if path else op_name
         seen_before = counters.get(base, 0)

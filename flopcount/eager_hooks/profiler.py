@@ -120,11 +120,11 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
                 backward_rows = _backward_by_module(events, op_latency)
 
     rows = analysis.build_rows(model, priced, module_times, backward_rows, index.modules, index.counts)
-    records, seen, folded = analysis.op_records(priced, op_latency, op_start)
     unsupported = analysis.unsupported(priced, module_times, whole[0], op_latency)
     return Report(rows, convention=conv.name, mode="eager", device=str(device), dtype=_dtype_of(model, args),
-                  input_shapes=[tuple(t.shape) for t in tensor_leaves(list(args))], ops=records,
-                  unsupported=unsupported, seen_not_counted=seen, folded=folded, memory=memory, latency_ms=whole[0],
+                  input_shapes=[tuple(t.shape) for t in tensor_leaves(list(args))],
+                  op_lists=analysis.op_records(priced, op_latency, op_start),
+                  unsupported=unsupported, memory=memory, latency_ms=whole[0],
                   latency_min_ms=whole[1], backward=backward, backward_latency_ms=backward_ms,
                   model=name or type(model).__name__)
 

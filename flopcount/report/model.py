@@ -202,17 +202,20 @@ class Report:
                  unsupported: list | None = None, seen_not_counted: list | None = None,
                  folded: list | None = None, memory: Memory | None = None, latency_ms: float | None = None,
                  latency_min_ms: float | None = None, backward: bool = False,
-                 backward_latency_ms: float | None = None, model: str = ""):
+                 backward_latency_ms: float | None = None, model: str = "", op_lists=None):
         self.rows = list(rows)
-        self.ops = list(ops or [])
+        # op_lists: a function giving (ops, seen_not_counted, folded), called on first use of
+        # any of them, so a profile whose op lists nobody reads does not build them
+        self._op_lists = op_lists
+        self._ops = list(ops or [])
         self.convention = convention
         self.mode = mode
         self.device = str(device)
         self.dtype = dtype
         self.input_shapes = [tuple(s) for s in (input_shapes or [])]
         self.unsupported = list(unsupported or [])
-        self.seen_not_counted = list(seen_not_counted or [])
-        self.folded = list(folded or [])
+        self._seen_not_counted = list(seen_not_counted or [])
+        self._folded = list(folded or [])
         self.memory = memory or Memory()
         self.latency_ms = latency_ms
         self.latency_min_ms = latency_min_ms
@@ -224,6 +227,28 @@ class Report:
         for r in self.rows:
             if r.parent is not None:
                 self._children.setdefault(r.parent, []).append(r)
+
+    # --- the op lists, built when first read --------------------------------------------
+    def _built(self) -> None:
+        if self._op_lists is not None:
+            ops, seen, folded = self._op_lists()
+            self._op_lists = None
+            self._ops, self._seen_not_counted, self._folded = list(ops), list(seen), list(folded)
+
+    @property
+    def ops(self) -> list:
+        self._built()
+        return self._ops
+
+    @property
+    def seen_not_counted(self) -> list:
+        self._built()
+        return self._seen_not_counted
+
+    @property
+    def folded(self) -> list:
+        self._built()
+        return self._folded
 
     # --- the numbers ----------------------------------------------------------------------
     @property

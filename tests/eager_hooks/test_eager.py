@@ -213,3 +213,20 @@ def test_meta_model_counts_like_cpu():
     assert (meta.macs, meta.flops, meta.params) == (cpu.macs, cpu.flops, cpu.params)
     assert meta.device == "meta" and meta.memory.measured_peak is None
     assert meta.totals["backward_macs"] == FC1 + 2 * FC2 + 2 * GRAM
+
+
+def test_op_lists_are_built_when_read_and_do_not_keep_the_model():
+    """The op records, seen-not-counted and folded lists come from the recorded events when a
+    report first reads them; the report holds the events, not the model."""
+    import gc
+    import weakref
+
+    model = nn.Sequential(nn.Linear(4, 8), nn.ReLU())
+    report = profile_eager(model, (rt.ones(2, 4),), convention="ptflops")
+    alive = weakref.ref(model)
+    del model
+    gc.collect()
+    assert alive() is None
+    assert [r.op for r in report.ops] == ["linear", "relu"]
+    assert report.seen_not_counted == [] and report.folded == []
+    assert report.ops[0].macs == 2 * 4 * 8 + 2 * 8  # ptflops: bias counts
