@@ -308,3 +308,26 @@ def test_stride_one_transposed_conv_as_a_flipped_conv(nd, kernel, padding):
     fn = getattr(F, f"conv_transpose{nd}d")
     y = fn(rt.tensor(x), rt.tensor(w), rt.tensor(b), 1, p).numpy()
     np.testing.assert_allclose(y, ref_conv_transpose(x, w, b, 1, p), rtol=1e-10, atol=1e-10)
+
+
+@pytest.mark.parametrize("stride,padding,size", [(1, 1, 16), (2, 1, 32), (1, 0, 18), (2, 2, 30)])
+def test_weight_gradient_by_kernel_position_equals_the_sum_of_products(stride, padding, size):
+    """From 16 input channels, on maps the wide grid serves, the weight gradient is one GEMM
+    per image and kernel position (no column buffer): gw[o, c, a, b] is the sum over images
+    and outputs of g[n, o, i, j]·x[n, c, i·s + a − p, j·s + b − p]."""
+    from flopcount.runtime.ops import _conv_kernels
+
+    c = _conv_kernels.DIRECT_WEIGHT_GRAD_CHANNELS
+    rng = np.random.default_rng(stride + padding)
+    x = rng.standard_normal((2, c, size, size))
+    out = (size + 2 * padding - 3) // stride + 1
+    assert _conv_kernels._flat((3, 3), (out, out), (stride,) * 2, (padding,) * 2, (1, 1), (size, size)) is not None
+    assert out * out > _conv_kernels.SMALL_MAP  # not the whole-batch layout of small maps
+    g = rng.standard_normal((2, 5, out, out))
+    attrs = dict(kernel_size=(3, 3), stride=(stride,) * 2, padding=(padding,) * 2, dilation=(1, 1), groups=1)
+    got = conv_weight_grad(rt.tensor(x), rt.tensor(g), **attrs).numpy()
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    span = stride * (out - 1) + 1
+    expected = np.stack([np.stack([np.einsum("noij,ncij->oc", g, xp[:, :, a:a + span:stride, b:b + span:stride])
+                                   for b in range(3)], -1) for a in range(3)], -2)
+    np.testing.assert_allclose(got, expected, rtol=1e-10, atol=1e-10)
