@@ -9,10 +9,11 @@ Cost (COUNTING.md):
   and no bias, so it does 3 of layer norm's 5 passes; this is the arithmetic of its kernel.
 
 Gradients are composites of registered ops, except batch norm's in training: one fused
-``batch_norm_backward`` op (8 per element) unless a graph of the gradient is being built. Layer, group and RMS norm recompute their per-row
-statistics in the backward pass (their forward keeps only its output), so that work is counted
-there; batch norm in training returns the batch statistics as extra outputs, which both the
-running-statistics update and the backward pass use.
+``batch_norm_backward`` op (8 per element) unless a graph of the gradient is being built.
+Layer, group and RMS norm recompute their per-row statistics in the backward pass (their
+forward keeps only its output), so that work is counted there; batch norm in training returns
+the batch statistics as extra outputs, which both the running-statistics update and the
+backward pass use.
 """
 
 from __future__ import annotations
@@ -36,6 +37,11 @@ from .reduction import mean, sum as reduce_sum
 def _channel_shape(x) -> tuple:
     """(1, C, 1, ...): a per-channel vector viewed to broadcast against ``x`` (N, C, *)."""
     return (1, x.shape[1]) + (1,) * (x.ndim - 2)
+
+
+def _channel_dims(x) -> tuple:
+    """The dims a per-channel statistic of ``x`` (N, C, *) reduces: all but dim 1."""
+    return (0,) + tuple(range(2, x.ndim))
 
 
 def _check_vector(op: str, name: str, t, size: int, x) -> None:
@@ -102,8 +108,7 @@ class BatchNorm(Op):
         return y
 
     def forward(xp, x, weight, bias, running_mean, running_var, *, training, momentum, eps):
-        dims = (0,) + tuple(range(2, x.ndim))
-        view = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        dims, view = _channel_dims(x), _channel_shape(x)
         if training:
             # the centred input is made once: the variance is read from it (einsum sums the
             # squares without a temporary) and it becomes the output in place
@@ -130,8 +135,6 @@ class BatchNorm(Op):
         return y.astype(x.dtype, copy=False)
 
     def vjp(g, out, x, weight, bias, running_mean, running_var, *, training, momentum, eps):
-        view = _channel_shape(x)
-        dims = (0,) + tuple(range(2, x.ndim))
         if training and not is_grad_enabled():
             # one fused op, about half the passes over memory of the composite below; a graph
             # of the gradient (create_graph) needs the composite, whose ops are differentiable
@@ -141,6 +144,7 @@ class BatchNorm(Op):
             return (gx if x.requires_grad else None,
                     gw if weight is not None and weight.requires_grad else None,
                     gb if bias is not None and bias.requires_grad else None, None, None)
+        view, dims = _channel_shape(x), _channel_dims(x)
         if training:
             g, _, _ = g  # the statistics carry no gradient
             _, batch_mean, batch_var = out
@@ -185,8 +189,7 @@ class BatchNormBackward(Op):
         return same_spec(x), stat, stat
 
     def forward(xp, g, x, weight, batch_mean, batch_var, *, eps):
-        dims = (0,) + tuple(range(2, x.ndim))
-        view = (1, x.shape[1]) + (1,) * (x.ndim - 2)
+        dims, view = _channel_dims(x), _channel_shape(x)
         count = x.size // x.shape[1]
         work_g = upcast_half(g)
         rstd = 1.0 / xp.sqrt(upcast_half(batch_var) + eps)
@@ -350,7 +353,7 @@ class GroupNorm(Op):
         if x.requires_grad:
             gxhat = mul(g, reshape(weight, _channel_shape(x))) if weight is not None else g
             gx = reshape(_standardize_grad(reshape(gxhat, grouped), xhat, rstd, (2,)), x.shape)
-        gw, gb = _affine_grads(g, xhat_full, weight, bias, (0,) + tuple(range(2, x.ndim)))
+        gw, gb = _affine_grads(g, xhat_full, weight, bias, _channel_dims(x))
         return gx, gw, gb
 
     def cost(out, x, weight, bias, *, num_groups, eps):
