@@ -1,4 +1,4 @@
-"""Module hooks and one dispatcher observer that only *store* what a run does.
+"""A module-call observer and an op observer that only *store* what a run does.
 
 Nothing is priced while the model runs: a module call keeps the specs (shape, dtype, device)
 of its positional and keyword inputs and of its output and the range of op events inside it
@@ -7,7 +7,7 @@ keeps its op, specs, attrs, the call it ran in, its phase and the ids of its ten
 replace tensors so the run's activations are freed as usual. Costs are computed afterwards
 (``analysis.py``).
 
-The hooks and the observer run once per module call and per op, inside the measured run, so
+The call and op observers run once per module call and per op, inside the measured run, so
 they do as little as they can: an op output's Spec is made once, when the op returns, and
 reused wherever the tensor appears again (as another op's input, a module's input or output);
 a parameter's or buffer's Spec (and size) is made once per run; an event is a tuple.
@@ -84,7 +84,7 @@ _new_event = tuple.__new__
 
 
 class Recorder:
-    """Records calls (global module hooks) and op events (an observer) of one model."""
+    """Records module calls (``observe_module_calls``) and op events (an observer) of one model."""
 
     def __init__(self, model, inputs=(), timing: bool = False, clock=None, index=None):
         """``index`` (a ModelIndex) saves walking ``model`` again; with it ``model`` may be
@@ -136,16 +136,15 @@ class Recorder:
         entry = self._entry(t)
         return entry[2] if entry is not None else Spec(t.shape, t.dtype, t.device)
 
-    # --- module hooks ---------------------------------------------------------------------
-    def pre_hook(self, module, args):
+    # --- module calls ----------------------------------------------------------------------
+    def record_call(self, module, args: tuple, kwargs: dict):
+        """Run ``module.forward`` and note the call around it (``observe_module_calls``): one
+        Python call per module call, since this runs inside the measured run."""
         path = self.paths.get(id(module))
-        if path is None:
-            return None  # a module outside the model's tree: its ops go to the caller
-        stack, calls = self.stack, self.calls
-        parent = stack[-1] if stack else -1
-        stack.append(len(calls))
+        if path is None:  # a module outside the model's tree: its ops go to the caller
+            return module.forward(*args, **kwargs)
+        stack, calls, known = self.stack, self.calls, self.known
         specs, serials = [], []
-        known = self.known
         for a in args:
             if not isinstance(a, Tensor):
                 specs.append(snapshot(a, self.spec))
@@ -157,20 +156,20 @@ class Recorder:
             specs.append(entry[2] if entry[5] else ConstantSpec(a.shape, a.dtype, a.device))
             if entry[0] is not None:
                 serials.append(entry[0])
-        calls.append(Call(path, module, parent, tuple(specs), len(self.events), serials))
-        return None
-
-    def post_hook(self, module, args, kwargs, output):
-        if id(module) not in self.paths or not self.stack:
-            return None
-        call = self.calls[self.stack.pop()]
+        call = Call(path, module, stack[-1] if stack else -1, tuple(specs), len(self.events), serials)
+        stack.append(len(calls))
+        calls.append(call)
+        try:
+            output = module.forward(*args, **kwargs)
+        finally:
+            stack.pop()
         if kwargs:
             call.kwargs = snapshot(kwargs, self.spec)
             call.input_serials += [s for s in (self.serial(t) for t in kwargs.values() if isinstance(t, Tensor))
                                    if s is not None]
         call.output = self._output_spec(output) if isinstance(output, Tensor) else snapshot(output, self._output_spec)
         call.end = len(self.events)
-        return None
+        return output
 
     # --- observer -------------------------------------------------------------------------
     def on_op(self, event) -> None:
@@ -228,10 +227,9 @@ class Recorder:
 
     @contextlib.contextmanager
     def attached(self) -> Iterator["Recorder"]:
-        """Hooks and observer in place for the block; all removed afterwards, also on error."""
+        """Module calls and ops observed for the block; both let go afterwards, also on error."""
         try:
-            with nn.register_module_forward_pre_hook(self.pre_hook), \
-                    nn.register_module_forward_hook(self.post_hook, with_kwargs=True), observe(self):
+            with nn.observe_module_calls(self), observe(self):
                 yield self
         finally:
             self.stack.clear()

@@ -89,7 +89,8 @@ def _updates_buffers(module) -> bool:
 def _call_in_graph_mode(module, args: tuple, kwargs: dict):
     from ..nn.modules import module as _m
 
-    if (_m._global_forward_pre_hooks or _m._global_forward_hooks or _updates_buffers(module)
+    if (_m._global_forward_pre_hooks or _m._global_forward_hooks or _m._call_observer is not None
+            or _updates_buffers(module)
             or any(m._forward_pre_hooks or m._forward_hooks for m in module.modules())):
         return NotImplemented
     lazy = _lazy_graphs.get(module)

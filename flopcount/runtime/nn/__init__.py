@@ -7,3 +7,4 @@ from .modules import module as _module
 
 register_module_forward_pre_hook = _module.register_module_forward_pre_hook
 register_module_forward_hook = _module.register_module_forward_hook
+observe_module_calls = _module.observe_module_calls

@@ -87,6 +87,17 @@ def test_set_mode_keeps_hooks_and_training_batch_norm_eager(count_traces, graph_
     model(rt.randn(2, 4))
     assert seen == [(2, 8)] and count_traces == []
     handle.remove()
+
+    class Calls:
+        seen = []
+
+        def record_call(self, module, args, kwargs):
+            self.seen.append(type(module).__name__)
+            return module.forward(*args, **kwargs)
+
+    with rt.nn.observe_module_calls(Calls()) as calls:
+        model(rt.randn(2, 4))
+    assert "Linear" in calls.seen and count_traces == []  # an observed call runs eagerly
     cnn = SmallCNN().train()
     before = cnn.bn.running_mean.numpy().copy()
     cnn(rt.randn(4, 3, 8, 8))

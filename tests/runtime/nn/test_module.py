@@ -166,6 +166,56 @@ def test_hook_handle_as_context_manager():
     assert seen == [fc]
 
 
+class _CallLog:
+    """A module-call observer that logs what it is given and what forward returned."""
+
+    def __init__(self):
+        self.log = []
+
+    def record_call(self, module, args, kwargs):
+        self.log.append(("enter", type(module).__name__, float(args[0].sum())))
+        out = module.forward(*args, **kwargs)
+        self.log.append(("exit", type(module).__name__, float(out.sum())))
+        return out
+
+
+def test_call_observer_sees_every_call_nested_with_args_after_pre_hooks_and_output_before_hooks():
+    net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    net[0].register_forward_pre_hook(lambda m, args: (args[0] * 2,))
+    net[0].register_forward_hook(lambda m, args, out: out + 100)
+    observer = _CallLog()
+    x = rt.ones(1, 2)
+    with nn.observe_module_calls(observer):
+        out = net(x)
+    raw = rt.linear(x * 2, net[0].weight, net[0].bias)
+    names = [(kind, name) for kind, name, _ in observer.log]
+    assert names == [("enter", "Sequential"), ("enter", "Linear"), ("exit", "Linear"),
+                     ("enter", "ReLU"), ("exit", "ReLU"), ("exit", "Sequential")]
+    assert observer.log[1][2] == pytest.approx(4.0)                     # after the pre-hook
+    assert observer.log[2][2] == pytest.approx(float(raw.sum()), rel=1e-6)  # before the forward hook
+    np.testing.assert_allclose(out.numpy(), (raw + 100).relu().numpy(), rtol=1e-6)
+    observer.log.clear()
+    net(x)
+    assert observer.log == []  # let go after the block
+
+
+def test_call_observer_is_one_at_a_time_and_let_go_when_forward_raises():
+    class Broken(nn.Module):
+        def forward(self, x):
+            raise ValueError("broken forward")
+
+    observer = _CallLog()
+    with pytest.raises(ValueError, match="broken forward"):
+        with nn.observe_module_calls(observer):
+            with pytest.raises(RuntimeError, match="another observer"):
+                with nn.observe_module_calls(_CallLog()):
+                    pass
+            Broken()(rt.ones(1))
+    assert observer.log == [("enter", "Broken", 1.0)]
+    assert nn.modules.module._call_observer is None
+    assert rt.dispatch.state.scope_stack == []
+
+
 def test_observers_see_the_innermost_module_on_the_fast_path_too():
     net = Net()
     rec = Recorder()

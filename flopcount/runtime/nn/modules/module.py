@@ -8,6 +8,7 @@ which module an op ran in.
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import warnings
 from collections import OrderedDict, namedtuple
@@ -20,7 +21,8 @@ from ...errors import ShapeError
 from ...tensor import Tensor
 from ..parameter import Buffer, Parameter
 
-__all__ = ["Module", "RemovableHandle", "register_module_forward_pre_hook", "register_module_forward_hook"]
+__all__ = ["Module", "RemovableHandle", "register_module_forward_pre_hook", "register_module_forward_hook",
+           "observe_module_calls"]
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
@@ -29,6 +31,10 @@ _global_forward_hooks: "OrderedDict[int, Callable]" = OrderedDict()
 _global_forward_hooks_with_kwargs: set = set()    # ids of global hooks that also get the kwargs
 _global_forward_hooks_always_called: set = set()  # ids of global hooks that run when forward raises
 _hook_ids = itertools.count()
+
+# Set by observe_module_calls: an object whose record_call(module, args, kwargs) runs
+# module.forward itself and notes the call around it (the eager view's recorder).
+_call_observer = None
 
 # Set by runtime.graph.set_mode("graph"): a top-level call goes through a compiled graph (it
 # returns NotImplemented to decline, e.g. when hooks need the module calls).
@@ -86,6 +92,37 @@ def register_module_forward_hook(hook: Callable, *, with_kwargs: bool = False,
                                   (_global_forward_hooks_always_called, always_call)))
 
 
+@contextlib.contextmanager
+def observe_module_calls(observer) -> Iterator:
+    """While the block runs, every module call runs as ``observer.record_call(module, args,
+    kwargs)``, which must call ``module.forward(*args, **kwargs)`` and return its output.
+
+    What a global pre-hook and forward hook pair would see (the arguments after every pre-hook,
+    the output before any forward hook), at the cost of one Python call per module call
+    instead of the hook machinery: the eager view records every call of a model this way, and
+    its cost lands on the run it measures. One observer at a time.
+
+    >>> import flopcount.runtime as rt
+    >>> class Names:
+    ...     seen = []
+    ...     def record_call(self, module, args, kwargs):
+    ...         self.seen.append(type(module).__name__)
+    ...         return module.forward(*args, **kwargs)
+    >>> with observe_module_calls(Names()) as names:
+    ...     _ = rt.nn.Sequential(rt.nn.Linear(2, 2), rt.nn.ReLU())(rt.ones(1, 2))
+    >>> names.seen
+    ['Sequential', 'Linear', 'ReLU']
+    """
+    global _call_observer
+    if _call_observer is not None:
+        raise RuntimeError("observe_module_calls: another observer is already recording module calls")
+    _call_observer = observer
+    try:
+        yield observer
+    finally:
+        _call_observer = None
+
+
 class Module:
     """Base class of every layer and model.
 
@@ -131,7 +168,9 @@ class Module:
                 or _global_forward_hooks):
             stack.append(self)
             try:
-                return self.forward(*args, **kwargs)
+                if _call_observer is None:
+                    return self.forward(*args, **kwargs)
+                return _call_observer.record_call(self, args, kwargs)
             finally:
                 stack.pop()
         return self._call_with_hooks(stack, args, kwargs)
@@ -157,7 +196,8 @@ class Module:
                         args = result if isinstance(result, tuple) else (result,)
             stack.append(self)
             try:
-                output = self.forward(*args, **kwargs)
+                output = (self.forward(*args, **kwargs) if _call_observer is None
+                          else _call_observer.record_call(self, args, kwargs))
             finally:
                 stack.pop()
             for key, hook in list(_global_forward_hooks.items()) + list(self._forward_hooks.items()):
