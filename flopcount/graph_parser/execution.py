@@ -92,7 +92,7 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
             collector = _Collector(timing)
             with observe(collector):
                 if i == 0:
-                    with observe(recorder):
+                    with recorder.attached(calls=False):
                         out = _backward_step(tagged, args, kwargs)
                     outputs = [recorder.serial(t) for t in tensor_leaves(out)]
                     del out

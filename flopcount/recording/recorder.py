@@ -19,7 +19,6 @@ import contextlib
 from collections import namedtuple
 from math import prod
 from typing import Iterator
-from weakref import ref
 
 from ..conventions.base import ConstantSpec
 from ..runtime import nn
@@ -93,17 +92,15 @@ class Recorder:
 
         index = index or ModelIndex(model)
         self.paths = index.paths
-        # what the recorder knows of a tensor, by id: (serial, weak reference, Spec, parameter
-        # elements, parameter bytes, depends on the roots). The roots (the model's inputs,
-        # parameters and buffers) live through the run, so their ids are stable: their entries
-        # are made here (serial and reference None). Op outputs get a serial number and a weak
-        # reference: ids are reused once a tensor dies, so their entry is only believed while
-        # the reference still reaches the same tensor. Outputs that do not depend on the roots
-        # come from constants only (a causal mask, position ids).
-        self.known: dict = {}
-        for t in index.params + index.buffers + list(inputs):
-            n = prod(t.shape) if type(t) is Parameter else 0
-            self.known[id(t)] = (None, None, Spec(t.shape, t.dtype, t.device), n, n * t.dtype.itemsize, True)
+        # What the recorder knows of a tensor is its note on it (``Tensor._trace``): (this
+        # recorder's token, serial, Spec, parameter elements, parameter bytes, depends on the
+        # roots). A note lives and dies with its tensor, so reading it needs no lookup by id
+        # and no check that an id was not reused; a note of another run has another token.
+        # The roots (the model's inputs, parameters and buffers) are noted while the recorder
+        # is attached (serial None); op outputs when they are made. Outputs that do not depend
+        # on the roots come from constants only (a causal mask, position ids).
+        self.token = object()
+        self.roots = index.params + index.buffers + list(inputs)
         self.next_serial = 0
         self.calls: list[Call] = []
         self.events: list[Event] = []
@@ -113,16 +110,14 @@ class Recorder:
 
     # --- what a tensor is ------------------------------------------------------------------
     def _entry(self, t):
-        """The entry of an op output still alive or of a root; None for any other tensor."""
-        entry = self.known.get(id(t))
-        if entry is not None and (entry[1] is None or entry[1]() is t):
-            return entry
-        return None
+        """The note on an op output of this run or on a root; None for any other tensor."""
+        entry = t._trace
+        return entry if entry is not None and entry[0] is self.token else None
 
     def serial(self, t) -> int | None:
         """The serial number of a live op output (``None`` for inputs, parameters, constants)."""
         entry = self._entry(t)
-        return None if entry is None else entry[0]
+        return None if entry is None else entry[1]
 
     def spec(self, t) -> Spec:
         """A module input's spec: a ConstantSpec when it is computed from constants only."""
@@ -143,19 +138,19 @@ class Recorder:
         path = self.paths.get(id(module))
         if path is None:  # a module outside the model's tree: its ops go to the caller
             return module.forward(*args, **kwargs)
-        stack, calls, known = self.stack, self.calls, self.known
+        stack, calls, token = self.stack, self.calls, self.token
         specs, serials = [], []
         for a in args:
             if not isinstance(a, Tensor):
                 specs.append(snapshot(a, self.spec))
                 continue
-            entry = known.get(id(a))
-            if entry is None or (entry[1] is not None and entry[1]() is not a):
+            entry = a._trace
+            if entry is None or entry[0] is not token:
                 specs.append(ConstantSpec(a.shape, a.dtype, a.device))
                 continue
             specs.append(entry[2] if entry[5] else ConstantSpec(a.shape, a.dtype, a.device))
-            if entry[0] is not None:
-                serials.append(entry[0])
+            if entry[1] is not None:
+                serials.append(entry[1])
         call = Call(path, module, stack[-1] if stack else -1, tuple(specs), len(self.events), serials)
         stack.append(len(calls))
         calls.append(call)
@@ -173,7 +168,7 @@ class Recorder:
 
     # --- observer -------------------------------------------------------------------------
     def on_op(self, event) -> None:
-        known = self.known
+        token = self.token
         ids_in, specs_in = [], []
         param_elems = param_bytes = 0
         depends = event.op.random
@@ -182,8 +177,8 @@ class Recorder:
                 ids_in.append(None)
                 specs_in.append(None)
                 continue
-            entry = known.get(id(t))
-            if entry is None or (entry[1] is not None and entry[1]() is not t):
+            entry = t._trace
+            if entry is None or entry[0] is not token:
                 # made outside the dispatcher, not the model's: a constant
                 ids_in.append(None)
                 specs_in.append(Spec(t.shape, t.dtype, t.device))
@@ -192,7 +187,7 @@ class Recorder:
                     param_elems += n
                     param_bytes += n * t.dtype.itemsize
                 continue
-            ids_in.append(entry[0])
+            ids_in.append(entry[1])
             specs_in.append(entry[2])
             if entry[3]:
                 param_elems += entry[3]
@@ -204,7 +199,7 @@ class Recorder:
         serial = self.next_serial
         for t in outs:
             spec = Spec(t.shape, t.dtype, t.device)
-            known[id(t)] = (serial, ref(t), spec, 0, 0, depends)
+            t._trace = (token, serial, spec, 0, 0, depends)
             serials.append(serial)
             specs_out.append(spec)
             serial += 1
@@ -226,10 +221,17 @@ class Recorder:
             None if self.clock is None else self.clock())))
 
     @contextlib.contextmanager
-    def attached(self) -> Iterator["Recorder"]:
-        """Module calls and ops observed for the block; both let go afterwards, also on error."""
+    def attached(self, calls: bool = True) -> Iterator["Recorder"]:
+        """The roots noted, and ops (and with ``calls`` module calls) observed for the block;
+        all let go afterwards, also on error."""
+        token = self.token
+        for t in self.roots:
+            n = prod(t.shape) if type(t) is Parameter else 0
+            t._trace = (token, None, Spec(t.shape, t.dtype, t.device), n, n * t.dtype.itemsize, True)
         try:
-            with nn.observe_module_calls(self), observe(self):
+            with nn.observe_module_calls(self) if calls else contextlib.nullcontext(), observe(self):
                 yield self
         finally:
             self.stack.clear()
+            for t in self.roots:
+                t._trace = None

@@ -26,14 +26,17 @@ class Tensor:
     [[2.0, 4.0], [6.0, 8.0]]
     """
 
+    # _trace: a recorder's note on the tensor while a run is recorded (recording/recorder.py),
+    # None otherwise; it lives and dies with the tensor, so the recorder needs no table by id
     __slots__ = ("data", "shape", "dtype", "device", "requires_grad", "grad", "_node", "_value",
-                 "__weakref__")
+                 "_trace", "__weakref__")
     __array_priority__ = 1000  # numpy scalars on the left defer to our operators
 
     def __init__(self, data, dtype=None, device=None, requires_grad: bool = False):
         t = tensor(data, dtype=dtype, device=device, requires_grad=requires_grad)
         self.data, self.shape, self.dtype, self.device = t.data, t.shape, t.dtype, t.device
         self.requires_grad, self.grad, self._node, self._value = requires_grad, None, None, None
+        self._trace = None
 
     @classmethod
     def _make(cls, data, shape: tuple, dtype, device: Device, requires_grad: bool = False):
@@ -46,6 +49,7 @@ class Tensor:
         t.grad = None
         t._node = None
         t._value = None
+        t._trace = None
         return t
 
     # --- information ---------------------------------------------------------------------

@@ -135,14 +135,15 @@ def test_ops_of_an_unregistered_module_go_to_its_caller():
 
 
 def _hook_state():
-    return (len(module_mod._global_forward_pre_hooks), len(module_mod._global_forward_hooks), state.observers,
-            state.timing, state.grad_enabled, list(state.scope_stack))
+    return (len(module_mod._global_forward_pre_hooks), len(module_mod._global_forward_hooks),
+            module_mod._call_observer, state.observers, state.timing, state.grad_enabled, list(state.scope_stack))
 
 
 def _snapshot(model):
     return ({k: v.numpy().copy() for k, v in model.state_dict().items()},
             [(m.training, len(m._forward_hooks), len(m._forward_pre_hooks)) for m in model.modules()],
-            [(p.requires_grad, p.grad) for p in model.parameters()])
+            [(p.requires_grad, p.grad) for p in model.parameters()],
+            [t._trace for t in list(model.parameters()) + list(model.buffers())])  # the recorder's notes go
 
 
 @pytest.mark.parametrize("mode", ["eager", "graph"])
@@ -177,6 +178,35 @@ def test_hooks_and_observer_go_when_the_forward_raises():
     with pytest.raises(RuntimeError, match="boom"):
         profile_eager(net, (rt.randn(2, 4),))
     assert _hook_state() == hooks and net.training
+    assert all(p._trace is None for p in net.parameters())
+
+
+def test_a_tensor_kept_from_an_earlier_run_is_a_constant_in_the_next():
+    class Cached(nn.Module):
+        """Keeps its first run's activation and adds it in every later run."""
+
+        def __init__(self):
+            super().__init__()
+            self.fc = nn.Linear(4, 4)
+            self.kept = None
+
+        def forward(self, x):
+            y = self.fc(x)
+            if self.kept is None:
+                self.kept = y
+                return y
+            return y + self.kept * 2  # from a constant only: folded, as a trace would
+
+    net = Cached()
+    x = rt.randn(2, 4)
+    first = profile_eager(net, (x,))
+    second = profile_eager(net, (x,))
+    assert first.flops == 2 * 2 * 16 + 8                       # linear and its bias
+    assert second.flops == first.flops + 8                     # the add counts: x reaches it
+    assert [o.op for o in second.folded] == ["mul"]
+    assert flopcount.profile(net, x, mode="graph").flops == second.flops
+    adds = [o for o in second.ops if o.op == "add"]
+    assert len(adds) == 1 and adds[0].counted and adds[0].input_shapes == [(2, 4), (2, 4)]
 
 
 def test_backward_gemm_rule():

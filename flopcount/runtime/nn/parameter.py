@@ -25,7 +25,7 @@ class Parameter(Tensor):
 
             src = tensor(src)
         self.data, self.shape, self.dtype, self.device = src.data, src.shape, src.dtype, src.device
-        self.grad, self._node, self._value = None, None, None
+        self.grad, self._node, self._value, self._trace = None, None, None, None
         self.requires_grad = bool(requires_grad) and src.dtype.is_floating_point
 
     def __repr__(self) -> str:
@@ -39,5 +39,5 @@ class Buffer(Tensor):
 
     def __init__(self, data: Tensor, persistent: bool = True):
         self.data, self.shape, self.dtype, self.device = data.data, data.shape, data.dtype, data.device
-        self.grad, self._node, self._value, self.requires_grad = None, None, None, False
+        self.grad, self._node, self._value, self._trace, self.requires_grad = None, None, None, None, False
         self.persistent = persistent
