@@ -246,14 +246,15 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
 def _roll_up_uncalled(rows: dict) -> None:
     """A container that is never called itself (ModuleList, ModuleDict) shows the sum of its
     children, so the module tree adds up where the call tree skips a level."""
+    uncalled = [path for path, row in rows.items() if not row.calls and row.parent is not None]
+    if not uncalled:  # most models: every module is called
+        return
     children = defaultdict(list)
     for row in rows.values():
         if row.parent is not None:
             children[row.parent].append(row)
-    for path in reversed(list(rows)):  # children after their parents in tree order
+    for path in reversed(uncalled):  # children after their parents in tree order
         row = rows[path]
-        if row.calls or row.parent is None:
-            continue
         for child in children[path]:
             if child.counted_by == "covered":
                 continue

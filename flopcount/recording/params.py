@@ -52,35 +52,44 @@ class ModelIndex:
         stack = [("", model, -1)]  # depth first, children in order: as Module.named_modules
         while stack:
             path, module, up = stack.pop()
-            if id(module) in seen_modules:
+            key = id(module)
+            if key in seen_modules:
                 tree = False  # a module reached twice
                 continue
-            seen_modules.add(id(module))
+            seen_modules.add(key)
             i = len(modules)
             modules.append((path, module))
             parent.append(up)
             n_own = n_trainable = 0
-            for p in module._parameters.values():
+            d = module.__dict__
+            for p in d["_parameters"].values():
                 if p is None:
                     continue
                 n = prod(p.shape)
                 n_own += n
                 if p.requires_grad:
                     n_trainable += n
-                if id(p) in seen_params:
+                key = id(p)
+                if key in seen_params:
                     tree = False  # a parameter in two places
                 else:
-                    seen_params.add(id(p))
+                    seen_params.add(key)
                     params.append(p)
             own.append(n_own)
             trainable.append(n_trainable)
-            for b in module._buffers.values():
-                if b is not None and id(b) not in seen_buffers:
-                    seen_buffers.add(id(b))
-                    buffers.append(b)
-            children = [(f"{path}.{name}" if path else name, child, i)
-                        for name, child in module._modules.items() if child is not None]
-            stack.extend(reversed(children))
+            for b in d["_buffers"].values():
+                if b is not None:
+                    key = id(b)
+                    if key not in seen_buffers:
+                        seen_buffers.add(key)
+                        buffers.append(b)
+            children = d["_modules"]
+            if children:
+                prefix = path + "." if path else ""
+                for name in reversed(children):
+                    child = children[name]
+                    if child is not None:
+                        stack.append((prefix + name, child, i))
         self.modules, self.params, self.buffers = modules, params, buffers
         if tree:
             total, total_trainable = list(own), list(trainable)
