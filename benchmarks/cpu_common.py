@@ -57,6 +57,13 @@ def median_ms(samples: list) -> float:
     return 1e3 * statistics.median(samples)
 
 
+def paired_ratio(ours: list, theirs: list) -> float:
+    """The median of ``ours[i] / theirs[i]``: each pair ran back to back (``interleaved``), so
+    a drift of the machine's speed between pairs cancels, where it moves the two medians apart.
+    For a ratio close to 1 that matters: a few percent of drift is the whole margin."""
+    return statistics.median(a / b for a, b in zip(ours, theirs))
+
+
 @dataclass
 class Row:
     """One line of a table: flopcount's figure, the peer's, their ratio and the target.
@@ -74,9 +81,12 @@ class Row:
     absolute: bool = False
     agree: bool = False
     note: str = ""
+    paired: float | None = None  # median of per-pair ratios (see paired_ratio), used as the ratio
 
     @property
     def ratio(self) -> float | None:
+        if self.paired is not None:
+            return self.paired
         return None if not self.peer else self.ours / self.peer
 
     @property
