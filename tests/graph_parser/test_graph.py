@@ -91,10 +91,11 @@ def test_backward_per_node():
 def test_latency_per_node_adds_up_to_the_whole():
     # the fastest of several runs is compared (a median can catch another process's time
     # slice, a minimum rarely does); on a busy machine a whole attempt can still be disturbed,
-    # so the relation must hold in one of three attempts
+    # so the relation must hold in one of five attempts (under a parallel test run three were
+    # once all disturbed)
     net = nn.Sequential(*[nn.Linear(512, 512) for _ in range(4)])
     ratios = []
-    for _ in range(3):
+    for _ in range(5):
         report = profile_graph(net, (rt.randn(256, 512),), latency=True, warmup=3, repeat=10)
         nodes = [r for r in report.rows if r.kind == "op"]
         assert all(0 < r.latency_min_ms <= r.latency_ms for r in nodes)
