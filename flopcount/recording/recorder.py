@@ -162,12 +162,7 @@ class Recorder:
             call.kwargs = snapshot(kwargs, self.spec)
             call.input_serials += [s for s in (self.serial(t) for t in kwargs.values() if isinstance(t, Tensor))
                                    if s is not None]
-        if isinstance(output, Tensor):
-            entry = output._trace
-            call.output = entry[2] if entry is not None and entry[0] is token else \
-                Spec(output.shape, output.dtype, output.device)
-        else:
-            call.output = snapshot(output, self._output_spec)
+        call.output = self._output_spec(output) if isinstance(output, Tensor) else snapshot(output, self._output_spec)
         call.end = len(self.events)
         return output
 
