@@ -7,6 +7,10 @@ import pytest
 
 sys.path.insert(0, os.path.dirname(__file__))
 
+import torch_env  # noqa: E402  (before any test imports torchvision or transformers)
+
+torch_env.prepare()
+
 
 def _gpu_available() -> bool:
     try:
