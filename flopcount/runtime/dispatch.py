@@ -13,17 +13,21 @@ With no observer, step 5 costs one truth test of an empty tuple.
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Iterator
 
 from .device import CPU, META, Device, backend, device as parse_device
 from .errors import DeviceError
 
 
-class _State:
-    """Process-wide runtime state; one object so the hot path does one global lookup."""
+class _State(threading.local):
+    """The runtime state of one run: per thread, as PyTorch keeps grad mode and its dispatch state.
 
-    __slots__ = ("grad_enabled", "observers", "timing", "tracer", "scope_stack", "phase",
-                 "default_device", "backward_module")
+    Observers, grad mode, the tracer, the scope stack and the default device belong to the code
+    that set them: a profile running in one thread must not see another thread's ops, and a
+    trace must not record them. Each thread starts from these defaults (``__init__`` runs once
+    per thread on its first access). One object, so the hot path does one global lookup.
+    """
 
     def __init__(self):
         self.grad_enabled = True
@@ -34,6 +38,7 @@ class _State:
         self.phase = "forward"       # "backward" while autograd runs the tape
         self.default_device: Device = CPU
         self.backward_module = None  # module that made the node whose gradient is being run
+        self.call_observer = None    # runs every module call (nn.observe_module_calls), if any
 
 
 state = _State()

@@ -136,7 +136,7 @@ def test_ops_of_an_unregistered_module_go_to_its_caller():
 
 def _hook_state():
     return (len(module_mod._global_forward_pre_hooks), len(module_mod._global_forward_hooks),
-            module_mod._call_observer, state.observers, state.timing, state.grad_enabled, list(state.scope_stack))
+            state.call_observer, state.observers, state.timing, state.grad_enabled, list(state.scope_stack))
 
 
 def _snapshot(model):

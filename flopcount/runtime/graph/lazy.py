@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import weakref
 
+from ..dispatch import state
 from .ir import Graph
 from .passes import optimize
 from .trace import trace
@@ -89,7 +90,7 @@ def _updates_buffers(module) -> bool:
 def _call_in_graph_mode(module, args: tuple, kwargs: dict):
     from ..nn.modules import module as _m
 
-    if (_m._global_forward_pre_hooks or _m._global_forward_hooks or _m._call_observer is not None
+    if (_m._global_forward_pre_hooks or _m._global_forward_hooks or state.call_observer is not None
             or _updates_buffers(module)
             or any(m._forward_pre_hooks or m._forward_hooks for m in module.modules())):
         return NotImplemented

@@ -29,6 +29,7 @@ def _threads() -> int:
 
 THREADS = _threads()
 _pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
 _local = threading.local()
 
 
@@ -38,8 +39,10 @@ def _worker_init() -> None:
 
 def _executor() -> ThreadPoolExecutor:
     global _pool
-    if _pool is None:
-        _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="flopcount-kernel", initializer=_worker_init)
+    with _pool_lock:  # kernels may run in several threads at once: one pool for all of them
+        if _pool is None:
+            _pool = ThreadPoolExecutor(THREADS - 1, thread_name_prefix="flopcount-kernel",
+                                       initializer=_worker_init)
     return _pool
 
 

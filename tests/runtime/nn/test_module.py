@@ -212,7 +212,7 @@ def test_call_observer_is_one_at_a_time_and_let_go_when_forward_raises():
                     pass
             Broken()(rt.ones(1))
     assert observer.log == [("enter", "Broken", 1.0)]
-    assert nn.modules.module._call_observer is None
+    assert rt.dispatch.state.call_observer is None
     assert rt.dispatch.state.scope_stack == []
 
 

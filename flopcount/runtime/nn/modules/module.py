@@ -32,10 +32,6 @@ _global_forward_hooks_with_kwargs: set = set()    # ids of global hooks that als
 _global_forward_hooks_always_called: set = set()  # ids of global hooks that run when forward raises
 _hook_ids = itertools.count()
 
-# Set by observe_module_calls: an object whose record_call(module, args, kwargs) runs
-# module.forward itself and notes the call around it (the eager view's recorder).
-_call_observer = None
-
 # Set by runtime.graph.set_mode("graph"): a top-level call goes through a compiled graph (it
 # returns NotImplemented to decline, e.g. when hooks need the module calls).
 _graph_mode_call: Callable | None = None
@@ -113,14 +109,14 @@ def observe_module_calls(observer) -> Iterator:
     >>> names.seen
     ['Sequential', 'Linear', 'ReLU']
     """
-    global _call_observer
-    if _call_observer is not None:
+    st = state
+    if st.call_observer is not None:
         raise RuntimeError("observe_module_calls: another observer is already recording module calls")
-    _call_observer = observer
+    st.call_observer = observer
     try:
         yield observer
     finally:
-        _call_observer = None
+        st.call_observer = None
 
 
 class Module:
@@ -168,9 +164,10 @@ class Module:
                 or _global_forward_hooks):
             stack.append(self)
             try:
-                if _call_observer is None:
+                observer = state.call_observer
+                if observer is None:
                     return self.forward(*args, **kwargs)
-                return _call_observer.record_call(self, args, kwargs)
+                return observer.record_call(self, args, kwargs)
             finally:
                 stack.pop()
         return self._call_with_hooks(stack, args, kwargs)
@@ -196,8 +193,9 @@ class Module:
                         args = result if isinstance(result, tuple) else (result,)
             stack.append(self)
             try:
-                output = (self.forward(*args, **kwargs) if _call_observer is None
-                          else _call_observer.record_call(self, args, kwargs))
+                observer = state.call_observer
+                output = (self.forward(*args, **kwargs) if observer is None
+                          else observer.record_call(self, args, kwargs))
             finally:
                 stack.pop()
             for key, hook in list(_global_forward_hooks.items()) + list(self._forward_hooks.items()):
