@@ -9,6 +9,7 @@ import pytest
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.dirname(__file__)), "runtime", "cuda"))
 
 
+@pytest.hookimpl(tryfirst=True)  # before tests/conftest.py skips the gpu-marked tests
 def pytest_collection_modifyitems(config, items):
     here = os.path.dirname(__file__)
     for item in items:
