@@ -3,6 +3,12 @@ accumulation type (float for float16 and float32, double for float64), and block
 
 A kernel's source is specialized per dtype with macros (``T``, ``ACC``, ``LOAD``, ``STORE``)
 rather than C++ templates, so each compiled kernel has a plain ``extern "C"`` name.
+
+Two launch shapes serve every raw kernel: one block per row (``row_launch``, up to ``MAX_BLOCK``
+threads) and a grid-stride loop over elements (``launch_grid_stride``, ``GRID_STRIDE_BLOCK``
+threads). Each kernel declares the block it is launched with in ``__launch_bounds__``
+(``ROW_BLOCK`` or ``STRIDE_BLOCK``), so the compiler keeps its registers within what such a
+block may use; tests check every launch against that bound and ``cuda/limits.py``.
 """
 
 from __future__ import annotations
@@ -19,6 +25,9 @@ _TYPES = {
 
 MAX_BLOCK = 1024
 WARP = 32
+GRID_STRIDE_BLOCK = 256
+MAX_GRID_X = 2**31 - 1      # blocks along x, every GPU since compute capability 3.0
+GRID_STRIDE_THREADS = 1 << 26
 
 
 def supported(*arrays) -> bool:
@@ -38,14 +47,15 @@ def type_header(dtype) -> str:
     math = "" if acc == "double" else "f"
     return (f"#include <cuda_fp16.h>\n#define T {t}\n#define ACC {acc}\n"
             f"#define LOAD(v) ((ACC){load})\n#define STORE(v) ({store})\n"
-            f"#define EXP(v) exp{math}(v)\n#define LOG(v) log{math}(v)\n#define SQRT(v) sqrt{math}(v)\n")
+            f"#define EXP(v) exp{math}(v)\n#define LOG(v) log{math}(v)\n#define SQRT(v) sqrt{math}(v)\n"
+            f"#define ROW_BLOCK {MAX_BLOCK}\n#define STRIDE_BLOCK {GRID_STRIDE_BLOCK}\n")
 
 
 # NVRTC's headers may leave INFINITY undefined.
 INFINITY_GUARD = "#ifndef INFINITY\n#define INFINITY __int_as_float(0x7f800000)\n#endif\n"
 
-# Each thread takes elements idx, idx + (all threads), ...: a launch of at most 2^26 threads
-# (``launch_grid_stride``) covers any ``total``.
+# Each thread takes elements idx, idx + (all threads), ...: a launch of at most
+# GRID_STRIDE_THREADS threads (``launch_grid_stride``) covers any ``total``.
 GRID_STRIDE = r"""
 #define GRID_STRIDE(idx, total) \
     for (long long idx = blockIdx.x * (long long)blockDim.x + threadIdx.x; idx < total; \
@@ -86,16 +96,33 @@ def block_size(cols: int) -> int:
     return int(min(MAX_BLOCK, max(WARP, -(-cols // WARP) * WARP)))
 
 
-def grid_1d(n: int, block: int = 256) -> tuple:
+def grid_1d(n: int, block: int = GRID_STRIDE_BLOCK) -> tuple:
     """(grid, block) covering ``n`` threads, one element each."""
     return (max(1, -(-n // block)),), (block,)
 
 
+def grid_stride_launch(total: int) -> tuple:
+    """(grid, block) of a kernel looping with ``GRID_STRIDE`` over ``total`` elements: one thread
+    per element up to ``GRID_STRIDE_THREADS``, the loop covers the rest."""
+    return grid_1d(min(total, GRID_STRIDE_THREADS))
+
+
 def launch_grid_stride(raw, total: int, args) -> None:
-    """Launch ``raw``, a kernel looping with ``GRID_STRIDE`` over ``total`` elements: one thread
-    per element up to 2^26 threads, the loop covers the rest."""
-    grid, block = grid_1d(min(total, 1 << 26))
+    """Launch ``raw`` over ``total`` elements (``grid_stride_launch``)."""
+    grid, block = grid_stride_launch(total)
     raw(grid, block, args)
+
+
+def row_launch(rows: int, cols: int):
+    """(grid, block) of a one-block-per-row kernel, or None when ``rows`` is more blocks than a
+    grid holds (the caller then runs its generic kernel).
+
+    >>> row_launch(6, 100)
+    ((6,), (128,))
+    """
+    if not 1 <= rows <= MAX_GRID_X:
+        return None
+    return (rows,), (block_size(cols),)
 
 
 # --- the same reductions in numpy, for CPU tests of the algorithm -----------------------------

@@ -26,9 +26,9 @@ from .cache import kernel
 MASK_NONE, MASK_BOOL, MASK_ADD = 0, 1, 2
 
 _SOFTMAX = r"""
-extern "C" __global__ void scale_mask_softmax(T* s, const MASK_T* mask, const long long* mask_row,
-                                              long long mask_col, long long lq, long long lk,
-                                              ACC scale, int causal) {
+extern "C" __global__ void __launch_bounds__(ROW_BLOCK)
+scale_mask_softmax(T* s, const MASK_T* mask, const long long* mask_row, long long mask_col,
+    long long lq, long long lk, ACC scale, int causal) {
     __shared__ ACC buf[32];
     long long row = blockIdx.x, q = row % lq;
     T* sr = s + row * lk;
@@ -53,6 +53,12 @@ extern "C" __global__ void scale_mask_softmax(T* s, const MASK_T* mask, const lo
     for (long long c = threadIdx.x; c < lk; c += blockDim.x) sr[c] = STORE(EXP(LOAD(sr[c]) - m) * inv);
 }
 """
+
+
+def mask_variants(dtype) -> list:
+    """The (mask kind, mask dtype) pairs ``_probabilities`` compiles for scores of ``dtype``: no
+    mask, a boolean mask, an additive mask in the accumulation dtype (it converts any other)."""
+    return [(MASK_NONE, None), (MASK_BOOL, np.dtype(np.bool_)), (MASK_ADD, _source.acc_dtype(dtype))]
 
 
 def source(dtype, mask_kind: int, mask_dtype=None) -> str:
@@ -89,8 +95,12 @@ def _probabilities(xp, q, k, mask, is_causal: bool, scale: float):
     rows = s.size // lk if lk else 0
     if rows == 0:
         return s
+    launch = _source.row_launch(rows, lk)
+    if launch is None:
+        return None
     if mask is None:
-        kind, mask_arr, offsets, col = MASK_NONE, s, s, 0  # unused pointers
+        # empty arrays of the parameters' types: the kernel never reads them
+        kind, mask_arr, offsets, col = MASK_NONE, xp.empty(0, np.uint8), xp.empty(0, np.int64), 0
         mask_dtype = None
     else:
         kind = MASK_BOOL if mask.dtype == np.bool_ else MASK_ADD
@@ -106,8 +116,7 @@ def _probabilities(xp, q, k, mask, is_causal: bool, scale: float):
     raw = kernel("scale_mask_softmax", s.dtype,
                  lambda: cupy.RawKernel(source(s.dtype, kind, mask_dtype), "scale_mask_softmax"),
                  variant=(kind, str(mask_dtype)))
-    raw((rows,), (_source.block_size(lk),),
-        (s, mask_arr, offsets, np.int64(col), np.int64(lq), np.int64(lk), acc(scale), np.int32(is_causal)))
+    raw(*launch, (s, mask_arr, offsets, np.int64(col), np.int64(lq), np.int64(lk), acc(scale), np.int32(is_causal)))
     return s
 
 

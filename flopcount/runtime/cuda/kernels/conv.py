@@ -42,7 +42,8 @@ struct Geo {
 
 _IM2COL = r"""
 // cols[(c·K + k), (n·P + o)] = x[n, c, o·stride − pad + k·dil] (0 outside the input)
-extern "C" __global__ void im2col(const T* x, T* cols, long long n_img, long long channels, GEO_PARAMS) {
+extern "C" __global__ void __launch_bounds__(STRIDE_BLOCK)
+im2col(const T* x, T* cols, long long n_img, long long channels, GEO_PARAMS) {
     GEO;
     long long K = g.k0 * g.k1 * g.k2, P = g.o0 * g.o1 * g.o2, S = g.s0 * g.s1 * g.s2;
     long long total = channels * K * n_img * P;
@@ -68,7 +69,8 @@ __device__ __forceinline__ bool gather_index(long long q, long long k, long long
     *i = t / st;
     return t >= 0 && t % st == 0 && *i < in;
 }
-extern "C" __global__ void col2im(const T* cols, T* y, long long n_img, long long channels, GEO_PARAMS) {
+extern "C" __global__ void __launch_bounds__(STRIDE_BLOCK)
+col2im(const T* cols, T* y, long long n_img, long long channels, GEO_PARAMS) {
     GEO;
     long long K = g.k0 * g.k1 * g.k2, I = g.o0 * g.o1 * g.o2, S = g.s0 * g.s1 * g.s2;
     long long total = n_img * channels * S;
@@ -94,8 +96,8 @@ extern "C" __global__ void col2im(const T* cols, T* y, long long n_img, long lon
 
 _DEPTHWISE = r"""
 // y[n, co, o] = sum_k w[co, k] · x[n, co / mult, o·stride − pad + k·dil]   (one input channel per group)
-extern "C" __global__ void depthwise(const T* x, const T* w, T* y, long long n_img, long long cin,
-                                     long long mult, GEO_PARAMS) {
+extern "C" __global__ void __launch_bounds__(STRIDE_BLOCK)
+depthwise(const T* x, const T* w, T* y, long long n_img, long long cin, long long mult, GEO_PARAMS) {
     GEO;
     long long K = g.k0 * g.k1 * g.k2, P = g.o0 * g.o1 * g.o2, S = g.s0 * g.s1 * g.s2;
     long long total = n_img * cin * mult * P;

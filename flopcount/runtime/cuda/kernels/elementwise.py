@@ -168,17 +168,30 @@ def kernel_body(steps, n_inputs: int, dtype) -> str:
     return "\n".join(lines)
 
 
-def _elementwise_kernel(steps, n_inputs: int, dtype):
+def kernel_spec(steps, n_inputs: int, dtype) -> dict:
+    """The ``cupy.ElementwiseKernel`` arguments of a chain: ``in_params``, ``out_params``,
+    ``operation``, ``name`` and ``preamble`` (the name is a hash of the body, so a chain has one
+    name whatever process builds it).
+
+    >>> spec = kernel_spec((("relu", (0,), {}),), 1, "float32")
+    >>> spec["in_params"], spec["out_params"], spec["name"].startswith("flopcount_ew_")
+    ('T x0', 'T out', True)
+    """
     body = kernel_body(steps, n_inputs, dtype)
     digest = hashlib.sha1(body.encode()).hexdigest()[:16]
+    return {"in_params": ", ".join(f"T x{i}" for i in range(n_inputs)), "out_params": "T out",
+            "operation": body, "name": f"flopcount_ew_{digest}", "preamble": preamble()}
+
+
+def _elementwise_kernel(steps, n_inputs: int, dtype):
+    spec = kernel_spec(steps, n_inputs, dtype)
 
     def build():
         import cupy
 
-        params = ", ".join(f"T x{i}" for i in range(n_inputs))
-        return cupy.ElementwiseKernel(params, "T out", body, f"flopcount_ew_{digest}", preamble=preamble())
+        return cupy.ElementwiseKernel(**spec)
 
-    return kernel("elementwise", dtype, build, variant=body)
+    return kernel("elementwise", dtype, build, variant=spec["operation"])
 
 
 def run_chain(xp, arrays, steps):

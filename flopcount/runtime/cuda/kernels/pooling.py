@@ -46,7 +46,8 @@ __device__ ACC window_max(const T* xc, long long o, const Geo& g, long long* arg
 """
 
 _FORWARD = r"""
-extern "C" __global__ void max_pool(const T* x, T* y, long long planes, GEO_PARAMS) {
+extern "C" __global__ void __launch_bounds__(STRIDE_BLOCK)
+max_pool(const T* x, T* y, long long planes, GEO_PARAMS) {
     GEO;
     long long P = g.o0 * g.o1 * g.o2, S = g.s0 * g.s1 * g.s2, total = planes * P;
     GRID_STRIDE(idx, total) {
@@ -57,7 +58,8 @@ extern "C" __global__ void max_pool(const T* x, T* y, long long planes, GEO_PARA
 """
 
 _BACKWARD = r"""
-extern "C" __global__ void max_pool_backward(const T* gy, const T* x, ACC* gx, long long planes, GEO_PARAMS) {
+extern "C" __global__ void __launch_bounds__(STRIDE_BLOCK)
+max_pool_backward(const T* gy, const T* x, ACC* gx, long long planes, GEO_PARAMS) {
     GEO;
     long long P = g.o0 * g.o1 * g.o2, S = g.s0 * g.s1 * g.s2, total = planes * P;
     GRID_STRIDE(idx, total) {

@@ -21,7 +21,8 @@ from . import _source
 from .cache import raw_kernel
 
 _SOFTMAX = r"""
-extern "C" __global__ void softmax_rows(const T* x, T* y, long long cols, long long inner, int log_mode) {
+extern "C" __global__ void __launch_bounds__(ROW_BLOCK)
+softmax_rows(const T* x, T* y, long long cols, long long inner, int log_mode) {
     __shared__ ACC buf[32];
     long long row = blockIdx.x, o = row / inner, i = row % inner;
     const T* xr = x + o * cols * inner + i;
@@ -42,8 +43,9 @@ extern "C" __global__ void softmax_rows(const T* x, T* y, long long cols, long l
 """
 
 _NORM = r"""
-extern "C" __global__ void norm_rows(const T* x, const T* w, const T* b, T* y, long long cols, ACC eps,
-                                      int centered, int has_w, int has_b) {
+extern "C" __global__ void __launch_bounds__(ROW_BLOCK)
+norm_rows(const T* x, const T* w, const T* b, T* y, long long cols, ACC eps, int centered,
+    int has_w, int has_b) {
     __shared__ ACC buf[32];
     const T* xr = x + blockIdx.x * cols;
     T* yr = y + blockIdx.x * cols;
@@ -66,10 +68,12 @@ extern "C" __global__ void norm_rows(const T* x, const T* w, const T* b, T* y, l
 """
 
 
+_KERNELS = {"softmax_rows": _SOFTMAX, "norm_rows": _NORM}
+
+
 def source(name: str, dtype) -> str:
     """The CUDA source of kernel ``name`` ('softmax_rows' or 'norm_rows') for ``dtype``."""
-    body = {"softmax_rows": _SOFTMAX, "norm_rows": _NORM}[name]
-    return _source.type_header(dtype) + _source.BLOCK_REDUCE + body
+    return _source.type_header(dtype) + _source.BLOCK_REDUCE + _KERNELS[name]
 
 
 def _raw(name: str, dtype):
@@ -90,11 +94,13 @@ def launch_softmax(xp, x, dim: int, log: bool = False):
         return None
     if xp is np:
         return softmax_reference(x, dim, log)
-    x = xp.ascontiguousarray(x)
     outer, cols, inner = row_layout(x.shape, dim)
+    launch = _source.row_launch(outer * inner, cols)
+    if launch is None:
+        return None
+    x = xp.ascontiguousarray(x)
     y = xp.empty_like(x)
-    _raw("softmax_rows", x.dtype)((outer * inner,), (_source.block_size(cols),),
-                                  (x, y, np.int64(cols), np.int64(inner), np.int32(log)))
+    _raw("softmax_rows", x.dtype)(*launch, (x, y, np.int64(cols), np.int64(inner), np.int32(log)))
     return y
 
 
@@ -104,15 +110,17 @@ def launch_norm(xp, x, weight, bias, normalized_shape: tuple, eps: float, center
         return None
     if xp is np:
         return norm_reference(x, weight, bias, normalized_shape, eps, centered)
-    x = xp.ascontiguousarray(x)
     cols = prod(normalized_shape)
+    launch = _source.row_launch(x.size // cols, cols)
+    if launch is None:
+        return None
+    x = xp.ascontiguousarray(x)
     y = xp.empty_like(x)
     w = x if weight is None else xp.ascontiguousarray(weight)  # any pointer when absent
     b = x if bias is None else xp.ascontiguousarray(bias)
     eps = _source.acc_dtype(x.dtype).type(eps)
-    _raw("norm_rows", x.dtype)((x.size // cols,), (_source.block_size(cols),),
-                               (x, w, b, y, np.int64(cols), eps, np.int32(centered),
-                                np.int32(weight is not None), np.int32(bias is not None)))
+    _raw("norm_rows", x.dtype)(*launch, (x, w, b, y, np.int64(cols), eps, np.int32(centered),
+                                         np.int32(weight is not None), np.int32(bias is not None)))
     return y
 
 
