@@ -53,3 +53,22 @@ def recorded_calls(example, dtype=np.float64) -> list:
                 total = total + o.sum()
             total.backward()
     return calls.calls
+
+
+def specialized(op) -> bool:
+    """True when ``op`` has a CUDA kernel of its own (not its generic array kernel)."""
+    return op._kernel_by_device["cuda"] is not op.forward
+
+
+def run_cuda_kernels(xp, examples: dict, dtypes) -> int:
+    """Every specialized CUDA kernel called with ``xp`` (a stand-in CuPy) on the inputs the ops
+    received while each example ran on the CPU in each of ``dtypes``; random draws skipped.
+    Returns the number of calls."""
+    count = 0
+    for name in sorted(examples):
+        for dtype in dtypes:
+            for op, ins, attrs, _ in recorded_calls(examples[name], dtype):
+                if specialized(op) and not (op.random and attrs.get("dropout_p", 0) > 0):
+                    op._kernel_by_device["cuda"](xp, *ins, **attrs)
+                    count += 1
+    return count

@@ -1,79 +1,142 @@
-"""Every raw and generated CUDA source compiles with NVRTC, for each dtype. Needs CuPy's NVRTC
-and the CUDA headers, not a GPU; skipped where they are missing (CI has no CuPy)."""
+"""Every CUDA source flopcount generates compiles with NVRTC for the V100, A100 and H100 (``sm_70``,
+``sm_80``, ``sm_90``: the ``compute_XY`` PTX, then ptxas), as CuPy compiles it on those GPUs
+(``cuda_compile.py``); no GPU needed. The sources:
 
-import importlib.util
-import os
+* each raw kernel in ``catalog.raw_sources()``: every kernel, dtype and attention mask kind.
+  ptxas's registers and static shared memory must fit the block its ``__launch_bounds__`` allows
+  on that GPU (``cuda/limits.py``);
+* the generated elementwise kernels, in float16, float32 and float64: the chain of every
+  ``fused_elementwise`` node in every zoo model's optimized graph (eval and train, with and
+  without conv + batch-norm folding), every kernel the op examples make the CUDA kernels build
+  (single activations with their attributes, fused chains), and one chain of every expression.
 
+A failure prints NVRTC's log and the source lines it names. The number of sources compiled is
+printed at the end of the run (``conftest.py``). Skipped without CuPy's NVRTC and the CUDA
+headers, unless ``FLOPCOUNT_REQUIRE_NVRTC=1`` (``.ci/run`` sets it in its CUDA environment).
+"""
+
+import numpy as np
 import pytest
 
-from flopcount.runtime.cuda.kernels import attention, conv, elementwise, pooling, rowwise
+import cuda_compile as nvrtc
+from cuda_signatures import signatures
+from fake_cupy import installed
+from flopcount.runtime.cuda import limits
+from flopcount.runtime.cuda.kernels import catalog, elementwise
+from op_examples import load_examples, run_cuda_kernels
 
 DTYPES = ("float16", "float32", "float64")
-ARCH = "compute_70"  # the oldest GPU with float16 atomics the kernels target
+RAW = catalog.raw_sources()
 
 
-def _include_dirs() -> list:
-    cupy = pytest.importorskip("cupy")
-    dirs = [os.path.join(os.path.dirname(cupy.__file__), "_core", "include")]
-    cuda_path = getattr(cupy.cuda, "get_cuda_path", lambda: None)()
-    candidates = [os.path.join(cuda_path, "include")] if cuda_path else []
-    spec = importlib.util.find_spec("nvidia.cuda_runtime") if importlib.util.find_spec("nvidia") else None
-    if spec and spec.submodule_search_locations:
-        candidates += [os.path.join(p, "include") for p in spec.submodule_search_locations]
-    headers = [d for d in candidates if os.path.exists(os.path.join(d, "cuda_fp16.h"))]
-    if not headers:
-        pytest.skip("no CUDA headers (cuda_fp16.h) to compile against")
-    return dirs + headers[:1]
+def _key_id(key) -> str:
+    name, dtype, variant = key
+    return "-".join([name, dtype] + [str(v) for v in variant])
 
 
-def _compile(src: str) -> None:
-    compiler = pytest.importorskip("cupy.cuda.compiler")
-    try:
-        from cupy_backends.cuda.libs import nvrtc
-
-        nvrtc.getVersion()
-    except Exception as exc:  # NVRTC library not installed
-        pytest.skip(f"NVRTC is not available ({exc})")
-    options = (f"-arch={ARCH}", "--std=c++17") + tuple(f"-I{d}" for d in _include_dirs())
-    compiler._NVRTCProgram(src, "kernel.cu", method="ptx").compile(options)
+@pytest.mark.parametrize("arch", nvrtc.ARCHS)
+@pytest.mark.parametrize("key", sorted(RAW, key=str), ids=_key_id)
+def test_raw_kernel_compiles_within_the_launch_limits(key, arch):
+    name = key[0]
+    used = nvrtc.compile_source(RAW[key], arch, what=_key_id(key))[name]
+    bound = signatures(RAW[key])[name].launch_bound
+    target = limits.for_arch(arch)
+    assert target.problems((1,), (bound,), static_shared=used.shared, registers=used.registers) == [], used
 
 
-def _raw_sources():
-    for dtype in DTYPES:
-        for name in ("softmax_rows", "norm_rows"):
-            yield f"{name}-{dtype}", rowwise.source(name, dtype)
-        for name in ("im2col", "col2im", "depthwise"):
-            yield f"{name}-{dtype}", conv.source(name, dtype)
-        for name in ("max_pool", "max_pool_backward"):
-            yield f"{name}-{dtype}", pooling.source(name, dtype)
-        for kind, mask_dtype in ((attention.MASK_NONE, None), (attention.MASK_BOOL, None),
-                                 (attention.MASK_ADD, "float32"), (attention.MASK_ADD, "float64")):
-            yield f"attention-{dtype}-{kind}-{mask_dtype}", attention.source(dtype, kind, mask_dtype)
+# --- generated elementwise kernels ------------------------------------------------------------
+
+def _zoo_chains() -> dict:
+    """{kernel spec name: (steps, number of inputs, models)} of the fused chains in every zoo
+    model's optimized graph, traced on the meta device."""
+    import flopcount.runtime as rt
+    from flopcount import models
+    from flopcount.runtime.graph.passes import optimize
+
+    chains = {}
+    for model_name in models.names():
+        with rt.meta():
+            model = models.get(model_name)
+        inputs = models.example_input(model_name, batch=2, device="meta")  # batch 2: batch norm trains
+        inputs = inputs if isinstance(inputs, tuple) else (inputs,)
+        for training in (False, True):
+            graph = rt.trace(model.train(training), *inputs)
+            for fold_bn in (False, True):
+                for node in optimize(graph, fold_bn=fold_bn).nodes:
+                    if node.op_name == "fused_elementwise":
+                        steps = node.attrs["steps"]
+                        key = elementwise.kernel_spec(steps, len(node.inputs), "float32")["name"]
+                        chains.setdefault(key, (steps, len(node.inputs), set()))[2].add(model_name)
+    return chains
 
 
-RAW = dict(_raw_sources())
-
-
-@pytest.mark.parametrize("name", sorted(RAW))
-def test_raw_kernel_compiles(name):
-    _compile(RAW[name])
-
-
-@pytest.mark.parametrize("dtype", DTYPES)
-def test_every_expression_compiles_in_one_chain(dtype):
-    # one kernel body holding every expression: what ElementwiseKernel compiles, around the
-    # preamble, with T the dtype's CuPy type
-    steps = []
+def _every_expression() -> tuple:
+    """One chain through every expression of ``elementwise.EXPRESSIONS``, over two inputs."""
     attrs = {"clamp": {"min": -1.0, "max": 1.0}, "hardtanh": {"min_val": 0.0, "max_val": 6.0},
              "leaky_relu": {"negative_slope": 0.1}, "gelu": {"approximate": "tanh"},
              "softplus": {"beta": 2.0, "threshold": float("inf")},
              "elu": {"alpha": 1.0, "scale": 1.05, "input_scale": 0.5}}
+    steps = []
     for name in sorted(elementwise.EXPRESSIONS):
         prev = -len(steps) if steps else 0
         binary = name in ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
         steps.append((name, (prev, 1) if binary else (prev,), attrs.get(name, {})))
-    body = elementwise.kernel_body(steps, 2, dtype)
-    ctype = {"float16": "float16", "float32": "float", "float64": "double"}[dtype]
-    src = ("#include <cupy/float16.cuh>\n" + elementwise.preamble() + f"typedef {ctype} T;\n"
-           f"__device__ void op(T x0, T x1, T& out) {{\n{body}\n}}\n")
-    _compile(src)
+    return tuple(steps), 2
+
+
+@pytest.fixture(scope="module")
+def elementwise_specs() -> dict:
+    """{dtype: {kernel name: (spec, what it is)}} of every generated kernel to compile."""
+    nvrtc.version()  # skip (or fail) before the work when NVRTC is missing
+    specs = {dtype: {} for dtype in DTYPES}
+    chains = _zoo_chains()
+    assert chains, "no zoo model has a fused elementwise chain"
+    for dtype in DTYPES:
+        for steps, n_inputs, model_names in chains.values():
+            spec = elementwise.kernel_spec(steps, n_inputs, dtype)
+            specs[dtype][spec["name"]] = (spec, f"the fused chain of {', '.join(sorted(model_names))}")
+        spec = elementwise.kernel_spec(*_every_expression(), dtype)
+        specs[dtype][spec["name"]] = (spec, "a chain of every expression")
+    with installed() as fake:
+        run_cuda_kernels(fake, load_examples(), [np.dtype(d).type for d in DTYPES])
+    assert fake.elementwise
+    for call in fake.elementwise:
+        spec = call.spec
+        specs[str(call.arrays[0].dtype)].setdefault(spec["name"], (spec, "built by an op example"))
+    return specs
+
+
+@pytest.mark.parametrize("arch", nvrtc.ARCHS)
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_generated_elementwise_kernels_compile(elementwise_specs, dtype, arch):
+    failures = []
+    for name, (spec, what) in sorted(elementwise_specs[dtype].items()):
+        try:
+            nvrtc.compile_source(nvrtc.elementwise_source(spec, dtype), arch, what=f"{name} ({what})",
+                                 kind="elementwise")
+        except nvrtc.NvrtcError as exc:
+            failures.append(str(exc))
+    assert not failures, "\n\n".join(failures)
+
+
+def test_the_zoo_has_fused_chains_and_each_is_compiled(elementwise_specs):
+    chains = _zoo_chains()
+    models_with_chains = set().union(*(m for _, _, m in chains.values()))
+    assert {"resnet50", "gpt2", "llama", "efficientnet_b0"} <= models_with_chains
+    for dtype in DTYPES:
+        for steps, n_inputs, _ in chains.values():
+            assert elementwise.kernel_spec(steps, n_inputs, dtype)["name"] in elementwise_specs[dtype]
+
+
+# --- a source NVRTC refuses is reported with its log and the line ------------------------------
+
+def test_a_broken_kernel_is_reported_with_nvrtcs_message_and_line():
+    lines = RAW[("softmax_rows", "float32", ())].splitlines()
+    at = next(i for i, line in enumerate(lines) if "ACC s = 0;" in line)
+    lines[at] = lines[at].replace("ACC s = 0;", "ACC s = undefined_total;")
+    with pytest.raises(nvrtc.NvrtcError) as refused:
+        nvrtc.compile_source("\n".join(lines), "sm_80", what="softmax_rows with a typo")
+    message = str(refused.value)
+    assert f'kernel.cu({at + 1}): error: identifier "undefined_total" is undefined' in message
+    assert f">{at + 1:5d}: {lines[at]}" in message  # the line itself, quoted under the log
+    assert message.startswith("NVRTC refused softmax_rows with a typo for sm_80")
