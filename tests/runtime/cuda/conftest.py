@@ -1,11 +1,19 @@
 """The NVRTC tests say how many sources they compiled, at the end of the run."""
 
-import cuda_compile as nvrtc
+from collections import Counter
+
+import cuda_compile
 
 
 def pytest_terminal_summary(terminalreporter):
-    if nvrtc.COMPILED:
-        total = sum(nvrtc.COMPILED.values())
-        parts = ", ".join(f"{n} {kind}" for kind, n in sorted(nvrtc.COMPILED.items()))
-        terminalreporter.write_line(f"NVRTC compiled {total} CUDA kernel variants ({parts}) "
-                                    f"for {', '.join(nvrtc.ARCHS)}")
+    compiled = cuda_compile.COMPILED
+    if not compiled:
+        return
+    kinds, archs = Counter(), Counter()
+    for (kind, arch), n in compiled.items():
+        kinds[kind] += n
+        archs[arch] += n
+    terminalreporter.write_line(
+        f"NVRTC compiled {sum(compiled.values())} CUDA kernel variants: "
+        + ", ".join(f"{n} {kind}" for kind, n in sorted(kinds.items())) + "; "
+        + ", ".join(f"{n} for {arch}" for arch, n in sorted(archs.items())))

@@ -8,8 +8,9 @@ architecture comes from a device, so here it is named: ``ARCHS`` are the V100, A
 ``-Xptxas=-v`` adds each kernel's registers, shared memory and spills to NVRTC's log.
 
 Needs ``cupy-cuda12x``, ``nvidia-cuda-nvrtc-cu12`` and ``nvidia-cuda-runtime-cu12`` (the
-headers), not a GPU. Without them the tests skip, unless ``FLOPCOUNT_REQUIRE_NVRTC=1`` (as
-``.ci/run`` sets) makes that a failure.
+headers), not a GPU. Without them, or for an architecture the installed NVRTC no longer builds
+(CUDA 13 dropped sm_70), the tests skip, unless ``FLOPCOUNT_REQUIRE_NVRTC=1`` (as ``.ci/run``
+sets) makes that a failure.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import pytest
 ARCHS = ("sm_70", "sm_80", "sm_90")
 REQUIRE = "FLOPCOUNT_REQUIRE_NVRTC"
 
-COMPILED: Counter = Counter()  # kind ("raw", "elementwise") -> sources compiled, for the summary
+COMPILED: Counter = Counter()  # (kind: "raw" or "elementwise", arch) -> sources compiled, for the summary
 
 
 class NvrtcError(AssertionError):
@@ -87,6 +88,8 @@ def compile_source(source: str, arch: str, what: str = "", kind: str = "raw",
     """Compile ``source`` for ``arch``: ``{kernel name: Resources}``, or ``NvrtcError`` with
     NVRTC's log and the source lines it names."""
     compiler, nvrtc, options = _toolchain()
+    if int(arch.split("_")[-1]) not in nvrtc.getSupportedArchs():  # CUDA 13's NVRTC has no sm_70
+        unavailable(f"NVRTC {nvrtc.getVersion()} does not compile for {arch}")
     program = compiler._NVRTCProgram(source, filename, method="cubin")
     try:
         program.compile(options + (f"-arch={arch}", "-Xptxas=-v"))
@@ -94,7 +97,7 @@ def compile_source(source: str, arch: str, what: str = "", kind: str = "raw",
         log = exc.get_message()
         raise NvrtcError(f"NVRTC refused {what or filename} for {arch}:\n{log}\n"
                          f"{_excerpt(log, source, filename)}") from None
-    COMPILED[kind] += 1
+    COMPILED[kind, arch] += 1
     return resources(nvrtc.getProgramLog(program.ptr))
 
 
