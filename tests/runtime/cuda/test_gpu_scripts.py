@@ -1,0 +1,47 @@
+"""The GPU benchmark scripts stay ready for the day a GPU is lent: they import, name only zoo
+models and flopcount functions that exist, and their one-command runner fits the ten minutes
+such a machine gives a command. (Running them needs the GPU; RESULTS.md says they never have.)"""
+
+import importlib.util
+import pathlib
+import sys
+
+import pytest
+
+from flopcount import models
+
+BENCHMARKS = pathlib.Path(__file__).resolve().parents[3] / "benchmarks"
+
+
+def _script(name: str):
+    sys.path.insert(0, str(BENCHMARKS))  # the scripts import gpu_common as a sibling
+    try:
+        spec = importlib.util.spec_from_file_location(f"_bench_{name}", BENCHMARKS / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    finally:
+        sys.path.remove(str(BENCHMARKS))
+
+
+@pytest.mark.parametrize("name", ["gpu_common", "gpu_ops", "gpu_models", "gpu_run_all"])
+def test_script_imports_and_has_a_main(name):
+    module = _script(name)
+    assert name == "gpu_common" or callable(module.main)
+
+
+def test_benchmarked_models_are_in_the_zoo():
+    for name, batch in _script("gpu_models").CASES:
+        assert name in models.names() and batch >= 1
+
+
+def test_what_the_timing_helpers_import_exists():
+    from flopcount.recording.timing import time_calls
+
+    assert callable(time_calls)
+
+
+def test_the_one_command_run_fits_a_lent_machines_limit():
+    steps = _script("gpu_run_all").STEPS
+    assert [s[0] for s in steps] == ["environment", "device-free", "pytest-gpu", "gpu_ops", "gpu_models"]
+    assert sum(limit for _, _, limit in steps) <= 600
