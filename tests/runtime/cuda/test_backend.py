@@ -95,3 +95,22 @@ def test_pool_peak_follows_one_device():
     assert p.peak - p.start == 2560
     assert p.used - p.start == 2304
     assert p.device_bytes == 2 * 2**20
+
+
+def test_pool_peak_hook_installs_in_cupy_and_takes_its_callbacks():
+    # CuPy without a GPU (the CUDA CI environment): the hook is a real MemoryHook, is installed
+    # for the block, and its callbacks take the keyword arguments CuPy's pool passes
+    cupy = pytest.importorskip("cupy")
+    from cupy.cuda import memory_hook
+
+    state = cb.PoolPeak(device_id=0, start_used=0)
+    hook = cb._hook_for(cupy, state)
+    assert isinstance(hook, memory_hook.MemoryHook)
+    with hook:
+        assert hook.name in memory_hook.get_memory_hooks()
+        hook.alloc_postprocess(device_id=0, mem_size=2**20, mem_ptr=1)
+        hook.malloc_postprocess(device_id=0, size=1000, mem_size=1024, mem_ptr=1, pmem_id=7)
+        hook.malloc_postprocess(device_id=0, size=500, mem_size=512, mem_ptr=2, pmem_id=7)
+        hook.free_postprocess(device_id=0, mem_size=1024, mem_ptr=1, pmem_id=7)
+    assert hook.name not in memory_hook.get_memory_hooks()
+    assert (state.peak, state.used, state.device_bytes) == (1536, 512, 2**20)
