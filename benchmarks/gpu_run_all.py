@@ -6,7 +6,8 @@ Runs, in order, each with its own time limit so the whole stays under ten minute
 the device-free CUDA checks (NVRTC compiles, launch arguments; ``tests/runtime/cuda``), the GPU
 tests (``pytest -m gpu``: every op example forward and backward against the CPU, every zoo
 model, per-op comparisons with PyTorch, CUDA-event timing, the memory pool's peak), then
-``gpu_ops.py`` and ``gpu_models.py``, whose tables go into ``RESULTS.md``. Output streams as it
+``gpu_ops.py`` and ``gpu_models.py``, whose tables go into ``RESULTS.md``
+(``--only memcheck`` instead runs the op tests under compute-sanitizer). Output streams as it
 comes; with ``$OUT`` set, each step's output is also written to ``$OUT/<step>.log``. A step that
 fails or runs out of time does not stop the next. The closing summary gives each step's exit
 status and seconds; the exit status is non-zero when any step failed.
@@ -43,6 +44,13 @@ STEPS = [
     ("gpu_models", [sys.executable, "benchmarks/gpu_models.py"], 120),
 ]
 
+# run only when named with --only: every op example's kernels under compute-sanitizer's memcheck
+# (out-of-bounds and misaligned accesses), many times slower than the plain run
+EXTRA_STEPS = [
+    ("memcheck", ["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1", sys.executable, "-m",
+                  "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "gpu", "tests/gpu/test_ops_gpu.py"], 540),
+]
+
 
 def run(name: str, command: list, limit: float, out_dir) -> tuple:
     """(exit status, or 'timeout', and seconds) of one step, its output streamed and logged."""
@@ -68,12 +76,13 @@ def run(name: str, command: list, limit: float, out_dir) -> tuple:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--only", nargs="*", choices=[name for name, _, _ in STEPS], help="run these steps only")
+    parser.add_argument("--only", nargs="*", choices=[name for name, _, _ in STEPS + EXTRA_STEPS],
+                        help="run these steps only")
     args = parser.parse_args()
     out_dir = pathlib.Path(os.environ["OUT"]) if os.environ.get("OUT") else None
     results = []
-    for name, command, limit in STEPS:
-        if args.only and name not in args.only:
+    for name, command, limit in STEPS + EXTRA_STEPS:
+        if (args.only and name not in args.only) or (not args.only and (name, command, limit) in EXTRA_STEPS):
             continue
         results.append((name, *run(name, command, limit, out_dir)))
     print("\n| step | status | seconds |\n|---|---|---|")
