@@ -113,6 +113,16 @@ def resources(log: str) -> dict:
     return out
 
 
+def _numpy_dtype(dtype) -> np.dtype:
+    if str(dtype) == "bfloat16":  # numpy knows the name once ml_dtypes is imported
+        try:
+            import ml_dtypes
+        except ImportError:
+            unavailable("bfloat16 kernels need ml_dtypes")
+        return np.dtype(ml_dtypes.bfloat16)
+    return np.dtype(dtype)
+
+
 def elementwise_source(spec: dict, dtype, ndim: int = 1) -> str:
     """The CUDA source CuPy generates for ``cupy.ElementwiseKernel(**spec)`` called on C-contiguous
     arrays of ``dtype`` with ``ndim`` dims, behind the headers CuPy puts in front of it.
@@ -122,12 +132,13 @@ def elementwise_source(spec: dict, dtype, ndim: int = 1) -> str:
     import cupy
     from cupy._core import _carray, _kernel, core
 
+    dtype = _numpy_dtype(dtype)
     kernel = cupy.ElementwiseKernel(**spec)
     ndarray, indexer = 1, 2  # cupy._core._kernel's _ArgKind values
     arrays = [p for p in kernel.params if p.name != "_ind"]
-    args = tuple(_kernel._ArgInfo(ndarray, cupy.ndarray, np.dtype(dtype), ndim, True, True) for _ in arrays)
+    args = tuple(_kernel._ArgInfo(ndarray, cupy.ndarray, dtype, ndim, True, True) for _ in arrays)
     args += (_kernel._ArgInfo(indexer, _carray.Indexer, None, ndim, True, True),)
-    types = _kernel._TypeMap((("T", np.dtype(dtype)),))
+    types = _kernel._TypeMap((("T", dtype),))
     code = _kernel._get_elementwise_kernel_code(args, types, kernel.params, kernel.operation, kernel.name,
                                                 kernel.preamble)
     return "".join(f"#include <{h}>\n" for h in core._cupy_header_list) + code

@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-# C type -> numpy dtype, for every type the kernels' parameters use
+# C type -> numpy's dtype name, for every type the kernels' parameters use
 C_TYPES = {
-    "__half": np.float16, "float": np.float32, "double": np.float64,
-    "long long": np.int64, "int": np.int32, "unsigned char": np.uint8, "bool": np.bool_,
+    "__half": "float16", "__nv_bfloat16": "bfloat16", "float": "float32", "double": "float64",
+    "long long": "int64", "int": "int32", "unsigned char": "uint8", "bool": "bool",
 }
 
 _DEFINE = re.compile(r"^[ \t]*#define[ \t]+([A-Za-z_]\w*)(?![\w(])[ \t]*(.*)$", re.M)
@@ -32,8 +32,8 @@ class Param:
     const: bool
 
     @property
-    def dtype(self) -> np.dtype:
-        return np.dtype(C_TYPES[self.ctype])
+    def dtype_name(self) -> str:
+        return C_TYPES[self.ctype]
 
 
 @dataclass(frozen=True)
@@ -94,12 +94,12 @@ def argument_problems(sig: Signature, args) -> list:
         if p.pointer:
             if not isinstance(a, np.ndarray):
                 out.append(f"{sig.name}({p.name}): a {type(a).__name__} for a {p.ctype}*")
-            elif a.dtype != p.dtype:
+            elif str(a.dtype) != p.dtype_name:
                 out.append(f"{sig.name}({p.name}): a {a.dtype} array for a {p.ctype}*")
             elif not a.flags.c_contiguous:
                 out.append(f"{sig.name}({p.name}): the array is not C-contiguous")
             elif not p.const and not a.flags.writeable:
                 out.append(f"{sig.name}({p.name}): the kernel writes a read-only array")
-        elif type(a) is not p.dtype.type:
-            out.append(f"{sig.name}({p.name}): a {type(a).__name__} for a {p.ctype} (needs {p.dtype.type.__name__})")
+        elif type(a) is not np.dtype(p.dtype_name).type:
+            out.append(f"{sig.name}({p.name}): a {type(a).__name__} for a {p.ctype} (needs {p.dtype_name})")
     return out

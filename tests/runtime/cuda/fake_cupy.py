@@ -79,6 +79,11 @@ class FakeCupy(types.ModuleType):
     def ElementwiseKernel(self, in_params, out_params, operation, name="kernel", **kwargs):  # noqa: N802
         return FakeElementwiseKernel(self, in_params, out_params, operation, name, **kwargs)
 
+    # CuPy's matmul keeps its operands' dtype (cuBLAS); numpy's turns bfloat16 into float32
+    @staticmethod
+    def matmul(a, b, **kwargs):
+        return np.matmul(a, b, **kwargs).astype(np.result_type(a, b), copy=False)
+
     # zeros rather than uninitialized memory: no NaN warnings from the arithmetic that follows
     @staticmethod
     def empty(shape, dtype=float, order="C"):

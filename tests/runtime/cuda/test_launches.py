@@ -1,5 +1,5 @@
 """What the CUDA launchers hand CuPy, checked without a GPU: every op example of tests/runtime/ops
-runs, in float16, float32 and float64, through each op's CUDA kernel with a stand-in CuPy
+runs, in each float dtype the runtime has, through each op's CUDA kernel with a stand-in CuPy
 (``fake_cupy``) that records the launches instead of running them. Each recorded launch must
 pass what the kernel's ``extern "C"`` signature takes (types, sizes, contiguity), address its
 arrays exactly, fit the launch limits of a V100, an A100 and an H100 (``cuda/limits.py``), and
@@ -12,6 +12,7 @@ from math import prod
 import numpy as np
 import pytest
 
+import flopcount.runtime as rt
 from cuda_signatures import argument_problems, signatures
 from fake_cupy import installed
 from flopcount.runtime.cuda import limits
@@ -19,18 +20,29 @@ from flopcount.runtime.cuda.kernels import _source, attention, catalog, conv, el
 from op_examples import load_examples, run_cuda_kernels
 
 EXAMPLES = load_examples()
-DTYPES = (np.float16, np.float32, np.float64)
+try:
+    from ml_dtypes import bfloat16
+except ImportError:  # ml_dtypes comes with onnx, which the test extra installs
+    bfloat16 = None
+# the kernels' dtypes; the op examples run in those the runtime has (bfloat16 arrays reach the
+# kernels directly until it has that dtype too)
+DTYPES = tuple(d for d in (np.float16, bfloat16, np.float32, np.float64) if d is not None)
+EXAMPLE_DTYPES = tuple(d for d in DTYPES if hasattr(rt, np.dtype(d).name))
+
+
+def _generic(*args, **kwargs):
+    pytest.fail("the generic kernel ran")
 
 
 def _specializations(fake):
     """Calls reaching the kernel variants the op examples do not: SDPA with each mask kind, a
-    depthwise convolution, in each dtype."""
+    depthwise convolution, in each dtype; every kernel family in the dtypes the op examples
+    cannot run in (the runtime has no bfloat16 yet)."""
     rng = np.random.default_rng(0)
-
-    def generic(*args, **kwargs):
-        pytest.fail("the generic kernel ran")
-
-    sdpa, convolution = attention.forward(generic), conv.convolution(generic)
+    for dtype in set(DTYPES) - set(EXAMPLE_DTYPES):
+        for family, args, attrs in _family_calls(dtype):
+            family(_generic)(fake, *args, **attrs)
+    sdpa, convolution = attention.forward(_generic), conv.convolution(_generic)
     for dtype in DTYPES:
         q, k, v = (rng.standard_normal((2, 3, 5, 4)).astype(dtype) for _ in range(3))
         for mask in (None, rng.standard_normal((5, 5)) > 0, rng.standard_normal((1, 5)).astype(dtype)):
@@ -43,7 +55,7 @@ def _specializations(fake):
 def recorded():
     """(stand-in CuPy with every launch, the kernel cache as the launchers left it)."""
     with installed() as fake:
-        run_cuda_kernels(fake, EXAMPLES, DTYPES)
+        run_cuda_kernels(fake, EXAMPLES, EXAMPLE_DTYPES)
         _specializations(fake)
         built = {key: k for key, k in _cache_items()}
     assert fake.launches and fake.elementwise
@@ -67,7 +79,7 @@ def test_every_launch_passes_what_its_signature_takes(recorded):
         sig = signatures(launch.code)[launch.name]
         problems.update(argument_problems(sig, launch.args))
     assert not problems, "\n".join(sorted(problems))
-    assert {launch.name for launch in fake.launches} == {key[0] for key in catalog.raw_sources()}
+    assert {launch.name for launch in fake.launches} == {key[0] for key in catalog.raw_sources(("float32",))}
 
 
 def test_every_launch_fits_a_v100_an_a100_and_an_h100(recorded):
@@ -141,7 +153,7 @@ def test_every_launch_addresses_its_arrays_exactly(recorded):
 
 def test_the_catalog_is_every_raw_kernel_the_launchers_build(recorded):
     _, built = recorded
-    sources = catalog.raw_sources()
+    sources = catalog.raw_sources(tuple(np.dtype(d).name for d in DTYPES))
     raw = {key: k for key, k in built.items() if key[0] != "elementwise"}
     assert set(raw) <= set(sources), sorted(set(raw) - set(sources))
     for key, k in raw.items():
@@ -204,8 +216,8 @@ def test_float_dtypes_launch_the_kernel_of_their_dtype(dtype):
         assert fake.launches
         for launch in fake.launches:
             sig = signatures(launch.code)[launch.name]
-            arrays = [a for p, a in zip(sig.params, launch.args) if p.pointer and p.ctype in ("__half", "float", "double")]
-            assert np.dtype(dtype) in {a.dtype for a in arrays}, launch.name
+            floats = [a for p, a in zip(sig.params, launch.args) if p.pointer and p.dtype_name.startswith(("float", "bfloat"))]
+            assert np.dtype(dtype) in {a.dtype for a in floats}, launch.name
 
 
 @pytest.mark.parametrize("dtype,other", [(np.int64, None), (np.int32, None), (np.float32, np.float64),

@@ -1,5 +1,8 @@
 """CUDA C shared by the raw kernels: the element types, loads and stores through the
-accumulation type (float for float16 and float32, double for float64), and block reductions.
+accumulation type (float for float16, bfloat16 and float32, double for float64), and block
+reductions. bfloat16 is ``ml_dtypes.bfloat16`` on the host (numpy's dtype name "bfloat16") and
+``__nv_bfloat16`` in the kernels; dtypes are handled by name, so the sources build without
+ml_dtypes installed.
 
 A kernel's source is specialized per dtype with macros (``T``, ``ACC``, ``LOAD``, ``STORE``)
 rather than C++ templates, so each compiled kernel has a plain ``extern "C"`` name.
@@ -15,10 +18,12 @@ from __future__ import annotations
 
 import numpy as np
 
-FLOAT_DTYPES = ("float16", "float32", "float64")
+FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
+# dtype name -> (C type, accumulation type, load, store)
 _TYPES = {
     "float16": ("__half", "float", "__half2float(v)", "__float2half(v)"),
+    "bfloat16": ("__nv_bfloat16", "float", "__bfloat162float(v)", "__float2bfloat16(v)"),
     "float32": ("float", "float", "(v)", "(v)"),
     "float64": ("double", "double", "(v)", "(v)"),
 }
@@ -38,14 +43,19 @@ def supported(*arrays) -> bool:
 
 def acc_dtype(dtype) -> np.dtype:
     """The accumulation dtype of a kernel over ``dtype``: float32 for halves."""
-    return np.dtype(np.float64 if np.dtype(dtype) == np.float64 else np.float32)
+    return np.dtype(np.float64 if dtype_name(dtype) == "float64" else np.float32)
+
+
+def dtype_name(dtype) -> str:
+    """numpy's name of ``dtype`` (a name is returned as it is, so "bfloat16" needs no ml_dtypes)."""
+    return dtype if isinstance(dtype, str) else str(np.dtype(dtype))
 
 
 def type_header(dtype) -> str:
     """Macros that specialize a kernel source to ``dtype``."""
-    t, acc, load, store = _TYPES[str(np.dtype(dtype))]
+    t, acc, load, store = _TYPES[dtype_name(dtype)]
     math = "" if acc == "double" else "f"
-    return (f"#include <cuda_fp16.h>\n#define T {t}\n#define ACC {acc}\n"
+    return (f"#include <cuda_fp16.h>\n#include <cuda_bf16.h>\n#define T {t}\n#define ACC {acc}\n"
             f"#define LOAD(v) ((ACC){load})\n#define STORE(v) ({store})\n"
             f"#define EXP(v) exp{math}(v)\n#define LOG(v) log{math}(v)\n#define SQRT(v) sqrt{math}(v)\n"
             f"#define ROW_BLOCK {MAX_BLOCK}\n#define STRIDE_BLOCK {GRID_STRIDE_BLOCK}\n")

@@ -5,7 +5,7 @@ A plain CuPy ufunc chain launches one kernel per step and writes every intermedi
 ``gelu`` alone is about ten of them. Here each op is an expression over its arguments
 (``EXPRESSIONS``), a chain is one statement per step into registers, and the kernel reads its
 inputs once and writes one output. Arithmetic runs in the accumulation type (float32 for
-float16, as the CPU kernels' upcasts), with NaN handling as numpy's ufuncs.
+float16 and bfloat16, as the CPU kernels' upcasts), with NaN handling as numpy's ufuncs.
 
 Expressions use a small subset common to C++ and Python — arithmetic, comparisons, calls of
 the functions in ``FUNCTIONS`` and ``acc_t(constant)`` — so ``evaluate`` runs the generated
@@ -19,7 +19,7 @@ import math
 
 import numpy as np
 
-from ._source import FLOAT_DTYPES, INFINITY_GUARD, acc_dtype
+from ._source import FLOAT_DTYPES, INFINITY_GUARD, acc_dtype, dtype_name
 from .cache import kernel
 
 # name -> (CUDA body for float and double overloads, numpy function); ``{f}`` is "f" or "".
@@ -159,7 +159,7 @@ def can_generate(steps, arrays) -> bool:
 
 def kernel_body(steps, n_inputs: int, dtype) -> str:
     """The ElementwiseKernel operation: load the inputs, one line per step, store the last."""
-    acc = "double" if np.dtype(dtype) == np.float64 else "float"
+    acc = "double" if dtype_name(dtype) == "float64" else "float"
     lines = [f"typedef {acc} acc_t;"]
     lines += [f"acc_t v{i} = acc_t(x{i});" for i in range(n_inputs)]
     stmts = statements(steps, n_inputs)
