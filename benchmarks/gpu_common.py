@@ -1,5 +1,5 @@
-"""What the GPU benchmarks share: the requirements check, CUDA-event timing of flopcount and of
-PyTorch, the device's measured float32 matmul rate, and the printed table."""
+"""What the GPU benchmarks share: the requirements check, the ``--dtype`` option, CUDA-event
+timing of flopcount and of PyTorch, the device's measured matmul rate, and the printed table."""
 
 from __future__ import annotations
 
@@ -11,6 +11,19 @@ sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent))  # run f
 
 WARMUP = 3
 REPEAT = 20
+
+
+def parse_dtype(description: str) -> str:
+    """The ``--dtype`` the benchmark runs in: float32 (default), float16, or bfloat16 once the
+    runtime has it."""
+    import argparse
+
+    import flopcount.runtime as rt
+
+    choices = [name for name in ("float32", "float16", "bfloat16") if hasattr(rt, name)]
+    parser = argparse.ArgumentParser(description=description)
+    parser.add_argument("--dtype", choices=choices, default="float32")
+    return parser.parse_args().dtype
 
 
 def require():
@@ -59,21 +72,21 @@ def time_torch(fn, warmup: int = WARMUP, repeat: int = REPEAT) -> float:
     return statistics.median(samples)
 
 
-def matmul_tflops(n: int = 8192) -> float:
-    """The device's float32 rate on a large CuPy matmul, in TFLOP/s, measured in this run."""
+def matmul_tflops(n: int = 8192, dtype: str = "float32") -> float:
+    """The device's rate on a large CuPy matmul in ``dtype``, in TFLOP/s, measured in this run."""
     import cupy
 
-    a = cupy.random.default_rng(0).standard_normal((n, n), dtype=cupy.float32)
+    a = cupy.random.default_rng(0).standard_normal((n, n), dtype=cupy.float32).astype(dtype)
     ms = time_flopcount(lambda: a @ a, warmup=2, repeat=10)
     return 2 * n ** 3 / (ms * 1e-3) / 1e12
 
 
-def print_table(title: str, rows: list, peak: float) -> None:
+def print_table(title: str, rows: list, peak: float, dtype: str = "float32") -> None:
     """rows: (case, flopcount ms, torch ms or None, FLOPs of the case)."""
     import torch
 
-    print(f"\n{title} on {torch.cuda.get_device_name()} — median of {REPEAT} CUDA-event-timed runs "
-          f"after {WARMUP} warm-up; matmul rate measured in this run: {peak:.1f} TFLOP/s (float32)\n")
+    print(f"\n{title}, {dtype}, on {torch.cuda.get_device_name()} — median of {REPEAT} CUDA-event-timed "
+          f"runs after {WARMUP} warm-up; matmul rate measured in this run: {peak:.1f} TFLOP/s ({dtype})\n")
     head = f"| {'case':<42} | {'flopcount ms':>12} | {'torch ms':>9} | {'ratio':>6} | {'TFLOP/s':>8} | {'of matmul':>9} |"
     print(head)
     print("|" + "|".join("-" * (len(c)) for c in head.split("|")[1:-1]) + "|")

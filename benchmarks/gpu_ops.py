@@ -1,9 +1,10 @@
 """flopcount's CUDA kernels against PyTorch (cuBLAS/cuDNN) on the same shapes, in one run.
 
-    python benchmarks/gpu_ops.py
+    python benchmarks/gpu_ops.py [--dtype float16]
 
 Each case runs through flopcount's dispatcher (what a model pays, Python overhead included)
-and through torch.nn.functional, both float32 without TF32, under no_grad. The table shows the
+and through torch.nn.functional, both in the chosen dtype (float32 without TF32 by default),
+under no_grad. The table shows the
 median of CUDA-event-timed runs, flopcount / torch, and flopcount's achieved TFLOP/s (FLOPs
 from flopcount's cost rules) against a large CuPy matmul measured in the same run.
 """
@@ -12,17 +13,18 @@ from __future__ import annotations
 
 import numpy as np
 
-from gpu_common import flops_of, matmul_tflops, print_table, require, time_flopcount, time_torch
+from gpu_common import flops_of, matmul_tflops, parse_dtype, print_table, require, time_flopcount, time_torch
 
 
-def cases(rt, torch):
-    """(name, flopcount call, torch call) with inputs already on the GPU."""
+def cases(rt, torch, dtype: str = "float32", device: str = "cuda"):
+    """(name, flopcount call, torch call) with inputs already on ``device``, in ``dtype``."""
     F, TF = rt.nn.functional, torch.nn.functional
     rng = np.random.default_rng(0)
 
-    def pair(*shape):
+    def pair(*shape):  # the same float32 values, cast to dtype on each side
         a = rng.standard_normal(shape).astype(np.float32)
-        return rt.tensor(a, device="cuda"), torch.tensor(a, device="cuda")
+        return (rt.tensor(a, device=device).to(getattr(rt, dtype)),
+                torch.tensor(a, device=device).to(getattr(torch, dtype)))
 
     out = []
 
@@ -80,14 +82,15 @@ def cases(rt, torch):
 
 
 def main() -> None:
+    dtype = parse_dtype(__doc__.splitlines()[0])
     rt, torch = require()
-    peak = matmul_tflops()
+    peak = matmul_tflops(dtype=dtype)
     rows = []
     with rt.no_grad(), torch.no_grad():
-        for name, ours, theirs in cases(rt, torch):
+        for name, ours, theirs in cases(rt, torch, dtype):
             flops = flops_of(ours)
             rows.append((name, time_flopcount(ours), time_torch(theirs), flops))
-    print_table("flopcount CUDA kernels vs PyTorch, float32", rows, peak)
+    print_table("flopcount CUDA kernels vs PyTorch", rows, peak, dtype)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,8 @@ the device-free CUDA checks (NVRTC compiles, launch arguments; ``tests/runtime/c
 tests (``pytest -m gpu``: every op example forward and backward against the CPU, every zoo
 model, per-op comparisons with PyTorch, CUDA-event timing, the memory pool's peak), then
 ``gpu_ops.py`` and ``gpu_models.py``, whose tables go into ``RESULTS.md``
-(``--only memcheck`` instead runs the op tests under compute-sanitizer). Output streams as it
+(``--only`` names steps to run instead, among them the float16 benchmarks and ``memcheck``, the
+op tests under compute-sanitizer). Output streams as it
 comes; with ``$OUT`` set, each step's output is also written to ``$OUT/<step>.log``. A step that
 fails or runs out of time does not stop the next. The closing summary gives each step's exit
 status and seconds; the exit status is non-zero when any step failed.
@@ -44,9 +45,11 @@ STEPS = [
     ("gpu_models", [sys.executable, "benchmarks/gpu_models.py"], 120),
 ]
 
-# run only when named with --only: every op example's kernels under compute-sanitizer's memcheck
-# (out-of-bounds and misaligned accesses), many times slower than the plain run
+# run only when named with --only: the benchmarks in float16, and every op example's kernels
+# under compute-sanitizer's memcheck (out-of-bounds and misaligned accesses; many times slower)
 EXTRA_STEPS = [
+    ("gpu_ops-float16", [sys.executable, "benchmarks/gpu_ops.py", "--dtype", "float16"], 90),
+    ("gpu_models-float16", [sys.executable, "benchmarks/gpu_models.py", "--dtype", "float16"], 120),
     ("memcheck", ["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1", sys.executable, "-m",
                   "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "gpu", "tests/gpu/test_ops_gpu.py"], 540),
 ]

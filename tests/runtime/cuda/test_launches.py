@@ -16,7 +16,7 @@ import flopcount.runtime as rt
 from cuda_signatures import argument_problems, signatures
 from fake_cupy import installed
 from flopcount.runtime.cuda import limits
-from flopcount.runtime.cuda.kernels import _source, attention, catalog, conv, elementwise, pooling, rowwise
+from flopcount.runtime.cuda.kernels import _source, attention, cache, catalog, conv, elementwise, pooling, rowwise
 from op_examples import load_examples, run_cuda_kernels
 
 EXAMPLES = load_examples()
@@ -39,7 +39,7 @@ def _specializations(fake):
     depthwise convolution, in each dtype; every kernel family in the dtypes the op examples
     cannot run in (the runtime has no bfloat16 yet)."""
     rng = np.random.default_rng(0)
-    for dtype in set(DTYPES) - set(EXAMPLE_DTYPES):
+    for dtype in [d for d in DTYPES if d not in EXAMPLE_DTYPES]:
         for family, args, attrs in _family_calls(dtype):
             family(_generic)(fake, *args, **attrs)
     sdpa, convolution = attention.forward(_generic), conv.convolution(_generic)
@@ -57,15 +57,9 @@ def recorded():
     with installed() as fake:
         run_cuda_kernels(fake, EXAMPLES, EXAMPLE_DTYPES)
         _specializations(fake)
-        built = {key: k for key, k in _cache_items()}
+        built = dict(cache._CACHE)  # the kernel objects, not only their keys
     assert fake.launches and fake.elementwise
     return fake, built
-
-
-def _cache_items():
-    from flopcount.runtime.cuda.kernels import cache
-
-    return list(cache._CACHE.items())
 
 
 def _named(sig, args) -> dict:
