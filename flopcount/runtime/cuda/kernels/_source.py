@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import limits
+
 FLOAT_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 # dtype name -> (C type, accumulation type, load, store)
@@ -28,10 +30,11 @@ _TYPES = {
     "float64": ("double", "double", "(v)", "(v)"),
 }
 
-MAX_BLOCK = 1024
+# what every target GPU allows (cuda/limits.py): 1024 threads a block, 2^31 - 1 blocks along x
+MAX_BLOCK = min(t.max_threads_per_block for t in limits.TARGETS)
+MAX_GRID_X = min(t.max_grid_dims[0] for t in limits.TARGETS)
 WARP = 32
 GRID_STRIDE_BLOCK = 256
-MAX_GRID_X = 2**31 - 1      # blocks along x, every GPU since compute capability 3.0
 GRID_STRIDE_THREADS = 1 << 26
 
 
