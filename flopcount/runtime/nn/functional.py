@@ -5,6 +5,7 @@ Each op family declares its functional API in ``__all__``; this module gathers t
 
 from ..ops.activations import *  # noqa: F401,F403
 from ..ops.attention import *  # noqa: F401,F403
+from ..ops.cache import *  # noqa: F401,F403
 from ..ops.conv import *  # noqa: F401,F403
 from ..ops.dropout import *  # noqa: F401,F403
 from ..ops.elementwise import *  # noqa: F401,F403
@@ -17,3 +18,4 @@ from ..ops.norm import *  # noqa: F401,F403
 from ..ops.pooling import *  # noqa: F401,F403
 from ..ops.reduction import *  # noqa: F401,F403
 from ..ops.sampling import *  # noqa: F401,F403
+from ..ops.sorting import *  # noqa: F401,F403

@@ -481,6 +481,11 @@ def cat(b, node, ins, outs):
     b.add("Concat", ins, outs, axis=node.attrs["dim"])
 
 
+@emitter("cache_append")
+def cache_append(b, node, ins, outs):
+    b.add("Concat", ins, outs, axis=node.outputs[0].ndim - 2)  # the in-place write ONNX has no op for
+
+
 @emitter("flip")
 def flip(b, node, ins, outs):
     dims = list(node.attrs["dims"])
@@ -686,6 +691,11 @@ def arg_extreme(b, node, ins, outs):
 def cumsum(b, node, ins, outs):
     x = _as(b, node, ins, 0, node.outputs[0].dtype)
     b.add("CumSum", [x, b.const(np.array(node.attrs["dim"], np.int64), "axis")], outs)
+
+
+@emitter("topk")
+def topk(b, node, ins, outs):
+    b.add("TopK", [ins[0], b.ints([node.attrs["k"]])], outs, axis=node.attrs["dim"], largest=1, sorted=1)
 
 
 # --- attention ---------------------------------------------------------------------------------

@@ -150,6 +150,8 @@ CASES = [
     Case("ReduceMax", [bools(3, 4), C(np.array([1], I64))], opset=20),
     *[Case(op, [np.array([[1, 3, 3, 0], [2, 2, 1, 2]], F32)], {"axis": 1, "keepdims": k, "select_last_index": s})
       for op in ("ArgMax", "ArgMin") for k in (0, 1) for s in (0, 1)],
+    *[Case("TopK", [np.array([[1, 3, 3, 0], [2, 2, 1, 2]], F32), C(np.array([2], I64))], {"axis": a, "largest": big},
+           outputs=2) for a in (1, -2) for big in (0, 1)],
 ]
 
 

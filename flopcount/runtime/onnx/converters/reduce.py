@@ -1,12 +1,12 @@
 """ONNX reductions (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp) and
-ArgMax/ArgMin. ``axes`` is an input from opset 13 for ReduceSum and from opset 18 for the
+ArgMax/ArgMin, TopK. ``axes`` is an input from opset 13 for ReduceSum and from opset 18 for the
 others (an attribute before); empty axes reduce everything unless ``noop_with_empty_axes``.
 """
 
 from __future__ import annotations
 
 from ...ops import elementwise as ew
-from ...ops import movement, reduction
+from ...ops import movement, reduction, sorting
 from ._base import converter
 
 _AXES_AS_INPUT_SINCE = {"ReduceSum": 13}
@@ -61,3 +61,14 @@ def arg_extreme(ctx, x):
         return fn(x, axis, keep)
     # the last extreme: the first one of the reversed dim, counted from the end
     return ew.sub(x.shape[axis] - 1, fn(movement.flip(x, axis), axis, keep))
+
+
+@converter("TopK")
+def topk(ctx, x, k):
+    axis = ctx.axis(ctx.attr("axis", -1), x.ndim)
+    (count,) = ctx.ints(k, "input 'K'")
+    if ctx.attr("largest", 1):
+        return sorting.topk(x, count, axis)
+    # the smallest: the largest of the negated values (ties still go to the lower index)
+    values, indices = sorting.topk(ew.neg(x), count, axis)
+    return ew.neg(values), indices
