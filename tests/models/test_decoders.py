@@ -106,3 +106,16 @@ def test_gemma_norm_and_embedding_scale():
     assert all((m.weight.numpy() == 0).all() for n, m in model.named_modules() if n.endswith("layernorm"))
     assert float(model.model.embed_tokens.embed_scale.numpy()) == pytest.approx(256 ** 0.5)
     assert model.lm_head.weight is model.model.embed_tokens.weight
+
+
+@pytest.mark.parametrize("family", SMALL)
+def test_half_precision_runs_within_half_precision_of_float32(family):
+    name = FAMILIES[family][0]
+    model = models.get(name).eval()
+    ids = rt.tensor(token_ids(name, 20))
+    with rt.no_grad():
+        reference = model(ids).numpy()
+        half = model.half()(ids)
+    assert half.dtype is rt.float16
+    scale = max(1.0, float(np.abs(reference).max()))
+    assert np.abs(half.numpy().astype(np.float32) - reference).max() < 1e-2 * scale
