@@ -19,6 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from ..runtime.errors import FlopcountError
 from .step import Counts
 
 COMPUTE, MEMORY = "compute", "memory"
@@ -133,8 +134,11 @@ def phase_times(report, hardware) -> PhaseTimes:
 
 def device_for(name: str, dtype: str) -> Device:
     """The Device of hardware profile ``name`` for ``dtype`` (flopcount.hardware)."""
-    from .. import hardware
-
+    try:
+        from .. import hardware
+    except ImportError:
+        raise FlopcountError(f"no hardware profiles in this version to look {name!r} up in; "
+                             f"pass llm.Device(name, peak_flops, bandwidth, memory)") from None
     profile = hardware.get(name)
     return Device(name=profile.name, peak_flops=profile.peak_flops(dtype), bandwidth=profile.bandwidth,
                   memory=profile.memory)
