@@ -42,16 +42,16 @@ def decoder(model, dtype=None) -> tuple:
 
 def kv_bytes_per_token(model, dtype) -> int:
     """Bytes one position of one sequence takes in the KV cache, keys and values, every layer."""
-    itemsize = rt.get_dtype(dtype).itemsize
-    return sum(2 * heads * dim * itemsize for heads, dim, _ in kv_cache_layout(model))
+    dtype = rt.get_dtype(dtype)
+    return sum(dtype.nbytes(2 * heads * dim) for heads, dim, _ in kv_cache_layout(model))
 
 
 def kv_cache_bytes(model, context: int, batch: int, dtype) -> int:
     """The KV cache after ``context`` tokens of ``batch`` sequences: each layer keeps every
     position, or the last window - 1 with a sliding window."""
-    itemsize = rt.get_dtype(dtype).itemsize
-    return batch * sum(2 * heads * dim * itemsize * (context if window is None else min(context, window - 1))
-                       for heads, dim, window in kv_cache_layout(model))
+    dtype = rt.get_dtype(dtype)
+    return sum(dtype.nbytes(batch * 2 * heads * dim * (context if window is None else min(context, window - 1)))
+               for heads, dim, window in kv_cache_layout(model))
 
 
 def profile(model, phase, *, batch: int = 1, dtype=None, hardware=None,
@@ -85,7 +85,7 @@ def _profile(net, label: str, phase, batch: int, hardware) -> LLMReport:
     report = LLMReport(model=label, phase=phase, batch=batch, dtype=dtype.name,
                        attn_implementation=net.config.attn_implementation,
                        params=sum(p.numel() for p in net.parameters()),
-                       weight_bytes=sum(p.numel() * p.dtype.itemsize for p in net.parameters()),
+                       weight_bytes=sum(p.dtype.nbytes(p.numel()) for p in net.parameters()),
                        kv_bytes_per_token=kv_bytes_per_token(net, dtype), moe=moe_summary(net))
     prefill = phase if isinstance(phase, Prefill) else phase.prefill if isinstance(phase, Generate) else None
     if prefill is not None:

@@ -43,9 +43,10 @@ class MoESummary:
     def expected_experts(self, tokens: int) -> float:
         return expected_experts(self.experts, self.top_k, tokens)
 
-    def expert_bytes_read(self, tokens: int, itemsize: float) -> float:
-        """Expected expert weight bytes a step over ``tokens`` tokens reads, all MoE layers."""
-        return self.layers * self.expected_experts(tokens) * self.expert_params * itemsize
+    def expert_bytes_read(self, tokens: int, bits: int) -> float:
+        """Expected expert weight bytes a step over ``tokens`` tokens reads, all MoE layers, at
+        ``bits`` per weight."""
+        return self.layers * self.expected_experts(tokens) * self.expert_params * bits / 8
 
     def to_dict(self, batch: int | None = None) -> dict:
         out = {"layers": self.layers, "experts": self.experts, "top_k": self.top_k,

@@ -122,7 +122,7 @@ def render_text(report, fmt: str = "simple") -> str:
                      f"{params_to_string(m.total_params)} parameters, {params_to_string(m.active_params)} active "
                      f"per token; a decode step at batch {r.batch} touches {m.expected_experts(r.batch):.2f} experts "
                      f"per layer on average (E·(1-(1-k/E)^B)), reading "
-                     f"{bytes_to_string(m.expert_bytes_read(r.batch, _itemsize(r)))} of expert weights")
+                     f"{bytes_to_string(m.expert_bytes_read(r.batch, _bits(r)))} of expert weights")
     lines += r.notes
     if r.prefill is not None:
         t = times.prefill.ops if times is not None else None
@@ -145,10 +145,10 @@ def render_text(report, fmt: str = "simple") -> str:
     return "\n".join(lines)
 
 
-def _itemsize(report) -> int:
+def _bits(report) -> int:
     from .. import runtime as rt
 
-    return rt.get_dtype(report.dtype).itemsize
+    return rt.get_dtype(report.dtype).bits
 
 
 def _roofline_line(report, times) -> str:

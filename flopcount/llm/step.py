@@ -162,7 +162,7 @@ def count_step(model, graph, phase, batch: int, dtype) -> StepCost:
         step.total.add(op)
     step.groups = list(groups.values())
     step.params = sum(p.numel() for p in model.parameters())  # a tied weight once
-    step.weight_bytes = sum(p.numel() * p.dtype.itemsize for p in model.parameters())
+    step.weight_bytes = sum(p.dtype.nbytes(p.numel()) for p in model.parameters())
     kv_outputs = [v for v in graph.outputs if origin.get(v.name) == KV]
     step.kv_cache_bytes = sum(v.nbytes for v in kv_outputs)
     step.activation_peak = _activation_peak(graph, origin)

@@ -23,6 +23,7 @@ import math
 from dataclasses import fields
 from typing import Iterator
 
+import ml_dtypes
 import numpy as np
 
 from .. import runtime as rt
@@ -32,8 +33,8 @@ from ..runtime.nn import functional as F
 
 def mask_min(dtype) -> float:
     """transformers masks with ``torch.finfo(dtype).min`` rather than -inf, so a fully masked row
-    stays finite."""
-    return float(np.finfo(rt.get_dtype(dtype).np).min)
+    stays finite (``ml_dtypes.finfo`` knows bfloat16 and float8 too)."""
+    return float(ml_dtypes.finfo(rt.get_dtype(dtype).np).min)
 
 
 MASK_MIN = mask_min(rt.float32)

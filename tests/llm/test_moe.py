@@ -51,7 +51,7 @@ def test_expert_weights_read_per_decode_step():
     moe = report.moe
     itemsize = 2
     expected = L * expected_experts(E, K, 8) * 3 * D * FF * itemsize
-    assert moe.expert_bytes_read(8, itemsize) == pytest.approx(expected)
+    assert moe.expert_bytes_read(8, 16) == pytest.approx(expected)
     # the meta trace's balanced routing sends 2 of the 16 assignments to each expert: all 8 run
     step = report.decode.last
     expert_reads = sum(op.weight_read for op in step.ops if op.scope.endswith("mlp.experts"))

@@ -21,6 +21,8 @@ from .movement import narrow
 class CacheAppend(Op):
     """``cached`` (..., past, D) then ``new`` (..., n, D) along dim -2: the whole cache (..., past + n, D)."""
 
+    computes = False  # moves or selects elements: runs on any dtype's storage
+
     def shape(cached, new):
         if cached.ndim != new.ndim or cached.ndim < 2 or cached.shape[:-2] != new.shape[:-2] \
                 or cached.shape[-1] != new.shape[-1]:
