@@ -112,6 +112,8 @@ class NodeRows:
         if self.module is not None:
             for path, m in self.module.named_modules():
                 scope_types[path] = type(m).__name__
+        else:
+            scope_types.update(graph.module_types)  # what an importer knows of the model's modules
         children: dict = {}
 
         def scope_row(path: str) -> Row:
