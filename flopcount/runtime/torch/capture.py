@@ -75,7 +75,11 @@ def capture(module, args: tuple, kwargs: dict, *, train: bool = False) -> Captur
                                      f"recording the ATen ops of one run on the example inputs, so the graph is "
                                      f"specialized to their values")
             return captured
-        return from_program(program, name)
+        captured = from_program(program, name)
+        # every module, in the model's order, also those no op ran in (an unused auxiliary head)
+        modules = {path: type(m).__name__ for path, m in module.named_modules()}
+        captured.module_types = {**modules, **captured.module_types}
+        return captured
     finally:
         module.train(was_training)
 

@@ -27,10 +27,15 @@ class TorchFallback(Op):
     def forward(xp, *arrays, target, args, kwargs, specs):
         from .tensors import array_to_torch
 
+        in_place = target._schema.is_mutable  # an in-place op recorded as is: it writes into a copy
+
         def fill(a):
             if isinstance(a, Slot):
                 array = arrays[a.index]
-                return None if array is None else array_to_torch(xp.asnumpy(array) if xp is not np else array)
+                if array is None:
+                    return None
+                array = xp.asnumpy(array) if xp is not np else array
+                return array_to_torch(array.copy() if in_place else array)
             if isinstance(a, (list, tuple)):
                 return type(a)(fill(v) for v in a)
             return a

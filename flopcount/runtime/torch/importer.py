@@ -157,8 +157,10 @@ class _Walk:
     def _fallback(self, name: str, target, ctx, args, kwargs):
         """The ATen op as a fallback op: its tensor inputs become the op's inputs, the rest of
         the call stays in its attrs."""
-        if ctx.out is None:
-            raise UnsupportedOpError(f"{ctx.where}: no converter, and torch recorded no output shape for it")
+        outs = ctx.out if isinstance(ctx.out, tuple) else (ctx.out,)
+        if not outs or any(not isinstance(o, Spec) for o in outs):
+            raise UnsupportedOpError(f"{ctx.where}: no converter, and not every output is a tensor whose "
+                                     f"shape torch recorded")
         inputs: list = []
 
         def slot(a):
@@ -205,7 +207,7 @@ def _flat(value) -> list:
 
 
 def _check_specs(ctx, result) -> None:
-    """The converted value has the shape torch recorded (a converter bug otherwise)."""
+    """The converted value has the shape and dtype torch recorded (a converter bug otherwise)."""
     want = ctx.out
     got = result
     if isinstance(want, tuple) and isinstance(got, (tuple, list)):
@@ -215,9 +217,11 @@ def _check_specs(ctx, result) -> None:
     else:
         return
     for value, spec in pairs:
-        if isinstance(value, Tensor) and isinstance(spec, Spec) and tuple(value.shape) != spec.shape:
-            raise ShapeError(f"{ctx.where}: converted to shape {tuple(value.shape)}, but torch recorded "
-                             f"{spec.shape}")
+        if not (isinstance(value, Tensor) and isinstance(spec, Spec)):
+            continue
+        if tuple(value.shape) != spec.shape or value.dtype is not spec.dtype:
+            raise ShapeError(f"{ctx.where}: converted to {value.dtype.name}{list(value.shape)}, but torch "
+                             f"recorded {spec.dtype.name}{list(spec.shape)}")
 
 
 def _placeholders(captured) -> tuple[dict, dict]:

@@ -22,16 +22,20 @@ from .capture import Captured
 from .importer import class_name
 
 
+def _in_place(func) -> bool:
+    return func._schema.is_mutable and func.overloadpacket.__name__.endswith("_")
+
+
 def _functional(func):
     """The out-of-place overload of an in-place ATen op (``aten.add_.Tensor`` ->
-    ``aten.add.Tensor``), or ``func`` itself."""
+    ``aten.add.Tensor``), or ``func`` itself when it has none (``bernoulli_.float``: the
+    importer's fallback op then runs it on a copy)."""
     import torch
 
-    schema = func._schema
-    if not schema.is_mutable or not func.overloadpacket.__name__.endswith("_"):
+    if not _in_place(func):
         return func
     packet = getattr(torch.ops.aten, func.overloadpacket.__name__[:-1], None)
-    return getattr(packet, func._overloadname, None) if packet is not None else None
+    return getattr(packet, func._overloadname, func) if packet is not None else func
 
 
 class _Recorder:
@@ -45,7 +49,7 @@ class _Recorder:
         self.params: dict = {}
         self.stack: list = []        # (path, class) of the modules running now
         self.paths = {id(m): path for path, m in module.named_modules()}
-        self.types: dict = {}
+        self.types = {path: class_name(type(m)) for path, m in module.named_modules()}
         for kind, named in (("param", module.named_parameters()), ("buffer", module.named_buffers())):
             for name, t in named:
                 if id(t) not in self.nodes:
@@ -70,9 +74,8 @@ class _Recorder:
     # --- module scopes ---------------------------------------------------------------------------
     def enter(self, module, *_):
         path = self.paths.get(id(module))
-        if path is not None and path:
+        if path:
             self.stack.append((path, type(module)))
-            self.types.setdefault(path, class_name(type(module)))
 
     def leave(self, module, *_):
         if self.stack and self.paths.get(id(module)) == self.stack[-1][0]:
@@ -82,9 +85,7 @@ class _Recorder:
     def op(self, func, args, kwargs, out):
         torch = self.torch
         target = _functional(func)
-        if target is None:
-            raise UnsupportedOpError(f"{func} has no out-of-place form to record")
-        mutated = target is not func
+        mutated = _in_place(func)
         if mutated and args and getattr(args[0], "_base", None) is not None:
             raise UnsupportedOpError(f"{func} writes into a view of another tensor; a recorded graph cannot "
                                      f"follow that write (torch.export could, if the model allowed it)")

@@ -45,9 +45,16 @@ def mul(ctx, self, other):
     return ew.mul(self, other)
 
 
-@converter("div", "true_divide")
+@converter("div")
 def div(ctx, self, other, rounding_mode=None):
-    return ew.div(self, other, rounding_mode=rounding_mode)
+    return _as_recorded(ctx, ew.div(self, other, rounding_mode=rounding_mode))
+
+
+def _as_recorded(ctx, value):
+    """A rounded quotient of integers in the integer dtype torch gives it (the runtime's
+    rounding divisions compute in floating point)."""
+    want = ctx.out_spec.dtype if ctx.out_spec is not None else value.dtype
+    return value if value.dtype is want else ew.cast(value, want)
 
 
 @converter("floor_divide")
@@ -157,30 +164,17 @@ def round_(ctx, self, decimals=0):
     return ew.round(self)
 
 
-@converter("positive")
-def positive(ctx, self):
-    return self
-
-
 # --- casts ----------------------------------------------------------------------------------------
 
-@converter("_to_copy", "to")
-def to_copy(ctx, self, *args, dtype=None, **kwargs):
+@converter("_to_copy")
+def to_copy(ctx, self, dtype=None, **kwargs):
     """``x.to(dtype)`` (device and layout moves are no-ops in a graph: it runs where it is put)."""
-    for arg in args:  # to.dtype(self, dtype, ...) passes it by position
-        if hasattr(arg, "np"):
-            dtype = arg
     return self if dtype is None else ew.cast(self, dtype)
 
 
 @converter("type_as")
 def type_as(ctx, self, other):
     return ew.cast(self, other.dtype)
-
-
-@converter("convert_element_type", "prims.convert_element_type")
-def convert_element_type(ctx, a, dtype):
-    return ew.cast(a, dtype)
 
 
 # --- activations ----------------------------------------------------------------------------------
@@ -226,7 +220,8 @@ def softplus(ctx, self, beta=1.0, threshold=20.0):
 
 @converter("prelu", "_prelu_kernel")
 def prelu(ctx, self, weight):
-    return act.prelu(self, weight)
+    # _prelu_kernel takes the weight already shaped to broadcast, (1, C, 1...): one per channel
+    return act.prelu(self, weight if weight.ndim <= 1 else weight.reshape(weight.numel()))
 
 
 @converter("glu")
@@ -243,3 +238,27 @@ def softmax(ctx, self, dim, dtype=None):
 @converter("log_softmax", "_log_softmax")
 def log_softmax(ctx, self, dim, dtype=None):
     return F.log_softmax(self, dim=dim, dtype=dtype if hasattr(dtype, "np") else None)
+
+
+@converter("log_sigmoid_forward")
+def log_sigmoid_forward(ctx, self):
+    """(output, buffer): the buffer is the backward's, which a forward graph does not read."""
+    return act.logsigmoid(self), None
+
+
+# --- compositions: ops the runtime has no single op for, written as the arithmetic they do ----
+
+@converter("expm1")
+def expm1(ctx, self):
+    return ew.sub(ew.exp(self), 1.0)  # 2 FLOPs per element where torch's kernel does 1 call
+
+
+@converter("log1p")
+def log1p(ctx, self):
+    return ew.log(ew.add(self, 1.0))
+
+
+@converter("fmod")
+def fmod(ctx, self, other):
+    """a - b·trunc(a / b): the remainder with the sign of the dividend (C's fmod)."""
+    return _as_recorded(ctx, ew.sub(self, ew.mul(other, ew.div(self, other, rounding_mode="trunc"))))

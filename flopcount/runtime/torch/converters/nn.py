@@ -84,8 +84,8 @@ def conv_transpose(ctx, input, weight, bias=None, stride=1, padding=0, output_pa
               groups=groups, dilation=dilation)
 
 
-@converter("convolution", "_convolution")
-def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups, *_):
+@converter("convolution")
+def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed, output_padding, groups):
     """The core ATen convolution (what ``conv2d`` decomposes to): an unbatched input is not
     possible here, so the op is called directly."""
     nd = weight.ndim - 2
@@ -97,11 +97,6 @@ def convolution(ctx, input, weight, bias, stride, padding, dilation, transposed,
 
 
 # --- normalization ---------------------------------------------------------------------------------
-
-@converter("batch_norm")
-def batch_norm(ctx, input, weight, bias, running_mean, running_var, training, momentum, eps, cudnn_enabled=True):
-    return F.batch_norm(input, running_mean, running_var, weight, bias, training, momentum, eps)
-
 
 @converter("_native_batch_norm_legit_no_training")
 def batch_norm_inference(ctx, input, weight, bias, running_mean, running_var, momentum, eps):
@@ -253,22 +248,28 @@ def sdpa_math(ctx, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=F
                                                         is_causal=is_causal, scale=scale, enable_gqa=enable_gqa))
 
 
+@converter("_native_multi_head_attention")
+def native_multi_head_attention(ctx, query, key, value, embed_dim, num_head, qkv_weight, qkv_bias, proj_weight,
+                                proj_bias, mask=None, need_weights=True, average_attn_weights=True, mask_type=None):
+    """``nn.MultiheadAttention``'s inference fast path, on batch-first (B, L, E) inputs: the
+    runtime's multi-head attention on (L, B, E), with the same projections and contractions."""
+    def seq_first(t):
+        return movement.transpose(t, 0, 1) if t.ndim == 3 else t
+
+    padding = mask if mask is not None and mask_type == 1 else None
+    attn_mask = mask if mask is not None and mask_type != 1 else None
+    out, weights = F.multi_head_attention_forward(
+        seq_first(query), seq_first(key), seq_first(value), embed_dim, num_head, qkv_weight, qkv_bias, None, None,
+        False, 0.0, proj_weight, proj_bias, training=False, key_padding_mask=padding, need_weights=need_weights,
+        attn_mask=attn_mask, average_attn_weights=average_attn_weights)
+    return seq_first(out), weights
+
+
 # --- embedding, dropout, upsampling -------------------------------------------------------------------------
 
 @converter("embedding")
 def embedding(ctx, weight, indices, padding_idx=-1, scale_grad_by_freq=False, sparse=False):
     return F.embedding(indices, weight, padding_idx=None if padding_idx < 0 else padding_idx)
-
-
-@converter("dropout", "feature_dropout", "alpha_dropout", "feature_alpha_dropout")
-def dropout(ctx, input, p, train):
-    if not train or p == 0:
-        return input
-    if "alpha" in ctx.op:
-        raise ctx.unsupported("alpha dropout in training mode")
-    fn = F.dropout if ctx.op.startswith("aten.dropout") or input.ndim < 3 else \
-        {3: F.dropout1d, 4: F.dropout2d, 5: F.dropout3d}[input.ndim]
-    return fn(input, p, training=True)
 
 
 @converter("native_dropout")

@@ -132,7 +132,3 @@ def vector_norm(ctx, self, ord=2, dim=None, keepdim=False, dtype=None):
         self = ew.cast(self, dtype)
     return red.norm(self, ord, _dims(dim), keepdim)
 
-
-@converter("norm")
-def norm(ctx, self, p=2, dim=None, keepdim=False, dtype=None):
-    return red.norm(self, 2 if p is None else p, _dims(dim), keepdim)

@@ -24,122 +24,82 @@ from ._base import converter
 _END = 2 ** 63 - 1
 
 
-def _view_names(*names: str) -> tuple:
-    """Each view op and its ``_copy`` twin (the edge dialect's name for the same result)."""
-    return names + tuple(f"{n}_copy" for n in names)
-
-
 # --- values that need no op ----------------------------------------------------------------------
 
-@converter("clone", "contiguous", "alias", "detach", "lift_fresh", "lift_fresh_copy", "alias_copy", "detach_copy")
+@converter("clone", "alias", "detach", "lift_fresh")
 def identity(ctx, self, *args, **kwargs):
     return self
 
 
-@converter("_assert_tensor_metadata", "_assert_async", "_assert_scalar", "_functional_assert_async",
-           "sym_constrain_range", "sym_constrain_range_for_size", "_functional_sym_constrain_range",
-           "_functional_sym_constrain_range_for_size")
+@converter("_assert_tensor_metadata")
 def assertion(ctx, *args, **kwargs):
-    """Checks torch.export inserts; they compute nothing."""
+    """A check torch.export inserts (transformers' models have them); it computes nothing."""
     return None
-
-
-@converter("_local_scalar_dense", "item")
-def item(ctx, self):
-    if self.data is None:
-        raise ctx.unsupported("reads a value computed from the model's inputs (.item()): "
-                              "the graph would depend on the data")
-    return self.item()
 
 
 # --- views ---------------------------------------------------------------------------------------
 
-@converter(*_view_names("view", "_unsafe_view", "reshape", "_reshape_alias"))
+@converter("view", "_unsafe_view")
 def view(ctx, self, size, *args):
     return movement.reshape(self, tuple(size))
 
 
-@converter(*_view_names("permute"))
+@converter("permute")
 def permute(ctx, self, dims):
     return movement.permute(self, tuple(dims))
 
 
-@converter(*_view_names("transpose"))
+@converter("transpose")
 def transpose(ctx, self, dim0, dim1):
     return movement.transpose(self, dim0, dim1)
 
 
-@converter(*_view_names("t"), "numpy_T")
+@converter("t")
 def t(ctx, self):
     return self if self.ndim < 2 else movement.transpose(self, 0, 1)
 
 
-@converter(*_view_names("expand"))
+@converter("expand")
 def expand(ctx, self, size, implicit=False):
     return movement.expand(self, tuple(size))
 
 
-@converter("expand_as")
-def expand_as(ctx, self, other):
-    return movement.expand(self, other.shape)
-
-
-@converter(*_view_names("unsqueeze"))
+@converter("unsqueeze")
 def unsqueeze(ctx, self, dim):
     return movement.unsqueeze(self, dim)
 
 
-@converter(*_view_names("squeeze"))
+@converter("squeeze")
 def squeeze(ctx, self, dim=None):
     return movement.squeeze(self, dim)
 
 
-@converter("flatten")
-def flatten(ctx, self, start_dim=0, end_dim=-1):
-    return movement.flatten(self, start_dim, end_dim)
-
-
-@converter("unflatten")
-def unflatten(ctx, self, dim, sizes):
-    return movement.unflatten(self, dim, tuple(sizes))
-
-
-@converter(*_view_names("select"))
+@converter("select")
 def select(ctx, self, dim, index):
     d = dim % self.ndim
     return indexing.getitem(self, (slice(None),) * d + (int(index),))
 
 
-@converter(*_view_names("slice"))
+@converter("slice")
 def slice_(ctx, self, dim=0, start=None, end=None, step=1):
     d = dim % self.ndim
     start, stop, step = slice(start, None if end == _END else end, step).indices(self.shape[d])
     return indexing.slice_dim(self, d, start, stop, step)
 
 
-@converter("narrow")
-def narrow(ctx, self, dim, start, length):
-    return movement.narrow(self, dim, start, length)
-
-
 # --- splits and joins ------------------------------------------------------------------------------
 
-@converter(*_view_names("split", "split_with_sizes"))
+@converter("split", "split_with_sizes")
 def split(ctx, self, split_size, dim=0):
     return list(movement.split(self, split_size if isinstance(split_size, int) else list(split_size), dim))
 
 
-@converter("chunk")
-def chunk(ctx, self, chunks, dim=0):
-    return list(movement.chunk(self, chunks, dim))
-
-
-@converter(*_view_names("unbind"))
+@converter("unbind")
 def unbind(ctx, self, dim=0):
     return list(movement.unbind(self, dim))
 
 
-@converter("cat", "concat", "concatenate")
+@converter("cat")
 def cat(ctx, tensors, dim=0):
     tensors = [t for t in tensors if not (t.ndim == 1 and t.shape[0] == 0)]  # torch skips empty 1-d
     return tensors[0] if len(tensors) == 1 else movement.cat(tensors, dim)
@@ -276,7 +236,7 @@ def _filled(ctx, value) -> Tensor:
     return movement.expand(one, shape)
 
 
-@converter("zeros", "new_zeros", "zeros_like", "empty", "new_empty", "empty_like", "empty_strided",
+@converter("zeros", "new_zeros", "zeros_like", "zero", "empty", "new_empty", "empty_like", "empty_strided",
            "new_empty_strided", "empty_permuted")
 def zeros(ctx, *args, **kwargs):
     # empty's contents are unspecified; zeros are one valid choice and keep counts exact
