@@ -47,8 +47,10 @@ def _tensors(reader, config_name: str, directory: str, path: str, meta: bool) ->
         if meta:
             t = torch.empty(deserialize_size(tm.sizes), dtype=deserialize_scalar_type(tm.dtype), device="meta")
         else:
-            t = torch.as_strided(files[payload.path_name], deserialize_size(tm.sizes),
-                                 deserialize_stride(tm.strides), deserialize_storage_offset(tm.storage_offset))
+            # over the file's storage, as a tensor of its own (not a view: export detaches in place)
+            flat = files[payload.path_name]
+            t = torch.empty(0, dtype=flat.dtype).set_(flat.untyped_storage(), deserialize_storage_offset(
+                tm.storage_offset), deserialize_size(tm.sizes), deserialize_stride(tm.strides))
         out[name] = torch.nn.Parameter(t, requires_grad=tm.requires_grad) if payload.is_param else t
     return out
 
