@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import conventions, loading
+from .hardware import get as hardware_profile
 from .eager_hooks import profile_eager
 from .graph_parser import profile_graph
 from .inputs import API, bind_inputs, given_shapes, inputs_for, resolve_inputs
@@ -108,7 +109,7 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
 def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
             backward: bool = False, convention: str = "flopcount", strict: bool = False,
             warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
-            **named_inputs) -> Report:
+            hardware=None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
@@ -125,7 +126,10 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     ``latency=True`` times warm-up plus ``repeat`` synchronized runs; ``backward=True`` adds a
     training step's backward pass; ``measure_memory=True`` measures the activation peak beside
     the prediction. ``strict=True`` raises UnsupportedOpError when anything ran that the
-    convention has no rule for. Bad input of any kind raises a :class:`~flopcount.FlopcountError`
+    convention has no rule for. ``hardware`` (a name from ``flopcount.hardware.names()``, such
+    as ``"h100-sxm"``, or a Profile) prices every op on that device's roofline: each op's and
+    row's ``roofline_ms`` and ``bound``, and ``totals["roofline_ms"]`` (beside the measured
+    latency as ``roofline_fraction`` when timed). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
 
     >>> import flopcount, flopcount.runtime as rt
@@ -135,6 +139,7 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     """
     if mode not in MODES:
         raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
+    profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
@@ -154,6 +159,8 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))
+    if profile_of is not None:
+        report.with_hardware(profile_of)
     return report
 
 
