@@ -105,12 +105,19 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
             + [(k, tuple(v.shape)) for k, v in kwargs.items() if isinstance(v, Tensor)])
 
 
+def _floats_in(dtype, values) -> tuple:
+    """The floating tensors among ``values`` cast to ``dtype``; anything else as it is."""
+    from .runtime.tensor import Tensor
+
+    return tuple(v.to(dtype) if isinstance(v, Tensor) and v.dtype.is_floating_point else v for v in values)
+
+
 # --- profile -------------------------------------------------------------------------------------
 
 def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
             backward: bool = False, convention: str = "flopcount", strict: bool = False,
             warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
-            hardware=None, **named_inputs) -> Report:
+            hardware=None, dtype=None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
@@ -130,7 +137,10 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     convention has no rule for. ``hardware`` (a name from ``flopcount.hardware.names()``, such
     as ``"h100-sxm"``, or a Profile) prices every op on that device's roofline: each op's and
     row's ``roofline_ms`` and ``bound``, and ``totals["roofline_ms"]`` (beside the measured
-    latency as ``roofline_fraction`` when timed). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
+    latency as ``roofline_fraction`` when timed). ``dtype`` (``"bfloat16"``, ``"bf16"``,
+    ``"float16"``...) runs the model's weights and activations in that floating dtype: its
+    floating parameters, buffers and inputs (a Module you pass is converted on a copy); integer
+    inputs such as token ids stay as they are. Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
 
     >>> import flopcount, flopcount.runtime as rt
@@ -141,6 +151,7 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if mode not in MODES:
         raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
     profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
+    dtype = loading.float_dtype(dtype) if dtype is not None else None
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
@@ -150,6 +161,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         target = loading.specialize(target, given=given, examples=(inputs, named_inputs), train=backward,
                                     spelling=API)
         inputs, named_inputs = (), {}
+    if dtype is not None:
+        target = loading.in_dtype(target, dtype)
+        inputs, named_inputs = _floats_in(dtype, inputs), dict(zip(named_inputs, _floats_in(dtype, named_inputs.values())))
     net = target.model
     if inputs or named_inputs:
         args, kwargs = bind_inputs(net, inputs, named_inputs)
