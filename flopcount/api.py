@@ -19,6 +19,7 @@ import numpy as np
 
 from . import conventions, loading
 from .hardware import get as hardware_profile
+from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
 from .graph_parser import profile_graph
 from .inputs import API, bind_inputs, given_shapes, inputs_for, resolve_inputs
@@ -117,7 +118,7 @@ def _floats_in(dtype, values) -> tuple:
 def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
             backward: bool = False, convention: str = "flopcount", strict: bool = False,
             warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
-            hardware=None, dtype=None, **named_inputs) -> Report:
+            hardware=None, dtype=None, weights=None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
@@ -140,7 +141,11 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     latency as ``roofline_fraction`` when timed). ``dtype`` (``"bfloat16"``, ``"bf16"``,
     ``"float16"``...) runs the model's weights and activations in that floating dtype: its
     floating parameters, buffers and inputs (a Module you pass is converted on a copy); integer
-    inputs such as token ids stay as they are. Bad input of any kind raises a :class:`~flopcount.FlopcountError`
+    inputs such as token ids stay as they are. ``weights`` stores every Linear weight (but
+    ``lm_head`` and tied ones) in a weight format: ``"int8"`` (a float16 scale per output
+    channel), ``"int4"`` (a float16 scale per 128 weights: 4.125 bits each), ``"fp8"`` (e4m3, one
+    float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
+    (see :mod:`flopcount.runtime.quantization`). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
 
     >>> import flopcount, flopcount.runtime as rt
@@ -152,6 +157,7 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
     profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
     dtype = loading.float_dtype(dtype) if dtype is not None else None
+    weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
@@ -164,6 +170,8 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if dtype is not None:
         target = loading.in_dtype(target, dtype)
         inputs, named_inputs = _floats_in(dtype, inputs), dict(zip(named_inputs, _floats_in(dtype, named_inputs.values())))
+    if weight_format is not None:
+        target = loading.with_weights(target, weight_format)
     net = target.model
     if inputs or named_inputs:
         args, kwargs = bind_inputs(net, inputs, named_inputs)

@@ -161,6 +161,25 @@ def in_dtype(target: Target, dtype) -> Target:
     return replace(target, model=model, expected=expected)
 
 
+def with_weights(target: Target, fmt) -> Target:
+    """``target`` with its Linear weights stored in weight format ``fmt`` (``"int4"``,
+    ``"int8"``, ``"fp8"``, ``"int4:g64"``: see ``flopcount.runtime.quantization``). A Module the
+    caller handed in is quantized on a copy; a graph keeps the weights it was made with."""
+    from .runtime.quantization import quantize_weights, weight_format
+
+    fmt = weight_format(fmt)  # a bad spec fails before anything is copied
+    model = target.model
+    if isinstance(model, Graph) or target.kind in (TORCH, PT2):
+        raise errors.FlopcountError(
+            f"weights {fmt}: {target.label or 'this model'} is a graph, whose weights are stored as they "
+            f"were exported (quantize the model before exporting it)")
+    if target.kind == OBJECT:
+        import copy
+
+        model = copy.deepcopy(model)
+    return replace(target, model=quantize_weights(model, fmt))
+
+
 def float_dtype(dtype):
     """A floating DType from a DType or a name; anything else is a FlopcountError saying why."""
     try:
