@@ -20,7 +20,9 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
         "training_macs": int, "training_flops": int,
         # with a hardware profile (profile(hardware=...)) also:
         "roofline_ms": float, "roofline_bound": "compute" | "memory" | null,
-        "roofline_fraction": float | null   # roofline_ms / latency_ms, when timed
+        "roofline_fraction": float | null,  # roofline_ms / latency_ms, when timed
+        "memory_needed_bytes": int,         # parameters + buffers + predicted activation peak
+        "fits_memory": bool                 # memory_needed_bytes <= the device's memory
       },
       "memory": {"parameters": {dtype: bytes}, "buffers": {dtype: bytes},
                  "parameter_bytes": int, "buffer_bytes": int, "activations": int,

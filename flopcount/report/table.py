@@ -150,7 +150,8 @@ def _footer(report) -> list:
                      f"(backward {macs_to_string(t['backward_macs'])})")
     if report.hardware is not None:
         line = (f"roofline on {report.hardware.title}: {time_to_string(t['roofline_ms'])} forward, "
-                f"{t['roofline_bound'] or '-'}-bound")
+                f"{t['roofline_bound'] or '-'}-bound; needs {bytes_to_string(t['memory_needed_bytes'])} of "
+                f"{bytes_to_string(report.hardware.memory_bytes)}" + ("" if t["fits_memory"] else " (does not fit)"))
         if t["roofline_fraction"] is not None:
             line += f"; measured latency {time_to_string(report.latency_ms)} ({100 * t['roofline_fraction']:.1f}% of it is the bound)"
         lines.append(line)

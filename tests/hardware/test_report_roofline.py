@@ -63,6 +63,18 @@ def test_llama_prefill_weight_gemms_are_compute_bound_and_unfused_scores_memory_
     assert matmuls[0].macs == heads * length * length * dim
 
 
+def test_whether_the_model_fits_in_the_device_memory():
+    # Llama-2-7B's 6,738,415,616 parameters: 26.95 GB in float32, over an L4's 24 GB; 13.48 GB in
+    # bfloat16, under it
+    for dtype, size, fits in (("float32", 4, False), ("bfloat16", 2, True)):
+        report = flopcount.profile("llama2_7b", dtype=dtype, hardware="l4", device="meta", input_shape=(1, 1))
+        totals, memory = report.totals, report.memory
+        assert totals["memory_needed_bytes"] == (size * 6_738_415_616 + memory.buffer_bytes
+                                                 + memory.predicted_peak)
+        assert totals["fits_memory"] is fits
+        assert ("does not fit" in report.table(depth=0)) is not fits
+
+
 def test_measured_latency_goes_beside_the_bound():
     net = rt.nn.Sequential(rt.nn.Linear(32, 32), rt.nn.ReLU())
     report = flopcount.profile(net, rt.randn(4, 32), hardware="cpu", latency=True, repeat=2)
