@@ -84,6 +84,10 @@ def _op_type_cells(report, top, sort) -> tuple:
     headers = ["Op", "Calls", "MACs", "MACs %", "FLOPs", "FLOPs %", "Bytes read", "Bytes written"]
     if timed:
         headers += ["Latency", "Latency %"]
+    priced = report.hardware is not None
+    if priced:
+        headers += ["Roofline", "Roofline share"]
+        total_roofline = sum(s.roofline_ms or 0.0 for s in summary)
     body = []
     for s in summary:
         cells = [s.op, str(s.calls), macs_to_string(s.macs), percent(s.macs, total_macs),
@@ -91,6 +95,8 @@ def _op_type_cells(report, top, sort) -> tuple:
                  bytes_to_string(s.bytes_written)]
         if timed:
             cells += [time_to_string(s.latency_ms), percent(s.latency_ms or 0.0, total_ms)]
+        if priced:
+            cells += [time_to_string(s.roofline_ms), percent(s.roofline_ms or 0.0, total_roofline)]
         body.append(cells)
     return headers, body
 

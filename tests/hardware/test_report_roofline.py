@@ -100,3 +100,17 @@ def test_an_unknown_hardware_name_fails_before_anything_runs():
     with pytest.raises(FlopcountError, match="unknown hardware 'h100'"):
         flopcount.profile(Spy(), rt.randn(2), hardware="h100")
     assert not calls
+
+
+def test_op_types_and_csv_carry_the_roofline():
+    net = rt.nn.Sequential(rt.nn.Linear(64, 256), rt.nn.GELU(), rt.nn.Linear(256, 64))
+    plain = flopcount.profile(net, rt.randn(8, 64))
+    report = flopcount.profile(net, rt.randn(8, 64), hardware="a100-80gb")
+    linears = [r.roofline_ms for r in report.by_op("forward") if r.op == "linear"]
+    summary = {s.op: s for s in report.by_op_type()}
+    assert summary["linear"].roofline_ms == pytest.approx(sum(linears)) and len(linears) == 2
+    assert all(s.roofline_ms is None for s in plain.by_op_type())
+    assert "Roofline share" in report.table(by="op-type")
+    header, first = report.to_csv(by="op").splitlines()[:2]
+    assert header.endswith("roofline_ms,bound,roofline_fraction") and "roofline" not in plain.to_csv(by="op")
+    assert float(first.split(",")[-3]) == pytest.approx(report.by_op("forward")[0].roofline_ms)
