@@ -37,6 +37,7 @@ import numpy as np
 from ..device import CPU, META, device as parse_device
 from ..dispatch import named_scope
 from ..errors import FlopcountError, ModelFileError, UnsupportedOpError
+from ..io.files import open_model_file
 from ..factories import empty
 from ..graph.ir import Graph
 from ..graph.passes.dce import dce
@@ -138,9 +139,9 @@ def _read(path: str, meta: bool = False) -> tuple:
     if os.path.isdir(path):
         raise ModelFileError(f"{path}: is a directory, not an ONNX file")
     model = weights = None
+    with open_model_file(path) as f:
+        data = _mapped(f) if meta else _read_into_buffer(f)
     try:
-        with open(path, "rb") as f:
-            data = _mapped(f) if meta else _read_into_buffer(f)
         split = wire.split_weights(data, TO_DTYPE) if sys.byteorder == "little" else None
         if split is not None:
             light, spans = split
