@@ -32,12 +32,11 @@ from ..runtime.nn import functional as F
 
 
 def mask_min(dtype) -> float:
-    """transformers masks with ``torch.finfo(dtype).min`` rather than -inf, so a fully masked row
-    stays finite (``ml_dtypes.finfo`` knows bfloat16 and float8 too)."""
+    """The most negative finite value of ``dtype``: what a masked score gets in that dtype
+    (transformers masks with ``torch.finfo(dtype).min`` rather than -inf, so a fully masked
+    row stays finite)."""
     return float(ml_dtypes.finfo(rt.get_dtype(dtype).np).min)
 
-
-MASK_MIN = mask_min(rt.float32)
 
 IMPLEMENTATIONS = ("eager", "sdpa")
 
