@@ -471,6 +471,7 @@ class _Conversion:
     def __call__(self, *inputs):
         values = self.values
         values.update(zip(self.input_names, inputs))
+        self.input_of = {id(t._value): name for name, t in zip(self.input_names, inputs)}
         for node in self.model.graph.node:
             self._convert(node, values)
         outs = []
@@ -480,11 +481,29 @@ class _Conversion:
             outs.append(values[v.name])
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def sources(self, t) -> list:
+        """The graph inputs (ONNX names, in input order) whose values ``t`` is computed from."""
+        if getattr(t, "_value", None) is None:
+            return []
+        producer = {id(v): n for n in self.tracer.graph.nodes for v in n.outputs}
+        found, stack, seen = set(), [t._value], set()
+        while stack:
+            v = stack.pop()
+            if v is None or id(v) in seen:
+                continue
+            seen.add(id(v))
+            if id(v) in self.input_of:
+                found.add(self.input_of[id(v)])
+            elif id(v) in producer:
+                stack.extend(producer[id(v)].inputs)
+        return [name for name in self.input_names if name in found]
+
     def _convert(self, node, values: dict) -> None:
         metadata = {p.key: p.value for p in node.metadata_props}
         scope, module_type = naming.node_scope(node.name, metadata)
         ctx = NodeContext(node.op_type, node.name, self.opset, node_attributes(node, self.opset),
-                          len(node.output), tuple(bool(name) and name in self.used for name in node.output))
+                          len(node.output), tuple(bool(name) and name in self.used for name in node.output),
+                          self.sources)
         inputs = []
         for name in node.input:
             if not name:
@@ -501,7 +520,7 @@ class _Conversion:
         try:
             with named_scope(scope):
                 result = CONVERTERS[node.op_type](ctx, *inputs)
-        except UnsupportedOpError:
+        except (UnsupportedOpError, symbolic.InputValueError):
             raise
         except FlopcountError as exc:
             raise type(exc)(f"{ctx.where}: {exc}") from exc
@@ -528,25 +547,49 @@ def _graph_name(model, path: str) -> str:
 
 
 def import_model(model, input_shapes=None, path: str = "", weights: FileWeights | None = None,
-                 meta: bool = False) -> Graph:
+                 meta: bool = False, input_values: dict | None = None) -> Graph:
     """A Graph from a checked ModelProto whose external data is loaded (``weights``: where the
-    raw data the model lacks lies in the file's bytes; ``meta``: see ``load``)."""
+    raw data the model lacks lies in the file's bytes; ``meta`` and ``input_values``: see
+    ``load``)."""
     constants, params = _initializer_tensors(model, path, weights, meta)
     declared = _declared_inputs(model, {t.name for t in model.graph.initializer})
     shapes = symbolic.bind([(name, dims) for name, dims, _ in declared], input_shapes)
     dtypes = [to_dtype(code, f"graph input {name!r}") for name, _, code in declared]
-    names = [name for name, _, _ in declared]
-    conversion = _Conversion(model, constants, params, names)
-    tracer = _OnnxTracer(conversion, names, params)
-    conversion.tracer = tracer
-    examples = tuple(empty(*shape, dtype=dtype, device="meta") for shape, dtype in zip(shapes, dtypes))
-    graph = dce(tracer.run(examples, {}))
-    conversion.tracer = None  # no cycle keeps the conversion's tensors alive until a collection
+    available = symbolic.input_values(declared, shapes, dtypes, input_values)
+    bound: dict = {}
+    while True:
+        try:
+            graph = _trace(model, constants, params, declared, shapes, dtypes, bound)
+            break
+        except symbolic.InputValueError as exc:
+            # inputs whose values decide shapes become constants of the graph, like its shapes
+            missing = [name for name in exc.names if name not in bound]
+            if not missing or any(name not in available for name in missing):
+                raise
+            bound.update((name, available[name]) for name in missing)
     graph.name = _graph_name(model, path)
     return graph.to("meta") if meta else graph
 
 
-def load(path, input_shapes=None, device=None) -> Graph:
+def _trace(model, constants: dict, params: dict, declared: list, shapes: list, dtypes: list,
+           bound: dict) -> Graph:
+    """Convert the nodes under the tracer; the inputs in ``bound`` are constants with those values."""
+    fixed = dict(constants)
+    fixed.update((name, Tensor._make(value, tuple(value.shape), to_dtype(code, name), CPU))
+                 for name, _, code in declared if name in bound for value in (bound[name],))
+    free = [i for i, (name, _, _) in enumerate(declared) if name not in bound]
+    names = [declared[i][0] for i in free]
+    conversion = _Conversion(model, fixed, params, names)
+    tracer = _OnnxTracer(conversion, names, params)
+    conversion.tracer = tracer
+    examples = tuple(empty(*shapes[i], dtype=dtypes[i], device="meta") for i in free)
+    try:
+        return dce(tracer.run(examples, {}))
+    finally:
+        conversion.tracer = None  # no cycle keeps the conversion's tensors alive until a collection
+
+
+def load(path, input_shapes=None, device=None, input_values=None) -> Graph:
     """Import the ONNX model at ``path`` as a Graph (see the module docstring).
 
     ``input_shapes`` binds symbolic input dims: ``{"input_ids": (1, 128)}``, a list of shapes in
@@ -555,6 +598,12 @@ def load(path, input_shapes=None, device=None) -> Graph:
     array is made for weights whose raw data is in the file (their sizes are still checked);
     small initializers keep their values, which converters may read at import time (shape
     data, scales, bounds). Otherwise the graph is on the CPU (``graph.to(device)`` moves it).
+
+    ``input_values`` ``{input name: array}`` gives the values of graph inputs that carry shapes
+    (a Reshape target, Slice starts, reduction axes, Resize sizes, TopK's k): those that a node
+    needs become constants of the graph and leave its inputs, as the graph is specialized to its
+    input shapes; values given for other inputs are not used. A needed value not given is a
+    ShapeError naming the input.
 
     >>> g = rt.onnx.load("resnet18.onnx", input_shapes={"input": (1, 3, 224, 224)})  # doctest: +SKIP
     >>> g.cost().macs                                                                 # doctest: +SKIP
@@ -575,4 +624,4 @@ def load(path, input_shapes=None, device=None) -> Graph:
     del data  # the file's bytes, unless the weights' arrays are views of them
     if path:
         _load_external_data(model, path)
-    return import_model(model, input_shapes, path, weights, meta)
+    return import_model(model, input_shapes, path, weights, meta, input_values)

@@ -136,8 +136,8 @@ def test_fixed_dims_are_checked():
         rt.onnx.load(model, input_shapes={"x0": (2, 4)})
 
 
-def test_shapes_computed_from_data_are_refused():
-    # a Reshape whose target comes from the input's values, not its shape
+def test_a_shape_from_an_input_s_values_needs_those_values():
+    # a Reshape whose target is a graph input: its values are part of the graph, as shapes are
     x = helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 6])
     target = helper.make_tensor_value_info("target", TensorProto.INT64, [2])
     y = helper.make_tensor_value_info("y", TensorProto.FLOAT, None)
@@ -145,9 +145,12 @@ def test_shapes_computed_from_data_are_refused():
                               [x, target], [y])
     model = onnx.shape_inference.infer_shapes(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)],
                                                                 ir_version=8))
-    with pytest.raises(rt.UnsupportedOpError, match=r"Reshape node '/r/Reshape': input 'shape' depends on the "
-                                                    r"values of the model's inputs"):
+    with pytest.raises(rt.ShapeError, match=r"Reshape node '/r/Reshape': input 'shape' is computed from the "
+                                            r"values of graph input\(s\) 'target'; bind them: "
+                                            r"input_values=\{'target': \.\.\.\}$"):
         rt.onnx.load(model)
+    g = rt.onnx.load(model, input_values={"target": [3, 4]})
+    assert [v.name for v in g.inputs] == ["x"] and g.outputs[0].shape == (3, 4)
 
 
 def test_runtime_shape_errors_name_the_node():
