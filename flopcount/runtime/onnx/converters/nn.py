@@ -14,9 +14,10 @@ import numpy as np
 from ...dispatch import apply
 from ...ops import activations as act
 from ...ops import elementwise as ew
-from ...ops import linalg, movement, norm
+from ...ops import linalg, movement, norm, reduction
 from ...ops.conv import Conv, ConvTranspose
 from ...ops.pooling import AdaptiveAvgPool, AdaptiveMaxPool, AvgPool, MaxPool
+from ..elem_types import to_dtype
 from ._base import constant, converter
 
 
@@ -153,6 +154,16 @@ def batch_norm(ctx, x, scale, bias, mean, var, *_):
     return norm.batch_norm(x, mean, var, scale, bias, training=False, eps=ctx.attr("epsilon", 1e-5))
 
 
+def _statistics(x, dims: tuple, eps: float, stash):
+    """(mean, 1 / sqrt(var + eps)) over ``dims``, kept as size-1 dims, in ``stash``'s dtype:
+    the extra outputs of LayerNormalization, computed only when the model reads them."""
+    work = ew.cast(x, stash)
+    mean = reduction.mean(work, dims, True)
+    centered = ew.sub(work, mean)
+    var = reduction.mean(ew.mul(centered, centered), dims, True)
+    return mean, ew.rsqrt(ew.add(var, eps))
+
+
 @converter("LayerNormalization")
 def layer_norm(ctx, x, scale, bias=None):
     axis = ctx.axis(ctx.attr("axis", -1), x.ndim)
@@ -160,9 +171,24 @@ def layer_norm(ctx, x, scale, bias=None):
     eps = ctx.attr("epsilon", 1e-5)
     fits = all(t is None or tuple(t.shape) == shape for t in (scale, bias))
     if fits:
-        return norm.layer_norm(x, shape, scale, bias, eps)
-    y = ew.mul(norm.layer_norm(x, shape, None, None, eps), scale)  # broadcastable affine
-    return y if bias is None else ew.add(y, bias)
+        y = norm.layer_norm(x, shape, scale, bias, eps)
+    else:
+        y = ew.mul(norm.layer_norm(x, shape, None, None, eps), scale)  # broadcastable affine
+        y = y if bias is None else ew.add(y, bias)
+    if not (ctx.output_used(1) or ctx.output_used(2)):
+        return y
+    stash = to_dtype(ctx.attr("stash_type", 1), f"{ctx.where}: attribute 'stash_type'")
+    return (y,) + _statistics(x, tuple(range(axis, x.ndim)), eps, stash)
+
+
+@converter("RMSNormalization")
+def rms_norm(ctx, x, scale):
+    axis = ctx.axis(ctx.attr("axis", -1), x.ndim)
+    shape = tuple(x.shape[axis:])
+    eps = ctx.attr("epsilon", 1e-5)
+    if tuple(scale.shape) == shape:
+        return norm.rms_norm(x, shape, scale, eps)
+    return ew.mul(norm.rms_norm(x, shape, None, eps), scale)  # a scale that broadcasts
 
 
 def _per_channel(t, channels: int, groups: int):
