@@ -28,7 +28,7 @@ import ctypes
 import mmap
 import os
 import sys
-from collections import OrderedDict
+from collections import ChainMap, OrderedDict
 from math import prod
 
 import numpy as np
@@ -314,7 +314,7 @@ def op_label(node) -> str:
 def unsupported_ops(model) -> dict:
     """{op label: [node names]} for every node no converter handles."""
     found: dict = OrderedDict()
-    for i, node in enumerate(model.graph.node):
+    for i, node in enumerate(_all_nodes(model.graph)):
         if node.domain in _DEFAULT_DOMAINS and node.op_type in CONVERTERS:
             continue
         found.setdefault(op_label(node), []).append(node.name or f"#{i}")
@@ -464,9 +464,8 @@ class _Conversion:
         self.values.update((name, t) for name, (t, _) in params.items())
         self.input_names = input_names
         self.tracer = None
-        graph = model.graph
-        self.used = {name for node in graph.node for name in node.input if name}
-        self.used.update(v.name for v in graph.output)
+        self.used = _names_read(model.graph)
+        self.notes: list = []  # what the report should say about the conversion (loop trip counts)
 
     def __call__(self, *inputs):
         values = self.values
@@ -503,7 +502,7 @@ class _Conversion:
         scope, module_type = naming.node_scope(node.name, metadata)
         ctx = NodeContext(node.op_type, node.name, self.opset, node_attributes(node, self.opset),
                           len(node.output), tuple(bool(name) and name in self.used for name in node.output),
-                          self.sources)
+                          self.sources, _Subgraphs(self, values, self.notes))
         inputs = []
         for name in node.input:
             if not name:
@@ -538,6 +537,68 @@ class _Conversion:
                     values[name] = results[i]
             elif name and name in self.used:
                 raise ctx.unsupported(f"output {i} ({name!r}) is used but not supported")
+
+
+class _Subgraphs:
+    """What a control-flow converter (If, Loop, Scan) uses to run a subgraph of its node: the
+    subgraph's nodes converted as the outer graph's are, reading outer values by name."""
+
+    def __init__(self, conversion: _Conversion, outer, notes: list):
+        self.conversion, self.outer, self.notes = conversion, outer, notes
+
+    def run(self, graph, inputs: list, scope: str) -> list:
+        """The outputs of ``graph`` on ``inputs`` (tensors, one per graph input), its ops
+        recorded in ``scope`` under the node's own."""
+        onnx = _onnx()
+        local: dict = {}
+        for init in graph.initializer:
+            array = onnx.numpy_helper.to_array(init)
+            local[init.name] = Tensor._make(np.asarray(array), tuple(array.shape), to_dtype(init.data_type, init.name),
+                                            CPU)
+        for declared, t in zip(graph.input, inputs):
+            local[declared.name] = t
+        values = ChainMap(local, self.outer)
+        with named_scope(scope):
+            for node in graph.node:
+                self.conversion._convert(node, values)
+        missing = [v.name for v in graph.output if v.name not in values]
+        if missing:
+            raise ModelFileError(f"subgraph {graph.name!r}: output(s) {missing} are not computed by any node")
+        return [values[v.name] for v in graph.output]
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+def _subgraphs(node) -> list:
+    """The GraphProto attributes of ``node`` (If's branches, Loop's and Scan's body)."""
+    onnx = _onnx()
+    out = []
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            out.append(attr.g)
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            out.extend(attr.graphs)
+    return out
+
+
+def _all_nodes(graph):
+    """Every node of ``graph`` and of its subgraphs, depth first."""
+    for node in graph.node:
+        yield node
+        for sub in _subgraphs(node):
+            yield from _all_nodes(sub)
+
+
+def _names_read(graph) -> set:
+    """Names read anywhere: node inputs (in subgraphs too, which read outer values by name) and
+    the outputs of the graph and its subgraphs."""
+    used = {v.name for v in graph.output}
+    for node in graph.node:
+        used.update(name for name in node.input if name)
+        for sub in _subgraphs(node):
+            used |= _names_read(sub)
+    return used
 
 
 def _graph_name(model, path: str) -> str:
@@ -584,9 +645,11 @@ def _trace(model, constants: dict, params: dict, declared: list, shapes: list, d
     conversion.tracer = tracer
     examples = tuple(empty(*shapes[i], dtype=dtypes[i], device="meta") for i in free)
     try:
-        return dce(tracer.run(examples, {}))
+        graph = dce(tracer.run(examples, {}))
     finally:
         conversion.tracer = None  # no cycle keeps the conversion's tensors alive until a collection
+    graph.notes = list(conversion.notes)
+    return graph
 
 
 def load(path, input_shapes=None, device=None, input_values=None) -> Graph:

@@ -138,5 +138,5 @@ def input_values(inputs: list, shapes: list, dtypes: list, values) -> dict:
         if tuple(array.shape) != tuple(shapes[i]):
             raise InputShapeError(f"input_values gives input {name!r} a value of shape {tuple(array.shape)}; "
                                   f"the input's shape is {tuple(shapes[i])}")
-        out[name] = np.ascontiguousarray(array, dtype=dtypes[i].np)
+        out[name] = np.array(array, dtype=dtypes[i].np, order="C")  # (ascontiguousarray makes 0-d 1-d)
     return out

@@ -40,10 +40,10 @@ class NodeContext:
     attributes as Python values (tensors as numpy arrays), how many outputs it declares and
     which of them the model reads."""
 
-    __slots__ = ("op_type", "name", "opset", "attrs", "n_outputs", "used", "sources")
+    __slots__ = ("op_type", "name", "opset", "attrs", "n_outputs", "used", "sources", "subgraphs")
 
     def __init__(self, op_type: str, name: str, opset: int, attrs: dict, n_outputs: int = 1,
-                 used: tuple = (True,), sources: Callable | None = None):
+                 used: tuple = (True,), sources: Callable | None = None, subgraphs=None):
         self.op_type = op_type
         self.name = name
         self.opset = opset
@@ -51,6 +51,7 @@ class NodeContext:
         self.n_outputs = n_outputs
         self.used = used
         self.sources = sources  # tensor -> the graph inputs it is computed from (the importer's)
+        self.subgraphs = subgraphs  # runs a subgraph attribute (If, Loop, Scan); notes for the report
 
     def output_used(self, i: int) -> bool:
         return i < len(self.used) and self.used[i]

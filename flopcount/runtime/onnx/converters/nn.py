@@ -334,7 +334,7 @@ def max_pool(ctx, x):
 def _without_indices(ctx):
     from ._base import NodeContext
 
-    return NodeContext(ctx.op_type, ctx.name, ctx.opset, ctx.attrs, 1, (True,), ctx.sources)
+    return NodeContext(ctx.op_type, ctx.name, ctx.opset, ctx.attrs, 1, (True,), ctx.sources, ctx.subgraphs)
 
 
 @converter("AveragePool")
@@ -431,7 +431,7 @@ def lp_normalization(ctx, x):
         norms = ew.sqrt(reduction.sum(ew.mul(x, x), axis, True))
     else:
         raise ctx.unsupported(f"p={p} (ONNX defines 1 and 2)")
-    return ew.div(x, norms)
+    return ew.div(x, ew.where(ew.eq(norms, 0), constant(np.array(1, x.dtype.np)), norms))  # zeros stay 0
 
 
 @converter("MeanVarianceNormalization")
