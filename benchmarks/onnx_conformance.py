@@ -181,7 +181,7 @@ def run_test(folder: str) -> dict:
         with np.errstate(all="ignore"):
             feeds = {v.name: x for v, x in zip(declared, inputs)}
             shapes = {name: np.shape(x) for name, x in feeds.items() if isinstance(x, np.ndarray)}
-            graph = rt.onnx.load(model_path, input_shapes=shapes, input_values=feeds)
+            graph = rt.onnx.load(model_path, input_shapes=shapes, input_values=feeds, strict=True)
             args = [rt.tensor(feeds[v.name]) for v in graph.inputs]
             result = graph(*args)
             result = list(result) if isinstance(result, (tuple, list)) else [result]

@@ -85,8 +85,8 @@ def to_dict(report) -> dict:
         "rows": [r.to_dict() for r in report.rows],
         "ops": [o.to_dict() for o in report.ops],
         "by_op_type": [s.to_dict() for s in report.by_op_type(phase="forward")],
-        "unsupported": [{"kind": u.kind, "name": u.name, "calls": u.calls, "latency_share": u.latency_share}
-                        for u in report.unsupported],
+        "unsupported": [{"kind": u.kind, "name": u.name, "calls": u.calls, "latency_share": u.latency_share,
+                         "nodes": list(u.nodes)} for u in report.unsupported],
         "seen_not_counted": [o.to_dict() for o in report.seen_not_counted],
         "folded": [o.to_dict() for o in report.folded],
     }

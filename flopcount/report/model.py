@@ -143,10 +143,13 @@ class Unsupported:
     name: str
     calls: int
     latency_share: float | None = None
+    nodes: list = field(default_factory=list)  # the graph nodes' names, when they come from a file
 
     def __str__(self) -> str:
         share = "" if self.latency_share is None else f", {100 * self.latency_share:.1f}% of latency"
-        return f"{self.kind} {self.name} ({self.calls} call{'s' if self.calls != 1 else ''}{share})"
+        shown = ", ".join(repr(n) for n in self.nodes[:5]) + (", ..." if len(self.nodes) > 5 else "")
+        where = f": {shown}" if self.nodes else ""
+        return f"{self.kind} {self.name} ({self.calls} call{'s' if self.calls != 1 else ''}{where}{share})"
 
 
 @dataclass

@@ -2,7 +2,8 @@
 
 1. read the file with the ``onnx`` package (weights in side files too); a missing, truncated
    or corrupted file, or one that is not ONNX, is a ModelFileError naming the file;
-2. check every node has a converter, and report all that do not in one UnsupportedOpError;
+2. with ``strict``, check every node has a converter, and report all that do not in one
+   UnsupportedOpError (otherwise such a node becomes an ``opaque`` op, see ``load``);
 3. ``onnx.checker`` validates the model; the size of every weight's raw data is checked
    against its shape and type here;
 4. bind symbolic input dims from ``input_shapes`` (``symbolic.py``);
@@ -43,6 +44,7 @@ from ..graph.trace import Tracer
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
 from . import naming, symbolic, wire
+from ..ops.opaque import opaque
 from .converters import CONVERTERS, NodeContext
 from .elem_types import TO_DTYPE, to_dtype
 
@@ -315,7 +317,7 @@ def unsupported_ops(model) -> dict:
     """{op label: [node names]} for every node no converter handles."""
     found: dict = OrderedDict()
     for i, node in enumerate(_all_nodes(model.graph)):
-        if node.domain in _DEFAULT_DOMAINS and node.op_type in CONVERTERS:
+        if op_label(node) in CONVERTERS:
             continue
         found.setdefault(op_label(node), []).append(node.name or f"#{i}")
     return found
@@ -349,14 +351,14 @@ def _python_value(value):
 _SCHEMA_DEFAULTS: dict = {}
 
 
-def _schema_defaults(op_type: str, opset: int) -> dict:
+def _schema_defaults(op_type: str, opset: int, domain: str = "") -> dict:
     """The attribute defaults the operator schema in force at ``opset`` declares."""
-    key = (op_type, opset)
+    key = (op_type, opset, domain)
     if key not in _SCHEMA_DEFAULTS:
         onnx = _onnx()
         defaults = {}
         try:
-            schema = onnx.defs.get_schema(op_type, opset, "")
+            schema = onnx.defs.get_schema(op_type, opset, domain)
         except Exception:  # an op newer than this onnx package: no defaults to add
             schema = None
         if schema is not None:
@@ -368,8 +370,11 @@ def _schema_defaults(op_type: str, opset: int) -> dict:
 
 
 def node_attributes(node, opset: int) -> dict:
+    """The node's attributes as Python values, with the defaults of its schema at ``opset`` (the
+    version of the node's domain the model imports)."""
     onnx = _onnx()
-    attrs = dict(_schema_defaults(node.op_type, opset))
+    domain = "" if node.domain in _DEFAULT_DOMAINS else node.domain
+    attrs = dict(_schema_defaults(node.op_type, opset, domain))
     for attr in node.attribute:
         attrs[attr.name] = _python_value(onnx.helper.get_attribute_value(attr))
     return attrs
@@ -457,9 +462,12 @@ class _OnnxTracer(Tracer):
 class _Conversion:
     """Runs the ONNX nodes through their converters (the function the tracer traces)."""
 
-    def __init__(self, model, constants: dict, params: dict, input_names: list):
+    def __init__(self, model, constants: dict, params: dict, input_names: list, input_shapes: dict | None = None):
         self.model = model
+        self.input_shapes = input_shapes or {}  # every graph input's bound shape, for shape inference
+        self._inferred = None
         self.opset = default_opset(model)
+        self.domains = {entry.domain: entry.version for entry in model.opset_import}
         self.values = dict(constants)
         self.values.update((name, t) for name, (t, _) in params.items())
         self.input_names = input_names
@@ -497,10 +505,62 @@ class _Conversion:
                 stack.extend(producer[id(v)].inputs)
         return [name for name in self.input_names if name in found]
 
+    def _opaque(self, node):
+        """A converter for a node no converter knows: an ``opaque`` op with the output shapes
+        the file states or shape inference gives (counted as zero, listed as unsupported)."""
+        label = f"ONNX {op_label(node)}"
+
+        def convert(ctx, *inputs):
+            outputs = []
+            for name in node.output:
+                found = self._output_types().get(name)
+                if found is None:
+                    raise UnsupportedOpError(f"{label} node {node.name!r} has no converter, and neither the file "
+                                             f"nor shape inference gives the shape of its output {name!r}: "
+                                             f"flopcount cannot count past it")
+                outputs.append(found)
+            return opaque(*inputs, label=label, node=node.name or label, outputs=outputs)
+
+        return convert
+
+    def _output_types(self) -> dict:
+        """{value name: (shape, dtype name)} for every value whose shape the file states or ONNX
+        shape inference finds once the graph inputs have their bound shapes (a symbolic dim the
+        inputs bind, ``batch``, takes its value)."""
+        if self._inferred is None:
+            onnx = _onnx()
+            model = onnx.ModelProto()
+            model.CopyFrom(self.model)
+            symbols = {}
+            for v in model.graph.input:
+                if v.name in self.input_shapes and v.type.HasField("tensor_type"):
+                    dims = v.type.tensor_type.shape.dim
+                    for d, n in zip(dims, self.input_shapes[v.name]):
+                        if d.dim_param:
+                            symbols[d.dim_param] = int(n)
+                    del dims[:]
+                    for n in self.input_shapes[v.name]:
+                        dims.add().dim_value = int(n)
+            try:
+                model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+            except Exception:  # inference gives up on some files: what the file states still counts
+                pass
+            found = {}
+            for v in list(model.graph.value_info) + list(model.graph.output):
+                tt = v.type.tensor_type
+                if not v.type.HasField("tensor_type") or tt.elem_type not in TO_DTYPE or not tt.HasField("shape"):
+                    continue
+                dims = [d.dim_value if d.HasField("dim_value") else symbols.get(d.dim_param) for d in tt.shape.dim]
+                if None not in dims:
+                    found[v.name] = (tuple(dims), TO_DTYPE[tt.elem_type].name)
+            self._inferred = found
+        return self._inferred
+
     def _convert(self, node, values: dict) -> None:
         metadata = {p.key: p.value for p in node.metadata_props}
         scope, module_type = naming.node_scope(node.name, metadata)
-        ctx = NodeContext(node.op_type, node.name, self.opset, node_attributes(node, self.opset),
+        opset = self.opset if node.domain in _DEFAULT_DOMAINS else self.domains.get(node.domain, 1)
+        ctx = NodeContext(node.op_type, node.name, opset, node_attributes(node, opset),
                           len(node.output), tuple(bool(name) and name in self.used for name in node.output),
                           self.sources, _Subgraphs(self, values, self.notes))
         inputs = []
@@ -516,9 +576,10 @@ class _Conversion:
             inputs.pop()
         recorded = self.tracer.graph.nodes
         first = len(recorded)
+        convert = CONVERTERS.get(op_label(node))
         try:
             with named_scope(scope):
-                result = CONVERTERS[node.op_type](ctx, *inputs)
+                result = (convert or self._opaque(node))(ctx, *inputs)
         except (UnsupportedOpError, symbolic.InputValueError):
             raise
         except FlopcountError as exc:
@@ -640,7 +701,7 @@ def _trace(model, constants: dict, params: dict, declared: list, shapes: list, d
                  for name, _, code in declared if name in bound for value in (bound[name],))
     free = [i for i, (name, _, _) in enumerate(declared) if name not in bound]
     names = [declared[i][0] for i in free]
-    conversion = _Conversion(model, fixed, params, names)
+    conversion = _Conversion(model, fixed, params, names, {name: shape for (name, _, _), shape in zip(declared, shapes)})
     tracer = _OnnxTracer(conversion, names, params)
     conversion.tracer = tracer
     examples = tuple(empty(*shapes[i], dtype=dtypes[i], device="meta") for i in free)
@@ -652,7 +713,7 @@ def _trace(model, constants: dict, params: dict, declared: list, shapes: list, d
     return graph
 
 
-def load(path, input_shapes=None, device=None, input_values=None) -> Graph:
+def load(path, input_shapes=None, device=None, input_values=None, strict: bool = False) -> Graph:
     """Import the ONNX model at ``path`` as a Graph (see the module docstring).
 
     ``input_shapes`` binds symbolic input dims: ``{"input_ids": (1, 128)}``, a list of shapes in
@@ -668,6 +729,11 @@ def load(path, input_shapes=None, device=None, input_values=None) -> Graph:
     input shapes; values given for other inputs are not used. A needed value not given is a
     ShapeError naming the input.
 
+    A node no converter knows does not stop the import: it becomes an ``opaque`` op with the
+    output shapes the file states (or ONNX shape inference gives), counted as zero and listed as
+    unsupported; running it raises an UnsupportedOpError naming it. ``strict=True`` refuses such
+    a file at once, listing every op type without a converter and its nodes.
+
     >>> g = rt.onnx.load("resnet18.onnx", input_shapes={"input": (1, 3, 224, 224)})  # doctest: +SKIP
     >>> g.cost().macs                                                                 # doctest: +SKIP
     1814073344
@@ -682,7 +748,8 @@ def load(path, input_shapes=None, device=None, input_values=None) -> Graph:
     _check_opset(model, path)
     if model.functions:
         model, data = onnx.inliner.inline_local_functions(model), None
-    _check_supported(model, path)
+    if strict:
+        _check_supported(model, path)
     _validate(model, path, data, weights)
     del data  # the file's bytes, unless the weights' arrays are views of them
     if path:

@@ -1,16 +1,19 @@
-"""Bitwise ops on integer (and bool) tensors: and, or, xor, not, and shifts.
+"""Bitwise ops on integer (and bool) tensors: and, or, xor, not, shifts, and ``bitcast`` (the
+same bits read as another type of the same width).
 
 Cost (COUNTING.md): 1 FLOP per output element each, as the other elementwise ops (an integer
-operation counts like a floating one: the column counts arithmetic, whatever its type).
+operation counts like a floating one: the column counts arithmetic, whatever its type);
+bitcast, a reinterpretation, none.
 """
 
 from __future__ import annotations
 
-__all__ = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitshift"]
+__all__ = ["bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "bitshift", "bitcast"]
 
 from ..dispatch import apply
 from ..errors import ShapeError
-from ..registry import Op, Spec, io_cost, numel, register_op
+from .. import dtypes as _dt
+from ..registry import Op, Spec, io_cost, no_cost, numel, register_op
 from ._helpers import broadcast_shapes, operands
 
 
@@ -82,6 +85,34 @@ class BitShift(Op):
 
     def cost(out, a, b, *, direction):
         return io_cost(out, (a, b), flops=numel(out))
+
+
+@register_op("bitcast")
+class BitCast(Op):
+    """The bits of ``x`` read as ``dtype`` (of the same width): a view, as numpy's ``view``."""
+
+    vjp = None  # a reinterpretation of bits has no derivative
+
+    def shape(x, *, dtype):
+        target = _dt.get_dtype(dtype)
+        if target.itemsize != x.dtype.itemsize:
+            raise ShapeError(f"bitcast: {x.dtype.name} ({8 * x.dtype.itemsize} bits) and {target.name} "
+                             f"({8 * target.itemsize} bits) differ in width")
+        return Spec(x.shape, target, x.device)
+
+    def forward(xp, x, *, dtype):
+        return x.view(_dt.get_dtype(dtype).np)
+
+    cost = no_cost  # no arithmetic, nothing copied
+
+
+def bitcast(x, dtype):
+    """The bits of ``x`` as ``dtype`` (the same width).
+
+    >>> bitcast(rt.tensor([1.0]), "int32").tolist()
+    [1065353216]
+    """
+    return apply(BitCast, x, dtype=_dt.get_dtype(dtype).name)
 
 
 def bitwise_and(a, b):

@@ -23,7 +23,8 @@ CONVERTERS: dict[str, Callable] = {}
 
 
 def converter(*op_types: str):
-    """Register ``fn`` as the converter of each ONNX op type in ``op_types`` (default domain)."""
+    """Register ``fn`` as the converter of each ONNX op type in ``op_types``: ``"TopK"`` in the
+    default domain, ``"domain.OpType"`` in another (``"ai.onnx.preview.FlexAttention"``)."""
 
     def decorate(fn):
         for op_type in op_types:
@@ -36,7 +37,7 @@ def converter(*op_types: str):
 
 
 class NodeContext:
-    """One ONNX node as its converter sees it: op type, name, opset of the default domain,
+    """One ONNX node as its converter sees it: op type, name, the opset of its domain,
     attributes as Python values (tensors as numpy arrays), how many outputs it declares and
     which of them the model reads."""
 

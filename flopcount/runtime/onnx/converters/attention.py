@@ -177,3 +177,27 @@ def _rows(cache, ids):
     from ...ops.indexing import Index
 
     return apply(Index, cache, ew.cast(ids, _dt.int64), items=[["t", 0]])
+
+
+@converter("ai.onnx.preview.FlexAttention")
+def flex_attention(ctx, q, k, v):
+    """softmax(score_mod(q kᵀ·scale)) v, then ``prob_mod`` of the probabilities: the two mods are
+    subgraphs of the node, run on the scores (in float32 for half inputs, or
+    ``softmax_precision``)."""
+    rep = q.shape[1] // k.shape[1]
+    k, v = _repeat_kv(k, rep), _repeat_kv(v, rep)
+    scale = ctx.attr("scale")
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else float(scale)
+    scores = ew.mul(linalg.matmul(q, movement.transpose(k, -1, -2)), scale)
+    precision = ctx.attr("softmax_precision")
+    if precision:
+        compute = to_dtype(precision, f"{ctx.where}: attribute 'softmax_precision'")
+    else:
+        compute = _dt.float32 if q.dtype.itemsize < 4 else q.dtype
+    scores = ew.cast(scores, compute)
+    if ctx.attr("score_mod") is not None:
+        scores = ew.cast(ctx.subgraphs.run(ctx.attr("score_mod"), [scores], "score_mod")[0], compute)
+    probs = act.softmax(scores, -1)
+    if ctx.attr("prob_mod") is not None:
+        probs = ew.cast(ctx.subgraphs.run(ctx.attr("prob_mod"), [probs], "prob_mod")[0], compute)
+    return ew.cast(linalg.matmul(probs, ew.cast(v, compute)), v.dtype)

@@ -193,6 +193,24 @@ def swish(ctx, x):
     return ew.mul(x, act.sigmoid(ew.mul(x, alpha)))
 
 
+@converter("SwiGLU")
+def swiglu(ctx, a, b):
+    """swish(a)·b, swish(a) = a·sigmoid(alpha·a)."""
+    return ew.mul(swish(ctx, a), b)
+
+
+@converter("BitCast")
+def bit_cast(ctx, x):
+    return bitwise.bitcast(x, to_dtype(ctx.attr("to"), f"{ctx.where}: attribute 'to'"))
+
+
+@converter("Det")
+def det(ctx, x):
+    from ...ops.determinant import det as determinant
+
+    return determinant(x)
+
+
 @converter("Gelu")
 def gelu(ctx, x):
     return act.gelu(x, ctx.attr("approximate", "none"))

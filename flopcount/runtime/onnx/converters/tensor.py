@@ -282,6 +282,34 @@ def cumulative(ctx, x, axis):
     return ew.cast(y, x.dtype)  # the runtime widens integer sums to int64; ONNX keeps the type
 
 
+@converter("TensorScatter")
+def tensor_scatter(ctx, cache, update, write_indices=None):
+    """A KV cache (B, ..., S, ...) with each batch's ``update`` written along ``axis`` from its
+    write index on (wrapping around with ``mode`` circular): one scatter at computed positions."""
+    axis = ctx.axis(ctx.attr("axis", -2), cache.ndim)
+    length, steps = cache.shape[axis], update.shape[axis]
+    shape = [1] * cache.ndim
+    shape[0] = cache.shape[0]
+    start = constant(np.zeros(shape, np.int64)) if write_indices is None else \
+        movement.reshape(ew.cast(write_indices, _dt.int64), shape)
+    offsets = [1] * cache.ndim
+    offsets[axis] = steps
+    position = ew.add(start, constant(np.arange(steps, dtype=np.int64).reshape(offsets)))
+    if ctx.attr("mode", "linear") == "circular":
+        position = ew.remainder(position, length)
+    return scatter.scatter_elements(cache, axis, movement.expand(position, update.shape), update)
+
+
+@converter("OptionalHasElement")
+def optional_has_element(ctx, x=None):
+    return constant(np.array(x is not None))
+
+
+@converter("OptionalGetElement")
+def optional_get_element(ctx, x):
+    return x
+
+
 @converter("EyeLike")
 def eye_like(ctx, x):
     # ones on the k-th diagonal of a matrix of x's shape: a constant once the shape is known
