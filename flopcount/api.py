@@ -95,6 +95,14 @@ def _run_view(mode: str, model, args: tuple, kwargs: dict, **options) -> Report:
         return profile_graph(model, args, kwargs, **options)
 
 
+def _by_declared_name(path: str, args: tuple) -> dict:
+    """Positional tensors for an ONNX file, named as the file declares its inputs."""
+    declared = [i.name for i in loading.onnx_module(path).inputs(path)] if args else []
+    if len(args) > len(declared):
+        raise errors.ShapeError(f"{path} takes {len(declared)} input(s) {declared}, got {len(args)} tensors")
+    return dict(zip(declared, args))
+
+
 def _shapes_of(args: tuple, kwargs: dict) -> list:
     """[(name or None, shape)] of the tensors given: they bind an ONNX file's symbolic dims."""
     from .runtime.tensor import Tensor
@@ -108,7 +116,7 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
 def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
             backward: bool = False, convention: str = "flopcount", strict: bool = False,
             warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
-            **named_inputs) -> Report:
+            input_values: dict | None = None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
@@ -119,7 +127,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     parameters (or a graph's input names), checked before anything runs. Without them
     ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
     default input is used; an ONNX file's symbolic dims are bound from ``input_shape`` (or from
-    the inputs given). A Module is profiled where its parameters live; ``device`` places models
+    the inputs given). An ONNX file's inputs that carry shapes (a Reshape target, TopK's k)
+    take their values from ``input_values`` ``{name: values}`` or from the tensors given; the
+    graph is specialized to them, as to shapes. A Module is profiled where its parameters live; ``device`` places models
     built here and the inputs made here (``"meta"`` counts without allocating). ``mode`` is
     ``"graph"`` (trace and parse every op) or ``"eager"`` (module hooks on a real run).
     ``latency=True`` times warm-up plus ``repeat`` synchronized runs; ``backward=True`` adds a
@@ -138,8 +148,19 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
-    target = loading.load(model, device, given=given, factory_args=factory_args, spelling=API)
+    values = dict(input_values or {})
+    onnx_file = isinstance(model, str) and loading.kind_of(model) == loading.ONNX
+    if onnx_file and (inputs or named_inputs):
+        # the tensors given bind the values of the inputs that carry shapes; by name from here on
+        named_inputs = {**_by_declared_name(model, inputs), **named_inputs}
+        inputs = ()
+        values.update((k, t.numpy()) for k, t in named_inputs.items() if k not in values and t.data is not None)
+    target = loading.load(model, device, given=given, factory_args=factory_args, spelling=API,
+                          values=values or None)
     net = target.model
+    if onnx_file and named_inputs:  # inputs whose values the graph took are no longer its inputs
+        kept = {v.name for v in net.inputs}
+        named_inputs = {k: v for k, v in named_inputs.items() if k in kept}
     if inputs or named_inputs:
         args, kwargs = bind_inputs(net, inputs, named_inputs)
     else:

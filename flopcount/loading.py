@@ -79,11 +79,13 @@ def kind_of(spec: str) -> str:
 
 
 def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = None,
-         factory_args: dict | None = None, spelling: Spelling = CLI) -> Target:
+         factory_args: dict | None = None, spelling: Spelling = CLI, values: dict | None = None) -> Target:
     """The Target named by ``spec`` (a Module, a Graph, a path or a zoo name). Zoo models are
     built on ``zoo_device`` (the meta device when only counting), models from files on
     ``device``; an ONNX file's symbolic dims are bound from ``given`` [(name or None, dims)]
-    and ``batch``. ``spelling`` says how the caller writes shapes, for the hints in errors."""
+    and ``batch``, and the inputs that carry shapes (a Reshape target, TopK's k) from
+    ``values`` {name: array}. ``spelling`` says how the caller writes shapes, for the hints in
+    errors."""
     if isinstance(spec, (Module, Graph)):
         if factory_args:
             raise errors.FlopcountError("factory_args apply to 'file.py:factory' models, not to a model object")
@@ -100,7 +102,7 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
     if factory_args:
         raise errors.FlopcountError(f"--factory-arg applies to file.py:factory models, not to {spec}")
     if kind == ONNX:
-        return load_onnx(spec, device, list(given), batch, spelling)
+        return load_onnx(spec, device, list(given), batch, spelling, values)
     if kind == NATIVE:
         return load_native(spec, device)
     return load_zoo(spec, zoo_device or device)
@@ -172,17 +174,26 @@ def onnx_module(path: str):
     return onnx_io
 
 
-def load_onnx(path: str, device, given: list, batch: int | None = None, spelling: Spelling = CLI) -> Target:
+def load_onnx(path: str, device, given: list, batch: int | None = None, spelling: Spelling = CLI,
+              values: dict | None = None) -> Target:
     """Import an ONNX file, its symbolic dims bound from ``given`` [(name or None, dims)] and
-    ``batch``; when they cannot be bound, the error lists the file's inputs."""
+    ``batch``, its shape-carrying inputs from ``values``; when they cannot be bound, the error
+    lists the file's inputs (or says which values are needed)."""
     _require_file(path)
     onnx_io = onnx_module(path)
-    from .runtime.onnx.symbolic import InputShapeError
+    from .runtime.onnx.symbolic import InputShapeError, InputValueError
 
     try:
         # on meta, the importer makes no arrays for the weights at all
         graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch),
-                             device="meta" if str(device) == "meta" else None)
+                             device="meta" if str(device) == "meta" else None, input_values=values)
+    except InputValueError as exc:
+        what = str(exc).rsplit("; bind them", 1)[0]
+        if spelling is CLI:
+            hint = " ".join(f"--input-value {n}=..." for n in exc.names)
+        else:
+            hint = "input_values={" + ", ".join(f"{n!r}: ..." for n in exc.names) + "}"
+        raise errors.ShapeError(f"{os.path.basename(path)}: {what}; give their values: {hint}") from exc
     except InputShapeError as exc:
         hint = _onnx_hint(path, spelling, example=not given and batch is None)
         raise errors.ShapeError(f"{os.path.basename(path)}: {exc}; {hint}") from exc

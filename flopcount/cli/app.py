@@ -45,6 +45,9 @@ def run_options(func):
         click.option("-i", "--input-shape", "input_shapes", multiple=True, metavar="[NAME=]SHAPE",
                      help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
                           "input. Repeat for several inputs. Default: the zoo's or the file's input."),
+        click.option("--input-value", "input_values", multiple=True, metavar="NAME=V1,V2,...",
+                     help="Values of an ONNX file's input that carries a shape (a Reshape target, TopK's "
+                          "k), flattened: shape=1,3,-1. The graph is specialized to them."),
         click.option("--dtype", "dtypes", multiple=True, metavar="[NAME=]DTYPE",
                      help="Dtype of the inputs built from --input-shape (int64 for token ids); name=int64 "
                           "for one input. Zoo and file models know theirs."),
@@ -86,7 +89,7 @@ def _options(ctx, kwargs: dict) -> RunOptions:
     if kwargs["device"] != "cpu":
         check_device(kwargs["device"])
     keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args")
+            "dtypes", "factory_args", "input_values")
     return RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
 
 

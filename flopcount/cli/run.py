@@ -12,7 +12,7 @@ from .. import loading
 from ..inputs import inputs_for, resolve_inputs
 from ..runtime import errors
 from ..runtime.graph import Graph
-from .inputs import parse_dtype, parse_factory_arg, parse_shape
+from .inputs import parse_dtype, parse_factory_arg, parse_shape, parse_value
 
 
 @dataclass
@@ -31,11 +31,13 @@ class RunOptions:
     batch: int | None = None
     dtypes: list = field(default_factory=list)          # parse_dtype results
     factory_args: dict = field(default_factory=dict)
+    input_values: dict = field(default_factory=dict)    # name -> values (--input-value)
 
     @classmethod
-    def parse(cls, dtypes=(), factory_args=(), **kwargs) -> "RunOptions":
+    def parse(cls, dtypes=(), factory_args=(), input_values=(), **kwargs) -> "RunOptions":
         return cls(dtypes=[parse_dtype(d) for d in dtypes],
-                   factory_args=dict(parse_factory_arg(a) for a in factory_args), **kwargs)
+                   factory_args=dict(parse_factory_arg(a) for a in factory_args),
+                   input_values=dict(parse_value(v) for v in input_values), **kwargs)
 
     @property
     def zoo_device(self) -> str:
@@ -57,7 +59,7 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
     say = steps.start if steps is not None else (lambda _: None)
     say(f"loading {spec}")
     target = loading.load(spec, opts.device, zoo_device=opts.zoo_device, given=given, batch=opts.batch,
-                          factory_args=opts.factory_args)
+                          factory_args=opts.factory_args, values=opts.input_values or None)
     if opts.mode == "eager" and isinstance(target.model, Graph):
         raise errors.FlopcountError(f"--mode eager runs a model's Python modules; {target.label} is a graph "
                                     f"(a model file), profile it with --mode graph")

@@ -323,16 +323,22 @@ def unsupported_ops(model) -> dict:
     return found
 
 
-def _check_supported(model, path: str) -> None:
+def _unsupported_listing(model) -> str:
+    """``2 ONNX op type(s) with no converter: FooOp (2 nodes: 'a', 'b'); ...``, or ''."""
     found = unsupported_ops(model)
     if not found:
-        return
+        return ""
     parts = []
     for label, names in found.items():
         shown = ", ".join(repr(n) for n in names[:5]) + (", ..." if len(names) > 5 else "")
         parts.append(f"{label} ({len(names)} node{'s' if len(names) > 1 else ''}: {shown})")
-    raise UnsupportedOpError(f"{path or 'model'}: {len(found)} ONNX op type(s) with no converter: "
-                             + "; ".join(parts))
+    return f"{len(found)} ONNX op type(s) with no converter: " + "; ".join(parts)
+
+
+def _check_supported(model, path: str) -> None:
+    listing = _unsupported_listing(model)
+    if listing:
+        raise UnsupportedOpError(f"{path or 'model'}: {listing}")
 
 
 # --- attributes --------------------------------------------------------------------------------
@@ -515,9 +521,9 @@ class _Conversion:
             for name in node.output:
                 found = self._output_types().get(name)
                 if found is None:
-                    raise UnsupportedOpError(f"{label} node {node.name!r} has no converter, and neither the file "
-                                             f"nor shape inference gives the shape of its output {name!r}: "
-                                             f"flopcount cannot count past it")
+                    raise UnsupportedOpError(f"{_unsupported_listing(self.model)}; {label} node {node.name!r} has "
+                                             f"no converter, and neither the file nor shape inference gives the "
+                                             f"shape of its output {name!r}: flopcount cannot count past it")
                 outputs.append(found)
             return opaque(*inputs, label=label, node=node.name or label, outputs=outputs)
 
@@ -750,7 +756,14 @@ def load(path, input_shapes=None, device=None, input_values=None, strict: bool =
         model, data = onnx.inliner.inline_local_functions(model), None
     if strict:
         _check_supported(model, path)
-    _validate(model, path, data, weights)
+    try:
+        _validate(model, path, data, weights)
+    except ModelFileError as exc:
+        if "No Op registered for" not in str(exc):
+            raise
+        # op types ONNX does not define in its own domain: name them all, as strict does
+        raise UnsupportedOpError(f"{path or 'model'}: {_unsupported_listing(model)} (the checker: "
+                                 f"{str(exc).split('model: ', 1)[-1]})") from None
     del data  # the file's bytes, unless the weights' arrays are views of them
     if path:
         _load_external_data(model, path)

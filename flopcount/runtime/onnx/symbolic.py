@@ -136,7 +136,9 @@ def input_values(inputs: list, shapes: list, dtypes: list, values) -> dict:
         i = names.index(name)
         array = np.asarray(value)
         if tuple(array.shape) != tuple(shapes[i]):
-            raise InputShapeError(f"input_values gives input {name!r} a value of shape {tuple(array.shape)}; "
-                                  f"the input's shape is {tuple(shapes[i])}")
+            if array.size != int(np.prod(shapes[i], dtype=np.int64)):  # flat values of the right count fit
+                raise InputShapeError(f"input_values gives input {name!r} {array.size} value(s) of shape "
+                                      f"{tuple(array.shape)}; the input's shape is {tuple(shapes[i])}")
+            array = array.reshape(shapes[i])
         out[name] = np.array(array, dtype=dtypes[i].np, order="C")  # (ascontiguousarray makes 0-d 1-d)
     return out
