@@ -18,6 +18,8 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import conventions, loading
+from .hardware import get as hardware_profile
+from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
 from .graph_parser import profile_graph
 from .inputs import API, bind_inputs, given_shapes, inputs_for, resolve_inputs
@@ -26,6 +28,7 @@ from .report.units import macs_to_string, params_to_string
 from .runtime import errors
 from .runtime.graph import Graph
 from .runtime.nn.modules.module import Module
+from .runtime import torch as rt_torch
 
 MODES = ("eager", "graph")
 
@@ -111,12 +114,20 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
             + [(k, tuple(v.shape)) for k, v in kwargs.items() if isinstance(v, Tensor)])
 
 
+def _floats_in(dtype, values) -> tuple:
+    """The floating tensors among ``values`` cast to ``dtype``; anything else as it is."""
+    from .runtime.tensor import Tensor
+
+    return tuple(v.to(dtype) if isinstance(v, Tensor) and v.dtype.is_floating_point else v for v in values)
+
+
 # --- profile -------------------------------------------------------------------------------------
 
 def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
             backward: bool = False, convention: str = "flopcount", strict: bool = False,
             warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
-            input_values: dict | None = None, **named_inputs) -> Report:
+            hardware=None, dtype=None, weights=None, input_values: dict | None = None,
+            **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
@@ -135,7 +146,19 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     ``latency=True`` times warm-up plus ``repeat`` synchronized runs; ``backward=True`` adds a
     training step's backward pass; ``measure_memory=True`` measures the activation peak beside
     the prediction. ``strict=True`` raises UnsupportedOpError when anything ran that the
-    convention has no rule for. Bad input of any kind raises a :class:`~flopcount.FlopcountError`
+    convention has no rule for. ``hardware`` (a name from ``flopcount.hardware.names()``, such
+    as ``"h100-sxm"``, or a Profile) prices every op on that device's roofline: each op's and
+    row's ``roofline_ms`` and ``bound``, and ``totals["roofline_ms"]`` (beside the measured
+    latency as ``roofline_fraction`` when timed). ``dtype`` (``"bfloat16"``, ``"bf16"``,
+    ``"float16"``...) runs the model's weights and activations in that floating dtype: its
+    floating parameters, buffers and inputs (a Module you pass is converted on a copy); integer
+    inputs such as token ids stay as they are. An integer ``dtype`` (``"int64"``) is instead the
+    dtype of every input built from shapes, and ``{input name: dtype}`` that of one input (for a
+    model that cannot tell, such as a factory taking token ids). ``weights`` stores every Linear weight (but
+    ``lm_head`` and tied ones) in a weight format: ``"int8"`` (a float16 scale per output
+    channel), ``"int4"`` (a float16 scale per 128 weights: 4.125 bits each), ``"fp8"`` (e4m3, one
+    float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
+    (see :mod:`flopcount.runtime.quantization`). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
 
     >>> import flopcount, flopcount.runtime as rt
@@ -145,6 +168,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     """
     if mode not in MODES:
         raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
+    profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
+    dtype, input_dtypes = loading.split_dtype(dtype)
+    weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
@@ -157,14 +183,28 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         values.update((k, t.numpy()) for k, t in named_inputs.items() if k not in values and t.data is not None)
     target = loading.load(model, device, given=given, factory_args=factory_args, spelling=API,
                           values=values or None)
+    if target.kind == loading.TORCH:
+        # captured for the inputs given, the graph then takes inputs made from their shapes
+        target = loading.specialize(target, given=given, examples=(inputs, named_inputs), train=backward,
+                                    spelling=API)
+        inputs, named_inputs = (), {}
+    if dtype is not None:
+        target = loading.in_dtype(target, dtype)
+        inputs, named_inputs = _floats_in(dtype, inputs), dict(zip(named_inputs, _floats_in(dtype, named_inputs.values())))
+    if weight_format is not None:
+        target = loading.with_weights(target, weight_format)
     net = target.model
     if onnx_file and named_inputs:  # inputs whose values the graph took are no longer its inputs
         kept = {v.name for v in net.inputs}
         named_inputs = {k: v for k, v in named_inputs.items() if k in kept}
     if inputs or named_inputs:
+        if input_dtypes:
+            named = ", ".join(f"{name}={value}" if name else value for name, value in input_dtypes)
+            raise errors.FlopcountError(f"dtype {named}: an integer or per-input dtype is for inputs built "
+                                        f"from shapes; the tensors given keep theirs (cast them)")
         args, kwargs = bind_inputs(net, inputs, named_inputs)
     else:
-        specs = resolve_inputs(target.expected, given, model=target.name, spelling=API)
+        specs = resolve_inputs(target.expected, given, dtypes=input_dtypes, model=target.name, spelling=API)
         loading.check_fixed(target, specs)
         place = _parameter_device(net) if target.kind == loading.OBJECT else target.device
         args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)
@@ -172,9 +212,12 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         report = _run_view(mode, net, tuple(args), kwargs, convention=conventions.get(convention),
                            latency=latency, backward=backward, warmup=warmup, repeat=repeat,
                            measure_memory=measure_memory, name=target.label)
+    report.notes = list(target.notes)
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))
+    if profile_of is not None:
+        report.with_hardware(profile_of)
     return report
 
 
@@ -219,6 +262,26 @@ def _inputs_from(model, input_res, input_constructor) -> tuple:
     elif isinstance(model, Graph):
         device = model.device
     return (factories.ones(*tuple(input_res), dtype=dtype, device=device),), {}
+
+
+def _torch_graph(module, input_res, input_constructor) -> tuple:
+    """(Graph, args, kwargs) for a ``torch.nn.Module``: captured on flowflops' input (a tensor of
+    ones of shape ``input_res`` in the parameters' dtype, or ``input_constructor(input_res)``),
+    and run on inputs of the same shapes made from the graph's specs."""
+    from .inputs import inputs_for
+
+    if input_constructor is not None:
+        value = input_constructor(input_res)
+        args, kwargs = ((), value) if isinstance(value, dict) else ((value if isinstance(value, tuple) else (value,)), {})
+    else:
+        import torch
+
+        first = next(module.parameters(), None)
+        dtype, device = (first.dtype, first.device) if first is not None else (torch.float32, "cpu")
+        args, kwargs = (torch.ones(*tuple(input_res), dtype=dtype, device=device),), {}
+    target = loading.specialize(loading.load(module), examples=(args, kwargs))
+    graph = target.model
+    return (graph,) + tuple(inputs_for(graph, target.expected, target.device or graph.device))
 
 
 def per_layer_listing(report: Report, model, ost=sys.stdout, flops_units=None, param_units=None,
@@ -274,11 +337,15 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     """
     if mode not in MODES:
         raise ValueError(f"get_model_complexity_info: mode must be one of {MODES}, got {mode!r}")
-    if not isinstance(model, (Module, Graph)):
-        raise TypeError(f"get_model_complexity_info: model must be a Module (or a Graph), got {type(model).__name__}")
+    if rt_torch.is_module(model):
+        model, args, kwargs = _torch_graph(model, input_res, input_constructor)
+    elif not isinstance(model, (Module, Graph)):
+        raise TypeError(f"get_model_complexity_info: model must be a Module (flopcount or torch) or a Graph, "
+                        f"got {type(model).__name__}")
+    else:
+        args, kwargs = _inputs_from(model, input_res, input_constructor)
     custom = {cls: _custom_rule(hook) for cls, hook in (custom_modules_hooks or {}).items()}
     conv = conventions.get(convention).with_modules(custom, ignore_modules)
-    args, kwargs = _inputs_from(model, input_res, input_constructor)
     report = _run_view(mode, model, args, kwargs, convention=conv)
     if verbose:
         for item in report.unsupported:

@@ -9,8 +9,10 @@ It knows nothing of the counters: they watch it through ``observe`` (every dispa
 module hooks.
 """
 
-from .dtypes import (DType, bool_, uint8, int8, int16, int32, int64, float16, float32, float64,
-                     get_dtype)
+from .dtypes import (DType, bool_, uint8, int8, int16, int32, int64, uint16, uint32, uint64, int4,
+                     uint4, float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2,
+                     float8_e4m3fnuz, float8_e5m2fnuz, get_dtype)
+from .dtypes import promote as promote_types
 from .device import Device, device
 from .errors import DeviceError, FlopcountError, ModelFileError, ShapeError, UnsupportedOpError
 from .registry import Cost, Op, Spec, get_op, io_cost, register_op, registered_ops
@@ -37,7 +39,9 @@ from . import cuda, nn, optim
 from .nn import functional
 from .graph import Graph, get_mode, set_mode, trace
 from .io import load, load_state_dict, save
+from .quantization import WeightFormat, quantize_weights, weight_format
 from . import onnx  # rt.onnx.load / rt.onnx.export (the onnx package is needed only when called)
+from . import torch  # rt.torch.to_graph / rt.torch.load (torch is needed only when called)
 
 clip = clamp
 float = float32

@@ -52,7 +52,7 @@ class Value:
 
     @property
     def nbytes(self) -> int:
-        return prod(self.shape) * self.dtype.itemsize
+        return self.dtype.nbytes(prod(self.shape))
 
     def __repr__(self) -> str:
         return f"%{self.name}: {type_str(self.shape, self.dtype)}"
@@ -138,7 +138,8 @@ class Graph:
         self.tensors: dict = {}                  # name -> Tensor, for parameters and constants
         self.nodes: list[Node] = []
         self.memory_plan = None                  # set by passes.plan_memory; the executor uses it
-        self.notes: list[str] = []               # remarks for the report (an importer's loop trip counts)
+        self.module_types: dict = {}             # scope -> module class name, from an importer
+        self.notes: list = []                    # an importer's remarks (how it captured the model)
         self._names: set = set()
         self._suffix: dict = {}
         self._cache: dict = {}                   # executor program, per-device copies
@@ -200,6 +201,7 @@ class Graph:
         g.constants = dict(self.constants)
         g.tensors = dict(self.tensors)
         g.nodes = [n.copy() for n in self.nodes]
+        g.module_types = dict(self.module_types)
         g.notes = list(self.notes)
         g._names = set(self._names)
         g._suffix = dict(self._suffix)

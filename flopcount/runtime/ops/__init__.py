@@ -2,4 +2,4 @@
 
 from . import (activations, attention, bitwise, conv, cumulative, detection, determinant, dropout,  # noqa: F401
                elementwise, embedding, grid_sample, indexing, linalg, loss, movement, norm, opaque, pooling,
-               reduction, resample, sampling, scatter, selection, spectral, trigonometric)
+               quantized, reduction, resample, sampling, scatter, selection, spectral, trigonometric)

@@ -147,6 +147,7 @@ def indexed_shape(op: str, shape: tuple, items: list, tensor_shapes: list) -> tu
 @register_op("getitem")
 class GetItem(Op):
     """Basic indexing (slices, integers, None): a strided view."""
+    computes = False  # moves or selects elements: runs on any dtype's storage
 
     cost = no_cost  # a view
 
@@ -182,6 +183,7 @@ class GetItemBackward(Op):
 @register_op("index")
 class Index(Op):
     """Advanced indexing with integer tensors: a gather that copies."""
+    computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, *index, items):
         return Spec(indexed_shape("index", x.shape, items, [t.shape for t in index]), x.dtype, x.device)
@@ -229,6 +231,7 @@ class IndexBackward(Op):
 @register_op("index_put")
 class IndexPut(Op):
     """``x[items] = value`` as a new tensor (``x.__setitem__`` rebinds ``x`` to it)."""
+    computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, value, *index, items):
         target = indexed_shape("index_put", x.shape, items, [t.shape for t in index])
@@ -255,6 +258,7 @@ class IndexPut(Op):
 @register_op("gather")
 class Gather(Op):
     """``torch.gather``: out[i][j] = x[i][index[i][j]] along ``dim``."""
+    computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, index, *, dim):
         if index.ndim != x.ndim:
@@ -297,6 +301,7 @@ class GatherBackward(Op):
 def _triangle(name, np_name):
     @register_op(name)
     class Triangle(Op):
+        computes = False  # moves or selects elements: runs on any dtype's storage
         def shape(x, *, diagonal):
             if x.ndim < 2:
                 raise ShapeError(f"{name}: needs at least 2 dims, got shape {x.shape}")
