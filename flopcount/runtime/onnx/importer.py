@@ -46,7 +46,7 @@ from ..tensor import Tensor
 from . import naming, symbolic, wire
 from ..ops.opaque import opaque
 from .converters import CONVERTERS, NodeContext
-from .elem_types import TO_DTYPE, to_dtype
+from .elem_types import TO_DTYPE, to_dtype, unpack
 
 # integer initializers up to this many elements are shape data (Reshape targets, axes, ids)
 SHAPE_DATA_MAX = 4096
@@ -119,6 +119,8 @@ class FileWeights:
             self._align(self._unaligned)
             self._unaligned = None
         offset, length = self.spans[i]
+        if dtype.bits < 8:  # packed two to a byte: unpacked into an array of its own
+            return unpack(memoryview(self.data)[offset:offset + length], dtype, prod(dims)).reshape(dims)
         array = np.frombuffer(self.data, dtype=dtype.np, count=length // dtype.itemsize, offset=offset)
         array = array.reshape(dims)
         if not array.flags.aligned or array.size <= SHAPE_DATA_MAX:
@@ -273,7 +275,7 @@ def _check_raw_sizes(stripped: list, path: str) -> None:
         if any(d < 0 for d in dims):
             raise ModelFileError(f"{path or 'model'}: not a valid ONNX model: Negative dimension value "
                                  f"(tensor name: {init.name}, dims {dims})")
-        needed = prod(dims) * TO_DTYPE[init.data_type].itemsize
+        needed = TO_DTYPE[init.data_type].nbytes(prod(dims))
         if length != needed:
             raise ModelFileError(f"{path or 'model'}: not a valid ONNX model: TensorProto (tensor name: "
                                  f"{init.name}) raw_data size ({length} bytes) does not match the declared "
@@ -759,10 +761,11 @@ def load(path, input_shapes=None, device=None, input_values=None, strict: bool =
     try:
         _validate(model, path, data, weights)
     except ModelFileError as exc:
-        if "No Op registered for" not in str(exc):
+        listing = _unsupported_listing(model) if "No Op registered for" in str(exc) else ""
+        if not listing:  # a known op at an opset that does not define it: the file is wrong
             raise
         # op types ONNX does not define in its own domain: name them all, as strict does
-        raise UnsupportedOpError(f"{path or 'model'}: {_unsupported_listing(model)} (the checker: "
+        raise UnsupportedOpError(f"{path or 'model'}: {listing} (the checker: "
                                  f"{str(exc).split('model: ', 1)[-1]})") from None
     del data  # the file's bytes, unless the weights' arrays are views of them
     if path:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from functools import reduce
 
+import ml_dtypes
+
 from ... import dtypes as _dt
 from ...dispatch import apply
 from ...ops import activations as act
@@ -93,14 +95,24 @@ def where(ctx, condition, a, b):
     return ew.where(condition, a, b)
 
 
+def _cast(ctx, x, dtype):
+    """Cast-19's rule: a float8 target saturates by default (values beyond its range, infinities
+    included, become its largest finite value); with ``saturate=0`` they become inf or NaN, as a
+    plain conversion gives."""
+    if dtype in _dt.FLOAT8 and ctx.attr("saturate", 1) and x.dtype.is_floating_point and x.dtype not in _dt.FLOAT8:
+        limit = float(ml_dtypes.finfo(dtype.np).max)
+        x = ew.clamp(x, -limit, limit)
+    return ew.cast(x, dtype)
+
+
 @converter("Cast")
 def cast(ctx, x):
-    return ew.cast(x, to_dtype(ctx.attr("to"), f"{ctx.where}: attribute 'to'"))
+    return _cast(ctx, x, to_dtype(ctx.attr("to"), f"{ctx.where}: attribute 'to'"))
 
 
 @converter("CastLike")
 def cast_like(ctx, x, like):
-    return ew.cast(x, like.dtype)
+    return _cast(ctx, x, like.dtype)
 
 
 @converter("IsInf")
