@@ -413,17 +413,35 @@ def _buffer_names(model) -> set:
             for name in node.input[3:5] if name}
 
 
+# the inputs of quantization ops that hold a layer's weights in an integer or float8 type
+_QUANTIZED_WEIGHT_INPUTS = {"DequantizeLinear": (0,), "MatMulInteger": (1,), "ConvInteger": (1,),
+                            "QLinearMatMul": (3,), "QLinearConv": (3,)}
+
+
+def _quantized_weight_names(model) -> set:
+    """Initializers that are quantized weights: parameters of the model whatever their type
+    (a QDQ file's int8 conv weights count as its parameters, at one byte each)."""
+    return {node.input[i] for node in model.graph.node for i in _QUANTIZED_WEIGHT_INPUTS.get(node.op_type, ())
+            if i < len(node.input) and node.input[i]}
+
+
 def _initializer_tensors(model, path: str, weights: FileWeights | None = None, meta: bool = False) -> tuple:
     """(constants, parameters): {name: Tensor} and {name: (Tensor, kind)}. Arrays are adopted
     as they come (read-only views of the file's or protobuf's bytes), not copied. With
     ``meta``, an initializer whose raw data is in the file (its size checked) and that is
     larger than shape data becomes a meta tensor: nothing is made for it."""
-    onnx = _onnx()
-    buffers = _buffer_names(model)
+    buffers, quantized = _buffer_names(model), _quantized_weight_names(model)
     constants, params = {}, {}
     for i, init in enumerate(model.graph.initializer):
         dtype = to_dtype(init.data_type, f"initializer {init.name!r}")
         in_file = weights is not None and weights.spans[i] is not None
+        if init.name in quantized and prod(init.dims) > 1:
+            tensor = Tensor._make(None, tuple(init.dims), dtype, META) if in_file and meta else None
+            if tensor is None:
+                array = weights.array(i, dtype, tuple(init.dims)) if in_file else _array_of(init, dtype, path)
+                tensor = Tensor._make(array, tuple(array.shape), dtype, CPU)
+            params[init.name] = (Parameter(tensor), "param")
+            continue
         if in_file and meta and prod(init.dims) > SHAPE_DATA_MAX:
             shape = tuple(init.dims)
             tensor = Tensor._make(None, shape, dtype, META)
@@ -432,15 +450,7 @@ def _initializer_tensors(model, path: str, weights: FileWeights | None = None, m
             else:
                 params[init.name] = (Parameter(tensor), "param")
             continue
-        if in_file:
-            array = weights.array(i, dtype, tuple(init.dims))
-        else:
-            try:
-                array = onnx.numpy_helper.to_array(init)
-            except Exception as exc:
-                raise ModelFileError(f"{path or 'model'}: initializer {init.name!r} cannot be read: "
-                                     f"{_first_line(exc)}") from None
-            array = np.asarray(array, dtype=dtype.np)
+        array = weights.array(i, dtype, tuple(init.dims)) if in_file else _array_of(init, dtype, path)
         tensor = Tensor._make(array, tuple(array.shape), dtype, CPU)
         if array.ndim == 0 or (not dtype.is_floating_point and array.size <= SHAPE_DATA_MAX):
             constants[init.name] = tensor
@@ -449,6 +459,16 @@ def _initializer_tensors(model, path: str, weights: FileWeights | None = None, m
         else:
             params[init.name] = (Parameter(tensor), "param")
     return constants, params
+
+
+def _array_of(init, dtype, path: str) -> np.ndarray:
+    """An initializer's values read by onnx (typed data fields, external data loaded)."""
+    try:
+        array = _onnx().numpy_helper.to_array(init)
+    except Exception as exc:
+        raise ModelFileError(f"{path or 'model'}: initializer {init.name!r} cannot be read: "
+                             f"{_first_line(exc)}") from None
+    return np.asarray(array, dtype=dtype.np)
 
 
 # --- conversion --------------------------------------------------------------------------------
