@@ -17,9 +17,10 @@ EXAMPLES = {
     "bitwise_or": Example(bitwise.bitwise_or, [A, B], np.bitwise_or, grad=False, flops=6),
     "bitwise_xor": Example(bitwise.bitwise_xor, [A, B], np.bitwise_xor, grad=False, flops=6),
     "bitwise_not": Example(bitwise.bitwise_not, [A], np.invert, grad=False, flops=6),
-    # (integer input: the checks turn float inputs into float64)
-    "bitcast": Example(lambda x: bitwise.bitcast(x, "float32"), [np.array([1065353216, -1071644672], np.int32)],
-                       lambda x: x.view(np.float32), grad=False, flops=0),
+    # (integer input: the checks turn float inputs into float64; a float16 result, which the
+    # half-precision checks take as it is)
+    "bitcast": Example(lambda x: bitwise.bitcast(x, "float16"), [np.array([15360, -16128], np.int16)],
+                       lambda x: x.view(np.float16), grad=False, flops=0),
     "bitshift": Example(lambda a, b: bitwise.bitshift(a, b, "left"), [U, S], lambda a, b: np.left_shift(a, b),
                         grad=False, flops=3),
 }
