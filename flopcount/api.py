@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import conventions, loading
+from .engines import ENGINES, torch_engine
 from .eager_hooks import profile_eager
 from .graph_parser import profile_graph
 from .inputs import API, bind_inputs, given_shapes, inputs_for, resolve_inputs
@@ -109,7 +110,7 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
 def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
             backward: bool = False, convention: str = "flopcount", strict: bool = False,
             warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
-            **named_inputs) -> Report:
+            engine: str = "flopcount", **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
@@ -128,6 +129,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     the prediction. ``strict=True`` raises UnsupportedOpError when anything ran that the
     convention has no rule for. Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
+    ``engine="torch"`` measures a PyTorch model's latency with PyTorch itself, module by module
+    (warm-up, ``repeat`` runs, median; see :mod:`flopcount.engines.torch_engine`), beside
+    flopcount's counts; the default ``"flopcount"`` times flopcount's own run when ``latency``.
 
     >>> import flopcount, flopcount.runtime as rt
     >>> report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))
@@ -153,15 +157,35 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         loading.check_fixed(target, specs)
         place = _parameter_device(net) if target.kind == loading.OBJECT else target.device
         args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)
+    check_engine(engine, target)
     with loading.file_errors(target):
         report = _run_view(mode, net, tuple(args), kwargs, convention=conventions.get(convention),
-                           latency=latency, backward=backward, warmup=warmup, repeat=repeat,
-                           measure_memory=measure_memory, name=target.label)
+                           latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
+                           repeat=repeat, measure_memory=measure_memory, name=target.label)
+    run_engine(report, engine, target, warmup, repeat)
     report.notes = list(target.notes)
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))
     return report
+
+
+# --- engines: who runs the model for its latency ---------------------------------------------------
+
+def check_engine(engine: str, target) -> None:
+    """Refuse, before anything runs, an engine that cannot run this model."""
+    if engine not in ENGINES:
+        raise errors.FlopcountError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == torch_engine.NAME and target.torch_call is None:
+        raise errors.FlopcountError(f"engine 'torch' times a PyTorch model; {target.name} is not one "
+                                    f"(a {target.kind} model runs on flopcount's runtime: engine 'flopcount')")
+
+
+def run_engine(report: Report, engine: str, target, warmup: int, repeat: int) -> None:
+    """``engine="torch"``: the PyTorch model timed by PyTorch, its times put on the report's rows."""
+    if engine == torch_engine.NAME:
+        module, args, kwargs = target.torch_call
+        torch_engine.join(report, torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat))
 
 
 # --- ptflops / flowflops compatibility -----------------------------------------------------------
@@ -305,4 +329,4 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     return macs, params
 
 
-__all__ = ["profile", "get_model_complexity_info", "per_layer_listing"]
+__all__ = ["profile", "get_model_complexity_info", "per_layer_listing", "check_engine", "run_engine"]
