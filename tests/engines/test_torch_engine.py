@@ -60,3 +60,5 @@ def test_engine_torch_needs_a_pytorch_model_with_weights():
         flopcount.profile(model, input_shape=(1, 3, 16, 16), engine="torch")
     with pytest.raises(FlopcountError, match=r"engine must be one of flopcount, torch, got 'tvm'"):
         flopcount.profile(Net(), torch.randn(1, 3, 16, 16), engine="tvm")
+    with pytest.raises(FlopcountError, match=r"engine 'torch' times the PyTorch model as it is.*dtype='bfloat16'"):
+        flopcount.profile(Net(), torch.randn(1, 3, 16, 16), engine="torch", dtype="bf16")
