@@ -337,6 +337,8 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     ``ignore_modules`` lists module types counted as zero; ``custom_modules_hooks`` maps a type to
     a ptflops-style hook (both act on module rules: the eager view). ``mode="graph"`` parses
     the traced graph instead of hooking modules, pricing every op with the convention's op rules.
+    A ``torch.nn.Module`` is captured (torch.export) and always counted in the graph view, so the
+    ops it runs outside modules count too (ResNet's residual adds, which ptflops' hooks miss).
 
     >>> import flopcount, flopcount.runtime as rt
     >>> flopcount.get_model_complexity_info(rt.nn.Linear(3, 2), (3,), print_per_layer_stat=False)
