@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import conventions, loading
+from .engines import ENGINES, torch_engine
 from .hardware import get as hardware_profile
 from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
@@ -126,8 +127,8 @@ def _floats_in(dtype, values) -> tuple:
 def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
             backward: bool = False, convention: str = "flopcount", strict: bool = False,
             warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
-            hardware=None, dtype=None, weights=None, input_values: dict | None = None,
-            **named_inputs) -> Report:
+            hardware=None, dtype=None, weights=None, engine: str = "flopcount",
+            input_values: dict | None = None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
@@ -160,6 +161,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
     (see :mod:`flopcount.runtime.quantization`). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
+    ``engine="torch"`` measures a PyTorch model's latency with PyTorch itself, module by module
+    (warm-up, ``repeat`` runs, median; see :mod:`flopcount.engines.torch_engine`), beside
+    flopcount's counts; the default ``"flopcount"`` times flopcount's own run when ``latency``.
 
     >>> import flopcount, flopcount.runtime as rt
     >>> report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))
@@ -171,6 +175,11 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
     dtype, input_dtypes = loading.split_dtype(dtype)
     weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
+    if engine == torch_engine.NAME and (dtype is not None or weight_format is not None):
+        # PyTorch would time the module as it is, beside counts of a converted copy
+        raise errors.FlopcountError(f"engine 'torch' times the PyTorch model as it is; dtype and weights "
+                                    f"convert flopcount's copy only (got dtype={getattr(dtype, 'name', None)!r}, weights={weights!r}): "
+                                    f"convert the torch module yourself, or use engine 'flopcount'")
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
@@ -208,10 +217,12 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         loading.check_fixed(target, specs)
         place = _parameter_device(net) if target.kind == loading.OBJECT else target.device
         args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)
+    check_engine(engine, target)
     with loading.file_errors(target):
         report = _run_view(mode, net, tuple(args), kwargs, convention=conventions.get(convention),
-                           latency=latency, backward=backward, warmup=warmup, repeat=repeat,
-                           measure_memory=measure_memory, name=target.label)
+                           latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
+                           repeat=repeat, measure_memory=measure_memory, name=target.label)
+    run_engine(report, engine, target, warmup, repeat)
     report.notes = list(target.notes)
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
@@ -219,6 +230,24 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if profile_of is not None:
         report.with_hardware(profile_of)
     return report
+
+
+# --- engines: who runs the model for its latency ---------------------------------------------------
+
+def check_engine(engine: str, target) -> None:
+    """Refuse, before anything runs, an engine that cannot run this model."""
+    if engine not in ENGINES:
+        raise errors.FlopcountError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == torch_engine.NAME and target.torch_call is None:
+        raise errors.FlopcountError(f"engine 'torch' times a PyTorch model; {target.name} is not one "
+                                    f"(a {target.kind} model runs on flopcount's runtime: engine 'flopcount')")
+
+
+def run_engine(report: Report, engine: str, target, warmup: int, repeat: int) -> None:
+    """``engine="torch"``: the PyTorch model timed by PyTorch, its times put on the report's rows."""
+    if engine == torch_engine.NAME:
+        module, args, kwargs = target.torch_call
+        torch_engine.join(report, torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat))
 
 
 # --- ptflops / flowflops compatibility -----------------------------------------------------------
@@ -330,6 +359,8 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     ``ignore_modules`` lists module types counted as zero; ``custom_modules_hooks`` maps a type to
     a ptflops-style hook (both act on module rules: the eager view). ``mode="graph"`` parses
     the traced graph instead of hooking modules, pricing every op with the convention's op rules.
+    A ``torch.nn.Module`` is captured (torch.export) and always counted in the graph view, so the
+    ops it runs outside modules count too (ResNet's residual adds, which ptflops' hooks miss).
 
     >>> import flopcount, flopcount.runtime as rt
     >>> flopcount.get_model_complexity_info(rt.nn.Linear(3, 2), (3,), print_per_layer_stat=False)
@@ -362,4 +393,4 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     return macs, params
 
 
-__all__ = ["profile", "get_model_complexity_info", "per_layer_listing"]
+__all__ = ["profile", "get_model_complexity_info", "per_layer_listing", "check_engine", "run_engine"]

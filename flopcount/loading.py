@@ -48,7 +48,8 @@ class Target:
     given); ``fixed`` means those shapes cannot change (a graph is specialized to them);
     ``device``, when set, is where its inputs must be made whatever was asked (``"meta"`` for
     a file saved without weights); ``notes`` are remarks for the user; ``path`` is the model
-    file's path (ONNX and native files).
+    file's path (ONNX and native files); ``torch_call`` is the PyTorch module a Graph was
+    captured from and the inputs it was captured on (``engine="torch"`` times that call).
     """
 
     model: object
@@ -59,6 +60,7 @@ class Target:
     notes: list = field(default_factory=list)
     device: str | None = None
     path: str = ""
+    torch_call: tuple | None = None   # a captured PyTorch model: (module, args, kwargs) it was captured on
 
     @property
     def name(self) -> str:

@@ -71,6 +71,9 @@ def run_options(func):
                      help="Where to run (cuda needs: pip install 'flopcount[cuda12]'). Without --latency "
                           "or --device, zoo models are counted on the meta device (shapes only)."),
         click.option("--latency", is_flag=True, help="Measure latency per layer and op (runs the model)."),
+        click.option("--engine", type=click.Choice(["flopcount", "torch"]), default="flopcount", show_default=True,
+                     help="Who runs the model for its latency: flopcount's runtime (with --latency), or torch: "
+                          "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module."),
         click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
                      help="Timed runs with --latency (the median is shown)."),
         click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
@@ -96,12 +99,13 @@ def run_options(func):
 
 
 def _options(ctx, kwargs: dict) -> RunOptions:
-    if not kwargs["latency"] and (_given(ctx, "repeat") or _given(ctx, "warmup")):
+    timed = kwargs["latency"] or kwargs["engine"] != "flopcount"
+    if not timed and (_given(ctx, "repeat") or _given(ctx, "warmup")):
         raise CliError("--repeat and --warmup apply to --latency runs; add --latency")
     if kwargs["device"] != "cpu":
         check_device(kwargs["device"])
     keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args", "weights", "hardware", "input_values")
+            "dtypes", "factory_args", "weights", "hardware", "engine", "input_values")
     opts = RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
     opts.check()
     return opts

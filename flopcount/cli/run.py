@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import loading
+from .. import api, loading
 from ..inputs import inputs_for, resolve_inputs
 from ..runtime import errors
 from ..runtime.dtypes import get_dtype
@@ -33,6 +33,7 @@ class RunOptions:
     dtypes: list = field(default_factory=list)          # parse_dtype results: the inputs'
     model_dtype: str | None = None                      # an unnamed floating --dtype: the model's
     factory_args: dict = field(default_factory=dict)
+    engine: str = "flopcount"
     weights: str | None = None
     hardware: str | None = None
     input_values: dict = field(default_factory=dict)    # name -> values (--input-value)
@@ -84,15 +85,18 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
     specs = resolve_inputs(target.expected, given, opts.batch, opts.dtypes, model=target.label)
     target = loading.specialize(target, specs, train=opts.backward)  # a PyTorch module: captured for them
     loading.check_fixed(target, specs)
+    api.check_engine(opts.engine, target)
     device = target.device or (opts.zoo_device if target.kind == loading.ZOO else opts.device)
     args, kwargs = inputs_for(target.model, specs, device, keyword=target.kind != loading.ZOO)
     say(f"timing {opts.warmup} warm-up + {opts.repeat} runs" if opts.latency else "counting")
     try:
         with loading.file_errors(target):
-            report = flopcount.profile(target.model, *args, mode=opts.mode, latency=opts.latency,
+            report = flopcount.profile(target.model, *args, mode=opts.mode,
+                                       latency=opts.latency and opts.engine == "flopcount",
                                        backward=opts.backward, convention=opts.convention, strict=opts.strict,
                                        warmup=opts.warmup, repeat=opts.repeat, dtype=opts.model_dtype,
                                        weights=opts.weights, hardware=opts.hardware, **kwargs)
+            api.run_engine(report, opts.engine, target, opts.warmup, opts.repeat)
     except errors.ShapeError as exc:
         if not given and opts.batch is None:
             raise

@@ -7,7 +7,7 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
       "model": str,                      # zoo name, file or model class
       "convention": "flopcount" | "ptflops",
       "mode": "eager" | "graph",
-      "device": str, "dtype": str,
+      "device": str, "engine": "flopcount" | "torch", "dtype": str,
       "input_shapes": [[int, ...], ...],
       "totals": {
         "macs": int, "flops": int, "params": int,
@@ -91,6 +91,7 @@ def to_dict(report) -> dict:
         "convention": report.convention,
         "mode": report.mode,
         "device": report.device,
+        "engine": report.engine,
         "dtype": report.dtype,
         "input_shapes": [list(s) for s in report.input_shapes],
         "totals": report.totals,

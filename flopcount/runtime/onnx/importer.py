@@ -28,6 +28,7 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import stat
 import sys
 from collections import ChainMap, OrderedDict
 from math import prod
@@ -37,6 +38,7 @@ import numpy as np
 from ..device import CPU, META, device as parse_device
 from ..dispatch import named_scope
 from ..errors import FlopcountError, ModelFileError, UnsupportedOpError
+from ..io.files import open_model_file
 from ..factories import empty
 from ..graph.ir import Graph
 from ..graph.passes.dce import dce
@@ -141,9 +143,9 @@ def _read(path: str, meta: bool = False) -> tuple:
     if os.path.isdir(path):
         raise ModelFileError(f"{path}: is a directory, not an ONNX file")
     model = weights = None
+    with open_model_file(path) as f:
+        data = _mapped(f) if meta else _read_into_buffer(f)
     try:
-        with open(path, "rb") as f:
-            data = _mapped(f) if meta else _read_into_buffer(f)
         split = wire.split_weights(data, TO_DTYPE) if sys.byteorder == "little" else None
         if split is not None:
             light, spans = split
@@ -214,9 +216,45 @@ def _first_line(exc) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _all_tensors(model):
+    """Every TensorProto in ``model``, wherever it sits: initializers and sparse initializers,
+    node attributes (``t``, ``tensors``, sparse ones), in the main graph, every subgraph and
+    every local function. External data is resolved for all of them through one checked path."""
+    onnx = _onnx()
+
+    def sparse(s):
+        yield s.values
+        yield s.indices
+
+    def of_nodes(nodes):
+        for node in nodes:
+            for a in node.attribute:
+                if a.HasField("t"):
+                    yield a.t
+                yield from a.tensors
+                if a.HasField("sparse_tensor"):
+                    yield from sparse(a.sparse_tensor)
+                for s in a.sparse_tensors:
+                    yield from sparse(s)
+                if a.type == onnx.AttributeProto.GRAPH:
+                    yield from of_graph(a.g)
+                for g in a.graphs:
+                    yield from of_graph(g)
+
+    def of_graph(graph):
+        yield from graph.initializer
+        for s in graph.sparse_initializer:
+            yield from sparse(s)
+        yield from of_nodes(graph.node)
+
+    yield from of_graph(model.graph)
+    for function in model.functions:
+        yield from of_nodes(function.node)
+
+
 def _has_external_data(model) -> bool:
     onnx = _onnx()
-    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in _all_tensors(model))
 
 
 def _validate(model, path: str, data: bytes | None = None, weights: FileWeights | None = None) -> None:
@@ -283,13 +321,40 @@ def _check_raw_sizes(stripped: list, path: str) -> None:
 
 
 def _load_external_data(model, path: str) -> None:
+    """Read the external data of every tensor in ``model`` from the model's own folder. onnx's
+    reader refuses a location that leaves the folder (``..``, an absolute path, a symlink out)
+    and an offset or length beyond the file; a model given without a path has no folder, so
+    its external data is refused rather than looked for in the working directory."""
     onnx = _onnx()
-    if not _has_external_data(model):
+    external = [t for t in _all_tensors(model) if t.data_location == onnx.TensorProto.EXTERNAL]
+    if not external:
         return
-    try:
-        onnx.external_data_helper.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
-    except Exception as exc:
-        raise ModelFileError(f"{path}: cannot read the model's external weight data: {_first_line(exc)}") from None
+    if not path:
+        raise ModelFileError(f"model: tensor {external[0].name!r} stores its data in an external file, but the "
+                             f"model was given without a path to find it from; pass the .onnx file's path")
+    folder = os.path.dirname(os.path.abspath(path))
+    for tensor in external:
+        _check_location(tensor, folder, path)
+        try:
+            onnx.external_data_helper.load_external_data_for_tensor(tensor, folder)
+        except Exception as exc:
+            raise ModelFileError(f"{path}: cannot read the model's external weight data: {_first_line(exc)}") from None
+
+
+def _check_location(tensor, folder: str, path: str) -> None:
+    """Our own check before onnx's (older onnx releases do not make it): the side file is a
+    regular file inside the model's folder, reached without ``..``, an absolute path or a
+    symlink that leads out."""
+    location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+    parts = location.replace("\\", "/").split("/")
+    target = os.path.realpath(os.path.join(folder, location))
+    inside = os.path.commonpath([target, os.path.realpath(folder)]) == os.path.realpath(folder)
+    if not location or os.path.isabs(location) or ".." in parts or not inside:
+        raise ModelFileError(f"{path}: tensor {tensor.name!r} stores its data at {location[:200]!r}, which is not "
+                             f"a file inside the model's folder")
+    if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
+        raise ModelFileError(f"{path}: tensor {tensor.name!r} stores its data at {location[:200]!r}, which is not "
+                             f"a regular file")
 
 
 # --- what the file needs -----------------------------------------------------------------------
@@ -788,6 +853,5 @@ def load(path, input_shapes=None, device=None, input_values=None, strict: bool =
         raise UnsupportedOpError(f"{path or 'model'}: {listing} (the checker: "
                                  f"{str(exc).split('model: ', 1)[-1]})") from None
     del data  # the file's bytes, unless the weights' arrays are views of them
-    if path:
-        _load_external_data(model, path)
+    _load_external_data(model, path)
     return import_model(model, input_shapes, path, weights, meta, input_values)
