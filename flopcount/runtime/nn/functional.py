@@ -19,4 +19,4 @@ from ..ops.pooling import *  # noqa: F401,F403
 from ..ops.quantized import *  # noqa: F401,F403
 from ..ops.reduction import *  # noqa: F401,F403
 from ..ops.sampling import *  # noqa: F401,F403
-from ..ops.sorting import *  # noqa: F401,F403
+from ..ops.selection import topk  # noqa: F401

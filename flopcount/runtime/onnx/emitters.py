@@ -700,11 +700,6 @@ def cumsum(b, node, ins, outs):
     b.add("CumSum", [x, b.const(np.array(node.attrs["dim"], np.int64), "axis")], outs)
 
 
-@emitter("topk")
-def topk(b, node, ins, outs):
-    b.add("TopK", [ins[0], b.ints([node.attrs["k"]])], outs, axis=node.attrs["dim"], largest=1, sorted=1)
-
-
 # --- attention ---------------------------------------------------------------------------------
 
 @emitter("scaled_dot_product_attention")
@@ -773,3 +768,6 @@ def fused(b, node, ins, outs):
         EMITTERS[op_name](b, _Step(op_name, step_ins, [out], dict(attrs), node.scope), step_names, [out.name])
         names.append(out.name)
         values.append(out)
+
+
+from . import onnx_op_emitters  # noqa: E402,F401  (the ONNX-native ops; they use the helpers above)
