@@ -19,7 +19,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
-from ..runtime.errors import FlopcountError
 from .step import Counts
 
 COMPUTE, MEMORY = "compute", "memory"
@@ -133,12 +132,10 @@ def phase_times(report, hardware) -> PhaseTimes:
 
 
 def device_for(name: str, dtype: str) -> Device:
-    """The Device of hardware profile ``name`` for ``dtype`` (flopcount.hardware)."""
-    try:
-        from .. import hardware
-    except ImportError:
-        raise FlopcountError(f"no hardware profiles in this version to look {name!r} up in; "
-                             f"pass llm.Device(name, peak_flops, bandwidth, memory)") from None
+    """The Device of hardware profile ``name`` for ``dtype`` (``flopcount.hardware``: its dense
+    matrix peak for that dtype, its memory bandwidth and size)."""
+    from .. import hardware
+
     profile = hardware.get(name)
-    return Device(name=profile.name, peak_flops=profile.peak_flops(dtype), bandwidth=profile.bandwidth,
-                  memory=profile.memory)
+    return Device(name=profile.name, peak_flops=profile.peak(dtype), bandwidth=profile.memory_bandwidth,
+                  memory=profile.memory_bytes)

@@ -74,3 +74,10 @@ def test_sum_of_max_of_two_lines(a, b):
     steps = 12
     brute = sum(max(a[0] + a[1] * i, b[0] + b[1] * i) for i in range(steps))
     assert sum_of_max(a, b, steps) == pytest.approx(brute)
+
+
+def test_a_hardware_profile_name_gives_the_datasheet_device(decode):
+    """``hardware="h100-sxm"`` reads flopcount.hardware's profile: the same times as the
+    datasheet's figures given by hand."""
+    named = llm.profile("llama2_7b", llm.Decode(context=2048), dtype=HALF, hardware="h100-sxm")
+    assert named.roofline.decode_seconds == pytest.approx(decode.roofline.decode_seconds, rel=1e-3)
