@@ -11,6 +11,7 @@ from .. import __version__
 from . import compare as compare_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
+from .phases import chosen_phase, phase_options, run_phase
 from .run import RunOptions, check_device, profile
 
 SORT_KEYS = ("macs", "flops", "params", "latency", "memory")
@@ -161,8 +162,10 @@ def main() -> None:
               help="Rows: the module tree, every op, or one row per op type.")
 @click.option("-f", "--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
               help="json, csv and trace (Chrome/Perfetto) hold every row and go to stdout clean.")
+@phase_options
 @click.pass_context
-def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, output, quiet, debug, **kwargs) -> None:
+def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, output, quiet, debug,
+                    prefill, decode, context, generate, **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
     This is also what 'flopcount MODEL' runs.
@@ -180,9 +183,15 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
       flopcount llama2_7b -i 1x1 --dtype bf16 --weights int4 --hardware h100-sxm
+      flopcount llama2_7b --decode --context 2048 --dtype bf16 --hardware h100-sxm
+      flopcount mixtral_8x7b --generate 2048:256 --dtype bf16 --batch 8
     """
     _start(ctx, debug, output)
     opts = _options(ctx, kwargs)
+    phase = chosen_phase(prefill, decode, context, generate)
+    if phase is not None:
+        _finish(run_phase(model, phase, opts, fmt, list(input_shapes)), output, quiet)
+        return
     with progress.Steps(progress.wanted(quiet)) as steps:
         report, target = profile(model, list(input_shapes), opts, steps)
     for note in target.notes:
