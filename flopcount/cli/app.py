@@ -129,6 +129,19 @@ def _finish(text: str, output: str | None, quiet: bool) -> None:
         _note(f"wrote {output}", quiet)
 
 
+def listing_options(f):
+    """The options of the commands that list a table (``models``, ``hardware``)."""
+    for option in reversed([
+        click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]),
+                     default="table", show_default=True),
+        click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically)."),
+        click.option("-q", "--quiet", is_flag=True, help="No notes on stderr."),
+        click.option("--debug", is_flag=True, help="Show the traceback of an error."),
+    ]):
+        f = option(f)
+    return f
+
+
 @click.group(cls=DefaultGroup, context_settings=CONTEXT)
 @click.version_option(__version__, "-V", "--version", prog_name="flopcount", message="%(prog)s %(version)s")
 def main() -> None:
@@ -257,11 +270,7 @@ def _inputs_text(inputs: list) -> str:
 
 
 @main.command("models", context_settings=CONTEXT)
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
-@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
-@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@listing_options
 @click.pass_context
 def models_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
     """List the model zoo: names, default inputs and parameter counts.
@@ -304,11 +313,7 @@ def _tera(profile, key: str) -> str:
 
 
 @main.command("hardware", context_settings=CONTEXT)
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
-@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
-@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@listing_options
 @click.pass_context
 def hardware_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
     """List the hardware profiles for --hardware: dense peaks, memory and links (datasheet figures).
