@@ -296,3 +296,20 @@ def test_a_70b_config_builds_on_meta_without_weights(tmp_path):
     params = list(folder.model.parameters())
     assert sum(p.numel() for p in params) == expected == 70_553_706_496
     assert all(p.data is None and p.dtype is rt.bfloat16 for p in params)
+
+
+def test_mixtral_8x7b_config_builds_on_meta(tmp_path):
+    # config.json as published with mistralai/Mixtral-8x7B-v0.1 (transformers 4's field names)
+    config = dict(architectures=["MixtralForCausalLM"], model_type="mixtral", vocab_size=32000, hidden_size=4096,
+                  intermediate_size=14336, num_hidden_layers=32, num_attention_heads=32, num_key_value_heads=8,
+                  max_position_embeddings=32768, rms_norm_eps=1e-5, rope_theta=1e6, sliding_window=None,
+                  num_experts_per_tok=2, num_local_experts=8, output_router_logits=False,
+                  router_aux_loss_coef=0.02, tie_word_embeddings=False, torch_dtype="bfloat16")
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    folder = _hf_folder.load(str(tmp_path), weights=False)
+    # per layer attention q/o (4096²) + k/v (4096·1024), router (8·4096), 8 experts of 3·4096·14336, 2 norms
+    layer = 2 * 4096 * 4096 + 2 * 4096 * 1024 + 8 * 4096 + 8 * 3 * 4096 * 14336 + 2 * 4096
+    params = list(folder.model.parameters())
+    assert sum(p.numel() for p in params) == 2 * 32000 * 4096 + 32 * layer + 4096 == 46_702_792_704
+    assert all(p.data is None and p.dtype is rt.bfloat16 for p in params)
+    assert folder.model.config.rope_theta == 1e6 and folder.model.config.num_experts_per_tok == 2
