@@ -66,7 +66,7 @@ def _liveness(events, own_costs, phase: str, keep_ids=(), mark_saved: bool = Fal
         else:
             for out_id, spec in zip(e.output_ids, e.outputs):
                 where[out_id] = len(sizes)
-                sizes.append(prod(spec.shape) * spec.dtype.itemsize)
+                sizes.append(spec.dtype.nbytes(prod(spec.shape)))
                 starts.append(index)
                 last.append(index)
                 saved.append(False)

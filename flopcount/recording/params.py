@@ -140,5 +140,5 @@ def bytes_by_dtype(tensors) -> dict:
             continue
         seen.add(id(t))
         name = t.dtype.name
-        out[name] = out.get(name, 0) + prod(t.shape) * t.dtype.itemsize
+        out[name] = out.get(name, 0) + t.dtype.nbytes(prod(t.shape))
     return out

@@ -185,7 +185,7 @@ class Recorder:
                 if type(t) is Parameter:  # another model's parameter, still read
                     n = t.numel()
                     param_elems += n
-                    param_bytes += n * t.dtype.itemsize
+                    param_bytes += t.dtype.nbytes(n)
                 continue
             ids_in.append(entry[1])
             specs_in.append(entry[2])
@@ -227,7 +227,7 @@ class Recorder:
         token = self.token
         for t in self.roots:
             n = prod(t.shape) if type(t) is Parameter else 0
-            t._trace = (token, None, Spec(t.shape, t.dtype, t.device), n, n * t.dtype.itemsize, True)
+            t._trace = (token, None, Spec(t.shape, t.dtype, t.device), n, t.dtype.nbytes(n), True)
         try:
             with nn.observe_module_calls(self) if calls else contextlib.nullcontext(), observe(self):
                 yield self

@@ -9,8 +9,10 @@ It knows nothing of the counters: they watch it through ``observe`` (every dispa
 module hooks.
 """
 
-from .dtypes import (DType, bool_, uint8, int8, int16, int32, int64, float16, float32, float64,
-                     get_dtype)
+from .dtypes import (DType, bool_, uint8, int8, int16, int32, int64, uint16, uint32, uint64, int4,
+                     uint4, float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2,
+                     float8_e4m3fnuz, float8_e5m2fnuz, get_dtype)
+from .dtypes import promote as promote_types
 from .device import Device, device
 from .errors import DeviceError, FlopcountError, ModelFileError, ShapeError, UnsupportedOpError
 from .registry import Cost, Op, Spec, get_op, io_cost, register_op, registered_ops

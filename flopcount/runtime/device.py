@@ -14,6 +14,7 @@ from typing import Iterator
 
 import numpy as np
 
+from . import dtypes as _dt
 from .errors import DeviceError
 
 
@@ -75,6 +76,9 @@ class Backend:
     name = "abstract"
     xp = None
     per_device = False  # one backend object per device index (``backend_for``), e.g. each GPU
+    # DType -> the DType kernels compute in, for dtypes the array module has no (fast or exact)
+    # arithmetic for; the dispatcher widens the operands of computing ops and rounds back
+    compute_dtypes: dict = {}
 
     def synchronize(self) -> None:
         """Wait for queued work to finish (a no-op where work is synchronous)."""
@@ -114,6 +118,12 @@ class MemoryTracker:
 class CPUBackend(Backend):
     name = "cpu"
     xp = np
+    # numpy's float16 has no BLAS (a 256x256 matmul is ~300x slower than in float32) and sums in
+    # half; ml_dtypes' bfloat16 and float8 have slow ufuncs, no einsum and no BLAS; int4 arrays
+    # have few ufuncs. PyTorch's CPU kernels do the same: load, compute in float32, round.
+    compute_dtypes = {_dt.float16: _dt.float32, _dt.bfloat16: _dt.float32,
+                      **{f8: _dt.float32 for f8 in _dt.FLOAT8},
+                      _dt.int4: _dt.int8, _dt.uint4: _dt.uint8}
 
     def __init__(self):
         self.rng = np.random.default_rng(0)

@@ -3,7 +3,8 @@
 ``apply(op, *inputs, **attrs)``:
 1. the shape rule gives the output specs (and rejects bad shapes, naming the op);
 2. while tracing, the tracer records a graph node instead; on the meta device, stop here;
-3. the kernel for the inputs' device runs;
+3. the kernel for the inputs' device runs (on operands widened to a dtype the backend computes
+   in, when it has no arithmetic for theirs: bfloat16 on numpy runs in float32);
 4. autograd records a node when grad mode is on and an input requires grad;
 5. the active observers get an ``OpEvent``.
 
@@ -107,6 +108,12 @@ def apply(op, *inputs, **attrs):
         be = backend(dev)
         kernel = op._kernel_by_device[dev.type]
         arrays = [None if t is None else t.data for t in inputs]
+        if op.computes:
+            wide = be.compute_dtypes
+            for t in inputs:
+                if t is not None and t.dtype in wide:
+                    arrays = _widened(arrays, inputs, wide)
+                    break
         if st.timing:
             be.synchronize()
             t0 = be.timer_start()
@@ -130,8 +137,16 @@ def apply(op, *inputs, **attrs):
     return outs if multi else outs[0]
 
 
+def _widened(arrays, inputs, wide):
+    """Operands in a dtype the backend computes in a wider one (bfloat16 -> float32 on numpy),
+    as PyTorch's CPU kernels compute bfloat16; ``_wrap`` rounds the result back."""
+    return [a if t is None or t.dtype not in wide else a.astype(wide[t.dtype].np)
+            for a, t in zip(arrays, inputs)]
+
+
 def _wrap(array, spec, dev):
-    # Kernels may return numpy scalars or a wider dtype (numpy promotion); the spec decides.
+    # Kernels may return numpy scalars or a wider dtype (numpy promotion, or operands widened
+    # by _widened); the spec decides, and the cast to it rounds to nearest.
     np_dtype = spec.dtype.np
     if getattr(array, "dtype", None) != np_dtype or not hasattr(array, "shape"):
         array = backend(dev).xp.asarray(array, dtype=np_dtype)

@@ -55,7 +55,8 @@ def numel(spec) -> int:
 
 
 def nbytes(spec) -> int:
-    return prod(spec.shape) * spec.dtype.itemsize
+    """Bytes of a tensor or spec at its dtype's element size in bits (int4: half a byte)."""
+    return (prod(spec.shape) * spec.dtype.bits + 7) // 8
 
 
 class Cost:
@@ -85,18 +86,19 @@ class Cost:
 
 
 def io_cost(out, inputs: Iterable, macs: int = 0, flops: int = 0) -> Cost:
-    """A Cost whose bytes are every input read once and every output written once."""
+    """A Cost whose bytes are every input read once and every output written once, each at its
+    dtype's element size in bits (a 4-bit tensor of 1000 elements is 500 bytes)."""
     # plain loops: every counted op comes through here, thousands of times for a large model
     read = 0
     for t in inputs:
         if t is not None:
-            read += prod(t.shape) * t.dtype.itemsize
+            read += (prod(t.shape) * t.dtype.bits + 7) // 8
     if isinstance(out, (tuple, list)):
         written = 0
         for o in out:
-            written += prod(o.shape) * o.dtype.itemsize
+            written += (prod(o.shape) * o.dtype.bits + 7) // 8
     else:
-        written = prod(out.shape) * out.dtype.itemsize
+        written = (prod(out.shape) * out.dtype.bits + 7) // 8
     return Cost(macs, flops, read, written)
 
 
@@ -129,6 +131,11 @@ class Op:
         global specs. Ops whose attrs hold sizes (a reshape's target shape, a slice's bounds)
         localize them; the others run with their attrs unchanged."""
         return attrs
+
+    # does arithmetic on values: inputs in a dtype the backend has no arithmetic for (bfloat16,
+    # float8, int4 on numpy) reach its kernel widened (Backend.compute_dtypes), and the result
+    # is rounded back; False for ops that only move or select elements, which take any storage
+    computes: bool = True
 
 
 _REGISTRY: dict[str, type] = {}

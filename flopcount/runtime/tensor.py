@@ -74,7 +74,8 @@ class Tensor:
 
     @property
     def nbytes(self) -> int:
-        return prod(self.shape) * self.dtype.itemsize
+        """Bytes of the elements packed at the dtype's size in bits (int4: half a byte each)."""
+        return self.dtype.nbytes(prod(self.shape))
 
     @property
     def is_leaf(self) -> bool:
@@ -208,6 +209,9 @@ class Tensor:
 
     def half(self) -> "Tensor":
         return self.to(_dt.float16)
+
+    def bfloat16(self) -> "Tensor":
+        return self.to(_dt.bfloat16)
 
     def long(self) -> "Tensor":
         return self.to(_dt.int64)
@@ -740,8 +744,8 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         arr = np.asarray(data) if not hasattr(data, "__cuda_array_interface__") else data
         if arr.dtype == np.float64 and not isinstance(data, np.ndarray) and not hasattr(data, "__cuda_array_interface__"):
             dtype = _dt.default_float  # nested Python floats, as in PyTorch
-        elif arr.dtype.kind in "iu" and arr.dtype not in (np.uint8, np.int8, np.int16, np.int32, np.int64):
-            dtype = _dt.int64
+        elif arr.dtype.kind in "iu" and arr.dtype not in _dt.NUMPY_DTYPES:
+            dtype = _dt.int64  # a platform integer type that is none of ours (np.longlong...)
         else:
             dtype = _dt.get_dtype(arr.dtype)
     dtype = _dt.get_dtype(dtype)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 
+from .. import dtypes as _dt
 from ..device import Backend, MemoryTracker
 from ..errors import DeviceError
 
@@ -120,6 +121,9 @@ class CUDABackend(Backend):
 
     name = "cuda"
     per_device = True
+    # float16 and bfloat16 run as they are (the raw and generated kernels load them into float
+    # registers); float8 and 4-bit integers have no CuPy arithmetic: computed widened
+    compute_dtypes = {**{f8: _dt.float32 for f8 in _dt.FLOAT8}, _dt.int4: _dt.int8, _dt.uint4: _dt.uint8}
 
     def __init__(self, cupy, index: int = 0, seed: int = 0):
         self.cupy = cupy

@@ -52,7 +52,7 @@ class Value:
 
     @property
     def nbytes(self) -> int:
-        return prod(self.shape) * self.dtype.itemsize
+        return self.dtype.nbytes(prod(self.shape))
 
     def __repr__(self) -> str:
         return f"%{self.name}: {type_str(self.shape, self.dtype)}"

@@ -26,7 +26,15 @@ FORMAT = "flopcount"
 VERSION = 1
 _MAX_HEADER = 100 * 1024 * 1024  # bytes; a real header is far smaller
 _ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 2, "I32": 4, "U32": 4,
-             "F32": 4, "I64": 8, "U64": 8, "F64": 8, "F8_E4M3": 1, "F8_E5M2": 1}
+             "F32": 4, "I64": 8, "U64": 8, "F64": 8, "F8_E4M3": 1, "F8_E5M2": 1, "F8_E4M3FNUZ": 1,
+             "F8_E5M2FNUZ": 1}
+# safetensors' numpy reader looks these up as attributes of numpy, where they are not (ml_dtypes
+# holds them): their bytes are read from the checked offsets and viewed in the dtype
+_FLOAT8 = {"F8_E4M3": _dt.float8_e4m3fn, "F8_E5M2": _dt.float8_e5m2, "F8_E4M3FNUZ": _dt.float8_e4m3fnuz,
+           "F8_E5M2FNUZ": _dt.float8_e5m2fnuz}
+# safetensors has no 4-bit integers: they are stored one per byte (I8 / U8), and the document
+# names their dtype ("stored_as"), so they load back as int4 / uint4
+_WIDER_IN_FILE = {_dt.int4: np.int8, _dt.uint4: np.uint8}
 
 
 # --- attrs <-> JSON --------------------------------------------------------------------------
@@ -135,6 +143,14 @@ def save(obj, path, example_inputs: tuple | None = None) -> None:
         kind = "state_dict"
     else:
         raise TypeError(f"save: expects a Graph, a Module or a state dict, got {type(obj).__name__}")
+    stored_as = {}
+    for name, arr in tensors.items():
+        dtype = _dt.get_dtype(arr.dtype)
+        if dtype in _WIDER_IN_FILE:
+            tensors[name] = arr.astype(_WIDER_IN_FILE[dtype])
+            stored_as[name] = dtype.name
+    if stored_as:
+        doc["stored_as"] = stored_as
     text = json.dumps(doc, separators=(",", ":"))
     metadata = {"format": FORMAT, "format_version": str(VERSION), "kind": kind, "graph": text,
                 "graph_sha256": hashlib.sha256(text.encode()).hexdigest()}
@@ -209,16 +225,36 @@ def _read_doc(path: str) -> tuple[dict, dict, str]:
     return header, doc, meta.get("kind", "graph")
 
 
-def _read_tensors(path: str, names) -> dict:
+def _read_tensors(path: str, names, header: dict, doc: dict) -> dict:
+    """The named tensors, in their dtypes (``header`` was checked against the file's size)."""
     from safetensors import safe_open
 
     out = {}
     try:
         with safe_open(path, framework="numpy") as f:
             for name in names:
-                out[name] = f.get_tensor(name)
+                if name not in header or header[name]["dtype"] not in _FLOAT8:
+                    out[name] = f.get_tensor(name)
     except Exception as exc:  # the library raises its own error types; name the file and why
         raise ModelFileError(f"{path}: cannot read tensors ({type(exc).__name__}: {exc})") from None
+    with open(path, "rb") as f:
+        data_start = 8 + int.from_bytes(f.read(8), "little")
+    for name in names:
+        if name not in out:
+            info = header[name]
+            begin, end = (int(o) for o in info["data_offsets"])
+            raw = np.fromfile(path, dtype=np.uint8, count=end - begin, offset=data_start + begin)
+            out[name] = raw.view(_FLOAT8[info["dtype"]].np).reshape([int(n) for n in info["shape"]])
+    stored_as = doc.get("stored_as") or {}
+    if not isinstance(stored_as, dict):
+        raise ModelFileError(f"{path}: 'stored_as' in the graph header is not a JSON object")
+    for name, dtype_name in stored_as.items():
+        if name in out:
+            try:
+                dtype = _dt.get_dtype(dtype_name)
+            except TypeError:
+                raise ModelFileError(f"{path}: tensor {name!r} is stored as unknown dtype {dtype_name!r}") from None
+            out[name] = out[name].astype(dtype.np)
     return out
 
 
@@ -230,7 +266,7 @@ def load_state_dict(path) -> "OrderedDict[str, Tensor]":
         names = [p["name"] for p in doc.get("parameters", []) if p.get("data")]
     else:  # the saved order (the header's is alphabetical)
         names = doc.get("names") or [k for k in header if k != "__metadata__"]
-    arrays = _read_tensors(path, names)
+    arrays = _read_tensors(path, names, header, doc)
     return OrderedDict((k, _to_tensor(arrays[k])) for k in names)
 
 
@@ -247,7 +283,7 @@ def load(path):
     if kind != "graph":
         raise ModelFileError(f"{path}: holds a state dict, not a graph; use rt.load_state_dict()")
     names = [k for k in header if k != "__metadata__"]
-    arrays = _read_tensors(path, names)
+    arrays = _read_tensors(path, names, header, doc)
     try:
         graph = graph_from_json(doc, arrays)
         graph.validate()

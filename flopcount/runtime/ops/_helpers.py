@@ -99,9 +99,12 @@ def check_float(op: str, x) -> None:
 
 
 def upcast_half(array):
-    """A float16 kernel operand as float32, for kernels that accumulate (statistics, matmuls,
-    softmax) and would lose precision in half; other arrays (and None) pass through."""
-    return array.astype("float32") if array is not None and array.dtype == "float16" else array
+    """A float16 or bfloat16 kernel operand as float32, for kernels that accumulate (statistics,
+    matmuls, softmax) and would lose precision in half; other arrays (and None) pass through.
+    (On the CPU the dispatcher has widened them already; CUDA runs half types as they are.)"""
+    if array is not None and array.dtype.name in ("float16", "bfloat16"):
+        return array.astype("float32")
+    return array
 
 
 # --- the spatial functional API (conv, pooling) --------------------------------------------------

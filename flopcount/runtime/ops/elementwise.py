@@ -269,6 +269,7 @@ def logical_xor(a, b):
 
 @register_op("where")
 class Where(Op):
+    computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(cond, a, b):
         if cond.dtype is not _dt.bool_:
             raise ShapeError(f"where: condition must be bool, got {cond.dtype.name}")
@@ -374,6 +375,7 @@ def clamp(x, min=None, max=None):
 
 @register_op("cast")
 class Cast(Op):
+    computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, dtype):
         return Spec(x.shape, _dt.get_dtype(dtype), x.device)
 

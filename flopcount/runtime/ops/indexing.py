@@ -218,6 +218,7 @@ def _local_items(items: list, shape: tuple, sbp, n: int) -> list:
 @register_op("getitem")
 class GetItem(Op):
     """Basic indexing (slices, integers, None): a strided view."""
+    computes = False  # moves or selects elements: runs on any dtype's storage
 
     cost = no_cost  # a view
 
@@ -278,6 +279,7 @@ class GetItemBackward(Op):
 @register_op("index")
 class Index(Op):
     """Advanced indexing with integer tensors: a gather that copies."""
+    computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, *index, items):
         return Spec(indexed_shape("index", x.shape, items, [t.shape for t in index]), x.dtype, x.device)
@@ -325,6 +327,7 @@ class IndexBackward(Op):
 @register_op("index_put")
 class IndexPut(Op):
     """``x[items] = value`` as a new tensor (``x.__setitem__`` rebinds ``x`` to it)."""
+    computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, value, *index, items):
         target = indexed_shape("index_put", x.shape, items, [t.shape for t in index])
@@ -351,6 +354,7 @@ class IndexPut(Op):
 @register_op("gather")
 class Gather(Op):
     """``torch.gather``: out[i][j] = x[i][index[i][j]] along ``dim``."""
+    computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, index, *, dim):
         if index.ndim != x.ndim:
@@ -409,6 +413,7 @@ def _gather_sbp(x_shape: tuple, index_shape: tuple, dim: int) -> list:
 def _triangle(name, np_name):
     @register_op(name)
     class Triangle(Op):
+        computes = False  # moves or selects elements: runs on any dtype's storage
         def shape(x, *, diagonal):
             if x.ndim < 2:
                 raise ShapeError(f"{name}: needs at least 2 dims, got shape {x.shape}")

@@ -33,6 +33,7 @@ def infer_shape(op: str, shape, numel: int, src: tuple) -> tuple:
 
 @register_op("reshape")
 class Reshape(Op):
+    computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a view: nothing computed, nothing moved
 
     def shape(x, *, shape):
@@ -61,6 +62,7 @@ class Reshape(Op):
 
 @register_op("permute")
 class Permute(Op):
+    computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a strided view
 
     def shape(x, *, dims):
@@ -88,6 +90,7 @@ class Permute(Op):
 
 @register_op("expand")
 class Expand(Op):
+    computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a broadcast view: stride 0 along the new dims
 
     def shape(x, *, shape):
@@ -126,6 +129,7 @@ class Expand(Op):
 
 @register_op("contiguous")
 class Contiguous(Op):
+    computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, force_copy=False):
         return same_spec(x)
 
@@ -144,6 +148,7 @@ class Contiguous(Op):
 
 @register_op("cat")
 class Cat(Op):
+    computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(*xs, dim):
         first = xs[0]
         for t in xs[1:]:
@@ -178,6 +183,7 @@ class Cat(Op):
 
 @register_op("flip")
 class Flip(Op):
+    computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, dims):
         return same_spec(x)
 
@@ -196,6 +202,7 @@ class Flip(Op):
 
 @register_op("repeat")
 class Repeat(Op):
+    computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, repeats):
         if len(repeats) < x.ndim:
             raise ShapeError(f"repeat: {len(repeats)} repeat counts for a {x.ndim}-d tensor {x.shape}")
@@ -227,6 +234,7 @@ class Repeat(Op):
 @register_op("pad")
 class Pad(Op):
     """Constant padding. ``pads`` is per dim, first dim first: ((before, after), ...)."""
+    computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, *, pads, value=0.0):
         if len(pads) != x.ndim:

@@ -524,20 +524,24 @@ class Module:
     def cuda(self, index: int = 0) -> "Module":
         return self.to(f"cuda:{index}")
 
-    def float(self) -> "Module":
+    def _floats_to(self, name: str) -> "Module":
+        """Floating parameters and buffers converted to dtype ``name``; integer ones stay."""
         from ... import dtypes
 
-        return self._apply_tensors(lambda t: t.to(dtypes.float32) if t.dtype.is_floating_point else t)
+        dtype = dtypes.get_dtype(name)
+        return self._apply_tensors(lambda t: t.to(dtype) if t.dtype.is_floating_point else t)
+
+    def float(self) -> "Module":
+        return self._floats_to("float32")
 
     def half(self) -> "Module":
-        from ... import dtypes
+        return self._floats_to("float16")
 
-        return self._apply_tensors(lambda t: t.to(dtypes.float16) if t.dtype.is_floating_point else t)
+    def bfloat16(self) -> "Module":
+        return self._floats_to("bfloat16")
 
     def double(self) -> "Module":
-        from ... import dtypes
-
-        return self._apply_tensors(lambda t: t.to(dtypes.float64) if t.dtype.is_floating_point else t)
+        return self._floats_to("float64")
 
     # --- printing --------------------------------------------------------------------------
     def extra_repr(self) -> str:
