@@ -169,15 +169,16 @@ class BatchNorm(Op):
                        flops=(6 if training else 2) * numel(x))
 
     def sbp(out, x, weight, bias, running_mean, running_var, *, training, momentum, eps):
-        # channels, with their parameters and statistics. In inference any dim; in training
-        # the batch too, each rank with its own batch's statistics: what data-parallel training
-        # without SyncBatchNorm computes (the per-channel statistics are not the global batch's)
-        vec = tuple(None if t is None else B for t in (weight, bias, running_mean, running_var))
+        # channels, with their parameters and statistics; in inference also any other dim. In
+        # training not the batch: each rank would normalize with its own batch's statistics
+        # (data parallelism without SyncBatchNorm), which is not this op's result
         per_c = tuple(None if t is None else S(0) for t in (weight, bias, running_mean, running_var))
+        vec = tuple(None if t is None else B for t in (weight, bias, running_mean, running_var))
         n_out = 3 if training else 1
         sigs = [Signature((S(1),) + per_c, (S(1),) + (S(0),) * (n_out - 1))] if x.shape[1] > 1 else []
-        dims = [0] if training else [d for d in range(x.ndim) if d != 1]
-        return sigs + [Signature((S(d),) + vec, (S(d),) + (B,) * (n_out - 1)) for d in dims if x.shape[d] > 1]
+        if not training:
+            sigs += [Signature((S(d),) + vec, (S(d),)) for d in range(x.ndim) if d != 1 and x.shape[d] > 1]
+        return sigs
 
 
 @register_op("batch_norm_backward")
@@ -222,12 +223,9 @@ class BatchNormBackward(Op):
         return io_cost(out, (g, x, weight, batch_mean, batch_var), flops=8 * numel(x))
 
     def sbp(out, g, x, weight, batch_mean, batch_var, *, eps):
-        # channels; or the batch, whose per-channel sums (the weight and bias gradients) are partial
+        # channels only: the gradient needs sums over the whole batch of every channel
         w = None if weight is None else S(0)
-        sigs = [Signature((S(1), S(1), w, S(0), S(0)), (S(1), S(0), S(0)))] if x.shape[1] > 1 else []
-        if x.shape[0] > 1:
-            sigs.append(Signature((S(0), S(0), None if weight is None else B, B, B), (S(0), P, P)))
-        return sigs
+        return [Signature((S(1), S(1), w, S(0), S(0)), (S(1), S(0), S(0)))] if x.shape[1] > 1 else []
 
 
 def _update_running(running, batch_stat, momentum: float, correction: float = 1.0) -> None:
