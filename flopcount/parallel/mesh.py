@@ -46,8 +46,13 @@ class RankGraph:
     origin: list = field(default_factory=list)
 
     def sbp(self, name: str) -> tuple:
-        """The SBP of value ``name`` of the rank's graph, per axis."""
-        return tuple(p.sbp.get(name) for p in self.passes)
+        """The SBP of value ``name`` of the rank's graph, per axis (a value the tensor axis'
+        pass made, such as a boxing's result, has the data-axis SBP of the value it holds)."""
+        out = []
+        for p in reversed(self.passes):
+            out.append(p.sbp.get(name))
+            name = p.source.get(name, name)
+        return tuple(reversed(out))
 
 
 def mesh_axes(data: int = 1, tensor: int = 1, sequence_parallel: bool = False) -> tuple:

@@ -14,7 +14,7 @@ import flopcount.runtime as rt
 from flopcount import models
 from flopcount.runtime.graph.passes import optimize
 
-META_ONLY = {"llama2_7b", "llama3_8b"}  # billions of parameters: shapes only
+META_ONLY = {"llama2_7b", "llama3_8b", "gpt3_175b"}  # billions of parameters: shapes only
 IMAGE_SIZE = {"vit_b_16": 224, "inception_v3": 96}  # fixed position embeddings; a 75-pixel minimum
 SMALL_IMAGE, SHORT_TEXT = 64, 16
 

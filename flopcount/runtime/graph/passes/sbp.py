@@ -17,10 +17,10 @@ every value. Counting it with the ordinary cost rules gives the rank's cost; app
 once per mesh axis gives the graph of one rank of a multi-dimensional mesh.
 
     >>> import flopcount.runtime as rt
-    >>> from flopcount.runtime.sbp import S
+    >>> from flopcount.runtime.sbp import B
     >>> mlp = rt.nn.Sequential(rt.nn.Linear(8, 32), rt.nn.ReLU(), rt.nn.Linear(32, 8))
     >>> g = rt.trace(mlp, rt.randn(4, 8))
-    >>> ranked = shard(g, MeshAxis("tp", 2, "tensor"))
+    >>> ranked = shard(g, MeshAxis("tp", 2, "tensor"), outputs={g.outputs[0].name: (B,)})
     >>> [(n.op_name, n.outputs[0].shape) for n in ranked.graph.nodes]
     [('linear', (4, 16)), ('relu', (4, 16)), ('to_partial', (8,)), ('linear', (4, 8)), ('all_reduce', (4, 8))]
 """
@@ -72,7 +72,9 @@ class Sharded:
     ``sbp``: local value name -> SBP; ``origin[i]``: the node of the input graph that local
     node i computes (for a boxing node: the node it serves); ``boxing`` and ``replicated``:
     local node indices of the inserted boxing and of the ops every rank of the axis repeats
-    whole; ``params``: parameter name -> SBP; ``n_forward``: local nodes before the backward.
+    whole; ``params``: parameter name -> SBP; ``n_forward``: local nodes before the backward;
+    ``source``: local value name -> the value of the input graph it holds (a boxing's result
+    holds its input's value in another SBP).
     """
 
     graph: Graph
@@ -84,6 +86,7 @@ class Sharded:
     replicated: set = field(default_factory=set)
     params: dict = field(default_factory=dict)
     n_forward: int = 0
+    source: dict = field(default_factory=dict)  # local value name -> the input graph's value it holds
 
 
 class _Free:
@@ -145,6 +148,7 @@ class _Sharder:
         if self.backward_from is None or self.backward_from >= len(self.g.nodes):
             self.result.n_forward = len(self.out.nodes)
         self.in_backward = self.backward_from is not None
+        self.current = -1  # boxing the outputs serves no node: it takes its value's scope
         self.out.outputs = [self._place_output(v) for v in self.g.outputs]
         self.out.output_tree, self.out.input_tree = self.g.output_tree, self.g.input_tree
         for v in self.g.inputs:  # an input no node reads still belongs to the signature
@@ -162,12 +166,16 @@ class _Sharder:
         candidates = list(node.op.sbp(outs, *ins, **node.attrs)) if node.op.sbp is not None else []
         candidates = self._with_blocks(node, candidates) + [replicated(ins, len(out_list))]
         best, best_key = None, None
+        # without a partial-sum input no score is below zero: the first free signature wins
+        can_credit = any(v is not None and self.sbp_of(v.name) is P for v in node.inputs)
         for order, sig in enumerate(candidates):
             if not self._fits(sig, ins, out_list):
                 continue
             key = self._score(node, sig, order)
             if _INF not in key and (best_key is None or key < best_key):
                 best, best_key = sig, key
+                if not can_credit and not any(key[:-1]):
+                    break
         local_ins = [None if v is None else self._materialize(v.name, s)
                      for v, s in zip(node.inputs, best.inputs)]
         self.carried.update(v.name for v, s in zip(node.inputs, best.inputs) if v is not None and s is P)
@@ -214,7 +222,9 @@ class _Sharder:
         sum that several ops read is better reduced once, where it is made."""
         comm, whole_params, conversions = 0.0, 0, 0
         places_params = any(v is not None and self._free_root(v.name) is not None for v in node.inputs)
-        if not places_params:  # where a layer's parameters are placed, the rule's order decides
+        # where a layer's parameters are placed, the rule's order decides; on a data axis the
+        # partial sums are the weight gradients, reduced once per step by design
+        if not places_params and self.axis.kind == "tensor":
             for v, s in zip(node.outputs, sig.outputs):
                 if s is P:
                     comm += self._reduce_cost(v)
@@ -233,7 +243,7 @@ class _Sharder:
                 conversions += 1
         # at a tie, reduce now, once for every reader (but where parameters are placed, the
         # rule's order decides: an embedding's vocabulary split makes partial sums)
-        partial_out = 0 if places_params else sum(1 for s in sig.outputs if s is P)
+        partial_out = 0 if places_params or self.axis.kind == "data" else sum(1 for s in sig.outputs if s is P)
         if self.axis.kind == "tensor":  # the axis exists to split the parameters
             return whole_params, comm, conversions, partial_out, order
         return comm, whole_params, conversions, partial_out, order
@@ -524,7 +534,7 @@ class _Sharder:
         for op_name, attrs in steps:
             out_sbp = sbps[op_name]
             value = self._emit(get_op(op_name), [value], {"axis": axis, "n": n, **attrs},
-                               [f"{name}_{op_name}"], (out_sbp,), None)[0]
+                               [f"{name}_{op_name}"], (out_sbp,), None, sources=[name])[0]
             self.result.boxing.add(len(self.out.nodes) - 1)
         moved = any(op_name not in ("local_slice", "to_partial") for op_name, _ in steps)
         self._remember(name, dst, value, boxed=moved)
@@ -535,7 +545,7 @@ class _Sharder:
             self.forward_boxed.add(local.name)
         self.placed.setdefault((name, sbp, self._phase_key(boxed)), local)
 
-    def _emit(self, op, local_ins, attrs, names, sbps, node, reuse_names=False):
+    def _emit(self, op, local_ins, attrs, names, sbps, node, reuse_names=False, sources=None):
         """Add a node to the rank's graph; its output shapes come from the op's shape rule on
         the local inputs and are checked against what the SBPs say."""
         specs = op.shape(*[None if v is None else v.spec for v in local_ins], **attrs)
@@ -549,20 +559,26 @@ class _Sharder:
                 name = self.out.unique_name(base)
             outs.append(Value(name, tuple(spec.shape), spec.dtype, "node"))
             self.result.sbp[name] = s
+        for v, src in zip(outs, sources or names):
+            self.result.source[v.name] = src
         if node is not None and reuse_names:
             for spec, v, s in zip(specs, node.outputs, sbps):
                 want = local_shape(v.shape, s, self.n)
                 if tuple(spec.shape) != want:
                     raise ShapeError(f"sbp: {op.name} (%{v.name}) under {s} gives local shape "
                                      f"{tuple(spec.shape)}, expected {want}")
-        scope = node.scope if node is not None else self._scope()
+        scope = node.scope if node is not None else self._scope(sources[0] if sources else None)
         module_type = node.module_type if node is not None else ""
         self.out.nodes.append(Node(op, local_ins, outs, attrs, scope, module_type))
         self.result.origin.append(self.current)
         return outs
 
-    def _scope(self) -> str:
-        return self.g.nodes[self.current].scope if 0 <= self.current < len(self.g.nodes) else ""
+    def _scope(self, value=None) -> str:
+        """A boxing node's scope: the node it serves, or (for an output) its value's producer."""
+        if 0 <= self.current < len(self.g.nodes):
+            return self.g.nodes[self.current].scope
+        producer = self.producer.get(value)
+        return producer.scope if producer is not None else ""
 
 
 def _blocked(s, k: int):
