@@ -62,6 +62,7 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
         raise errors.FlopcountError(f"--mode eager runs a model's Python modules; {target.label} is a graph "
                                     f"(a model file), profile it with --mode graph")
     specs = resolve_inputs(target.expected, given, opts.batch, opts.dtypes, model=target.label)
+    target = loading.specialize(target, specs, train=opts.backward)  # a PyTorch module: captured for them
     loading.check_fixed(target, specs)
     device = target.device or (opts.zoo_device if target.kind == loading.ZOO else opts.device)
     args, kwargs = inputs_for(target.model, specs, device, keyword=target.kind != loading.ZOO)
