@@ -12,8 +12,9 @@ from .activations import MODES as RECOMPUTE_MODES
 from .execute import run_step_on_mesh
 from .mesh import RankGraph, shard_step
 from .plan import Plan, PlanReport, StageCost, estimate
+from .search import SearchResult, search
 from .states import ModelStates, model_states
 from .utilization import mfu
 
-__all__ = ["Plan", "PlanReport", "StageCost", "estimate", "RankGraph", "shard_step", "run_step_on_mesh",
+__all__ = ["Plan", "PlanReport", "StageCost", "estimate", "search", "SearchResult", "RankGraph", "shard_step", "run_step_on_mesh",
            "ModelStates", "model_states", "mfu", "RECOMPUTE_MODES"]

@@ -77,6 +77,24 @@ def as_dict(report) -> dict:
     }
 
 
+def search_text(result) -> str:
+    """The best plans of a search, fastest first, one line each."""
+    lines = [f"{result.model} on {result.gpus} x {result.hardware.name} "
+             f"({_gb(result.hardware.memory_bytes)} each), global batch {result.global_batch}: "
+             f"{result.considered} plans priced, {result.fitting} fit in memory"]
+    rows = []
+    for rank, r in enumerate(result.best, 1):
+        p = r.plan
+        tokens = r.tokens_per_step / r.step_time_s
+        rows.append([rank, f"dp={p.dp} tp={p.tp} pp={p.pp}", p.micro_batch, p.zero, "yes" if p.sequence_parallel else "no",
+                     p.recompute, _gb(r.peak_bytes), f"{r.step_time_s:.3g} s", f"{100 * r.mfu:.1f}%", f"{tokens:,.0f}"])
+    lines.append(tabulate(rows, headers=["#", "plan", "micro-batch", "ZeRO", "seq. parallel", "recompute",
+                                         "peak memory", "step time", "MFU", "tokens/s"],
+                          tablefmt="simple", disable_numparse=True) if rows else "no plan fits")
+    lines += [f"skipped {s}" for s in result.skipped]
+    return "\n".join(lines)
+
+
 def _gb(n: int) -> str:
     return bytes_to_string(n)
 
