@@ -18,6 +18,8 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import conventions, loading
+from .hardware import get as hardware_profile
+from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
 from .graph_parser import profile_graph
 from .inputs import API, bind_inputs, given_shapes, inputs_for, resolve_inputs
@@ -104,12 +106,19 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
             + [(k, tuple(v.shape)) for k, v in kwargs.items() if isinstance(v, Tensor)])
 
 
+def _floats_in(dtype, values) -> tuple:
+    """The floating tensors among ``values`` cast to ``dtype``; anything else as it is."""
+    from .runtime.tensor import Tensor
+
+    return tuple(v.to(dtype) if isinstance(v, Tensor) and v.dtype.is_floating_point else v for v in values)
+
+
 # --- profile -------------------------------------------------------------------------------------
 
 def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
             backward: bool = False, convention: str = "flopcount", strict: bool = False,
             warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
-            **named_inputs) -> Report:
+            hardware=None, dtype=None, weights=None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
@@ -126,7 +135,19 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     ``latency=True`` times warm-up plus ``repeat`` synchronized runs; ``backward=True`` adds a
     training step's backward pass; ``measure_memory=True`` measures the activation peak beside
     the prediction. ``strict=True`` raises UnsupportedOpError when anything ran that the
-    convention has no rule for. Bad input of any kind raises a :class:`~flopcount.FlopcountError`
+    convention has no rule for. ``hardware`` (a name from ``flopcount.hardware.names()``, such
+    as ``"h100-sxm"``, or a Profile) prices every op on that device's roofline: each op's and
+    row's ``roofline_ms`` and ``bound``, and ``totals["roofline_ms"]`` (beside the measured
+    latency as ``roofline_fraction`` when timed). ``dtype`` (``"bfloat16"``, ``"bf16"``,
+    ``"float16"``...) runs the model's weights and activations in that floating dtype: its
+    floating parameters, buffers and inputs (a Module you pass is converted on a copy); integer
+    inputs such as token ids stay as they are. An integer ``dtype`` (``"int64"``) is instead the
+    dtype of every input built from shapes, and ``{input name: dtype}`` that of one input (for a
+    model that cannot tell, such as a factory taking token ids). ``weights`` stores every Linear weight (but
+    ``lm_head`` and tied ones) in a weight format: ``"int8"`` (a float16 scale per output
+    channel), ``"int4"`` (a float16 scale per 128 weights: 4.125 bits each), ``"fp8"`` (e4m3, one
+    float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
+    (see :mod:`flopcount.runtime.quantization`). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
 
     >>> import flopcount, flopcount.runtime as rt
@@ -136,6 +157,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     """
     if mode not in MODES:
         raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
+    profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
+    dtype, input_dtypes = loading.split_dtype(dtype)
+    weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
@@ -145,11 +169,20 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         target = loading.specialize(target, given=given, examples=(inputs, named_inputs), train=backward,
                                     spelling=API)
         inputs, named_inputs = (), {}
+    if dtype is not None:
+        target = loading.in_dtype(target, dtype)
+        inputs, named_inputs = _floats_in(dtype, inputs), dict(zip(named_inputs, _floats_in(dtype, named_inputs.values())))
+    if weight_format is not None:
+        target = loading.with_weights(target, weight_format)
     net = target.model
     if inputs or named_inputs:
+        if input_dtypes:
+            named = ", ".join(f"{name}={value}" if name else value for name, value in input_dtypes)
+            raise errors.FlopcountError(f"dtype {named}: an integer or per-input dtype is for inputs built "
+                                        f"from shapes; the tensors given keep theirs (cast them)")
         args, kwargs = bind_inputs(net, inputs, named_inputs)
     else:
-        specs = resolve_inputs(target.expected, given, model=target.name, spelling=API)
+        specs = resolve_inputs(target.expected, given, dtypes=input_dtypes, model=target.name, spelling=API)
         loading.check_fixed(target, specs)
         place = _parameter_device(net) if target.kind == loading.OBJECT else target.device
         args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)
@@ -161,6 +194,8 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))
+    if profile_of is not None:
+        report.with_hardware(profile_of)
     return report
 
 

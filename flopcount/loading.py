@@ -23,10 +23,12 @@ import contextlib
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
 
 from .inputs import CLI, InputSpec, Spelling
 from .runtime import errors
+from .runtime.dtypes import get_dtype
 from .runtime.dispatch import default_device
 from .runtime.graph import Graph
 from .runtime.nn.modules.module import Module
@@ -34,6 +36,7 @@ from .runtime import torch as rt_torch
 
 OBJECT, FACTORY, ONNX, NATIVE, ZOO = "object", "factory", "onnx", "native", "zoo"
 TORCH, PT2 = "torch", "pt2"   # a torch.nn.Module (see torch_loading.py), a torch.export archive
+HF = "hf"                     # a Hugging Face model folder (config.json, *.safetensors)
 ONNX_INSTALL = "pip install 'flopcount[onnx]'"
 
 
@@ -77,6 +80,8 @@ def kind_of(spec: str) -> str:
         return PT2
     if spec in models.names():
         return ZOO
+    if os.path.isdir(spec):
+        return HF
     if "/" in spec or os.sep in spec or "." in spec or os.path.exists(spec):
         return NATIVE
     return ZOO
@@ -114,7 +119,9 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
         _require_file(spec)
         return torch_loading().load_pt2(spec, device, list(given), batch)
     if kind == NATIVE:
-        return load_native(spec, device)
+        return load_native(spec, device, zoo_device)
+    if kind == HF:
+        return load_hf_folder(spec, zoo_device or device)
     return load_zoo(spec, zoo_device or device)
 
 
@@ -131,6 +138,89 @@ def specialize(target: Target, specs: list | None = None, **options) -> Target:
     if target.kind != TORCH:
         return target
     return torch_loading().specialize(target, specs, **options)
+
+
+def in_dtype(target: Target, dtype) -> Target:
+    """``target`` with its model's floating parameters and buffers, and its floating inputs, in
+    ``dtype`` (a floating dtype or its name: ``"bf16"``); integer inputs such as token ids keep
+    theirs. A Module the caller handed in is converted on a copy, so theirs stays as it is. A
+    graph (a model file, a PyTorch capture) keeps the dtypes it was made with: refused.
+
+    >>> import flopcount.runtime as rt
+    >>> t = in_dtype(Target(rt.nn.Linear(2, 2), "", OBJECT), "bf16")
+    >>> t.model.weight.dtype
+    flopcount.bfloat16
+    """
+    dtype = float_dtype(dtype)
+    model = target.model
+    if isinstance(model, Graph) or target.kind in (TORCH, PT2):
+        raise errors.FlopcountError(
+            f"dtype {dtype.name}: {target.label or 'this model'} is a graph, which keeps the dtypes it was "
+            f"made with (convert the model before exporting it)")
+    if target.kind == OBJECT:
+        import copy
+
+        model = copy.deepcopy(model)
+    model.to(dtype)  # floating tensors only, as Module.to(dtype) in PyTorch
+    expected = None if target.expected is None else [
+        replace(s, dtype=dtype.name) if get_dtype(s.dtype).is_floating_point else s for s in target.expected]
+    return replace(target, model=model, expected=expected)
+
+
+def with_weights(target: Target, fmt) -> Target:
+    """``target`` with its Linear weights stored in weight format ``fmt`` (``"int4"``,
+    ``"int8"``, ``"fp8"``, ``"int4:g64"``: see ``flopcount.runtime.quantization``). A Module the
+    caller handed in is quantized on a copy; a graph keeps the weights it was made with."""
+    from .runtime.quantization import quantize_weights, weight_format
+
+    fmt = weight_format(fmt)  # a bad spec fails before anything is copied
+    model = target.model
+    if isinstance(model, Graph) or target.kind in (TORCH, PT2):
+        raise errors.FlopcountError(
+            f"weights {fmt}: {target.label or 'this model'} is a graph, whose weights are stored as they "
+            f"were exported (quantize the model before exporting it)")
+    if target.kind == OBJECT:
+        import copy
+
+        model = copy.deepcopy(model)
+    return replace(target, model=quantize_weights(model, fmt))
+
+
+def float_dtype(dtype):
+    """A floating DType from a DType or a name; anything else is a FlopcountError saying why."""
+    value = _dtype_named(dtype)
+    if not value.is_floating_point:
+        raise errors.FlopcountError(f"dtype {value.name}: the model's weights and activations need a floating "
+                                    f"dtype (float32, bfloat16, float16...); integer inputs keep theirs")
+    return value
+
+
+def split_dtype(dtype) -> tuple:
+    """``profile(dtype=...)`` (and ``--dtype``) in its two meanings: (the model's floating dtype
+    or None, [(input name or None, dtype name)] for the inputs built from shapes).
+
+    A floating dtype is the model's: its weights, activations and floating inputs (token ids stay
+    int64). An integer dtype is every input's, and ``{name: dtype}`` one input's: the inputs
+    built from shapes, for a model that cannot tell (a factory whose input is token ids).
+
+    >>> split_dtype("bf16")
+    (flopcount.bfloat16, [])
+    >>> split_dtype("int64"), split_dtype({"input_ids": "int64"})
+    ((None, [(None, 'int64')]), (None, [('input_ids', 'int64')]))
+    """
+    if dtype is None:
+        return None, []
+    if isinstance(dtype, Mapping):
+        return None, [(name, _dtype_named(value).name) for name, value in dtype.items()]
+    value = _dtype_named(dtype)
+    return (value, []) if value.is_floating_point else (None, [(None, value.name)])
+
+
+def _dtype_named(dtype):
+    try:
+        return get_dtype(dtype)
+    except TypeError as exc:
+        raise errors.FlopcountError(f"dtype: {exc}") from None
 
 
 def _require_file(path: str) -> None:
@@ -168,7 +258,7 @@ def load_zoo(name: str, device) -> Target:
 
 # --- native files ----------------------------------------------------------------------------
 
-def load_native(path: str, device) -> Target:
+def load_native(path: str, device, zoo_device=None) -> Target:
     from .runtime.io import load as load_graph
     from .runtime.io import sniff
 
@@ -178,6 +268,8 @@ def load_native(path: str, device) -> Target:
         torch_loading().refuse_pickle(path, kind)
     if kind == sniff.PT2:
         return torch_loading().load_pt2(path, device, [])
+    if kind == sniff.SAFETENSORS and sniff.safetensors_metadata(path).get("format") not in (None, "flopcount"):
+        return _weights_file(path, device, zoo_device)
     graph = load_graph(path)
     target = Target(graph, os.path.basename(path), NATIVE, graph_inputs(graph), fixed=True, path=path)
     if any(graph.tensors[name].data is None for name in graph.parameters):
@@ -187,6 +279,47 @@ def load_native(path: str, device) -> Target:
             target.notes.append(f"{target.label} was saved without weights: counted on the meta device, not run")
     else:
         _placed(graph, device)
+    return target
+
+
+# --- Hugging Face folders --------------------------------------------------------------------
+
+def load_hf_folder(path: str, device) -> Target:
+    """A folder with ``config.json`` (see ``models/_hf_folder.py``): built natively on meta to
+    count (``device="meta"``), with its weights otherwise; other architectures as a PyTorch
+    module, captured once the inputs are known."""
+    from .models import _hf_folder
+
+    if not _hf_folder.is_folder(path):
+        raise errors.ModelFileError(f"{path}: is a directory, not a model file (a Hugging Face model folder "
+                                    f"has a config.json)")
+    folder = _hf_folder.load(path, weights=str(device) != "meta")
+    label = os.path.basename(os.path.normpath(path))
+    expected = [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in folder.inputs]
+    if folder.torch:
+        target = torch_loading().load_module(folder.model, label, path)
+        target.expected, target.notes = expected, list(folder.notes)
+        return target
+    target = Target(folder.model, label, HF, expected, notes=list(folder.notes), path=path)
+    if any(p.data is None for p in folder.model.parameters()):
+        target.device = "meta"
+    return target
+
+
+def _weights_file(path: str, device, zoo_device) -> Target:
+    """A safetensors file of weights alone (``save_pretrained``'s): its folder when that is a
+    Hugging Face folder, else one line saying what is missing."""
+    from .models import _hf_folder
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if not _hf_folder.is_folder(folder):
+        raise errors.ModelFileError(
+            f"{path}: holds weights only (safetensors written by PyTorch or save_pretrained), not a model; "
+            f"flopcount needs the architecture too: the config.json beside it (a Hugging Face folder), or "
+            f"the model itself (flopcount.profile(model, example_input))")
+    target = load_hf_folder(folder, zoo_device or device)
+    target.notes.insert(0, f"{os.path.basename(path)} holds weights only: profiling its folder "
+                           f"{os.path.basename(folder)}, which has a config.json")
     return target
 
 
@@ -342,5 +475,5 @@ def check_fixed(target: Target, specs: list) -> None:
             + (", ".join(s.describe() for s in specs) or "none"))
 
 
-__all__ = ["Target", "kind_of", "load", "specialize", "file_errors", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
+__all__ = ["Target", "kind_of", "load", "specialize", "load_hf_folder", "file_errors", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
            "graph_inputs", "onnx_binding", "onnx_module"]

@@ -21,11 +21,14 @@ MODEL_HELP = """\b
 MODEL is one of:
   a zoo name            resnet50, bert_base, llama2_7b ... (see: flopcount models)
   an ONNX file          model.onnx
+  a torch.export file   model.pt2 (written by torch.export.save)
+  a Hugging Face folder path/to/folder with config.json (and *.safetensors)
   a native model file   model.safetensors (written by flopcount.runtime.save)
-  FILE.py:FACTORY       a function in a Python file that returns a Module
+  FILE.py:FACTORY       a function in a Python file that returns a Module (flopcount or torch)
 
 FILE.py:FACTORY RUNS that Python file, exactly like `python FILE.py` would: use it only for
-code you trust. Model files (.onnx, native) are only read; nothing in them is executed.
+code you trust. Model files (.onnx, .pt2, folders, native) are only read; nothing in them is
+executed, and pickled checkpoints (.pt, .pth, .bin from torch.save) are refused, never unpickled.
 """
 
 
@@ -46,8 +49,17 @@ def run_options(func):
                      help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
                           "input. Repeat for several inputs. Default: the zoo's or the file's input."),
         click.option("--dtype", "dtypes", multiple=True, metavar="[NAME=]DTYPE",
-                     help="Dtype of the inputs built from --input-shape (int64 for token ids); name=int64 "
-                          "for one input. Zoo and file models know theirs."),
+                     help="A floating dtype (bf16, float16...) runs the model's weights and activations in it; "
+                          "token ids stay int64. An integer one (int64) is the dtype of every input built from "
+                          "--input-shape, name=int64 of one input: for a model that cannot tell (FILE.py:FACTORY)."),
+        click.option("--weights", metavar="FORMAT",
+                     help="Store the Linear weights (not lm_head, not tied ones) in a weight format: int8 (a "
+                          "float16 scale per output channel), int4 (a float16 scale per 128 weights), fp8 (e4m3), "
+                          "int4:g64 ... Parameter memory and the bytes each layer reads follow."),
+        click.option("--hardware", metavar="NAME",
+                     help="Price every op on this device's roofline, max(FLOPs / peak, bytes / bandwidth), "
+                          "with dense datasheet peaks: h100-sxm, a100-80gb, l4, mi300x ... (flopcount hardware "
+                          "lists them); cpu is this machine, measured."),
         click.option("-b", "--batch", type=click.IntRange(min=1), help="Batch size: the first dimension of "
                      "every input."),
         click.option("--mode", type=click.Choice(["graph", "eager"]), default="graph", show_default=True,
@@ -86,8 +98,10 @@ def _options(ctx, kwargs: dict) -> RunOptions:
     if kwargs["device"] != "cpu":
         check_device(kwargs["device"])
     keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args")
-    return RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
+            "dtypes", "factory_args", "weights", "hardware")
+    opts = RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
+    opts.check()
+    return opts
 
 
 def _start(ctx, debug: bool, output: str | None) -> None:
@@ -123,6 +137,8 @@ def main() -> None:
       flopcount resnet50 --format json -o cost.json      machine-readable, written atomically
       flopcount models                                   the model zoo
       flopcount compare resnet18 resnet50                two models side by side
+      flopcount llama2_7b -i 1x1 --dtype bf16 --hardware h100-sxm   bf16 weights on an H100's roofline
+      flopcount hardware                                 the hardware profiles
 
     Run 'flopcount profile --help' for every option of 'flopcount MODEL'.
     """
@@ -156,6 +172,7 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
       flopcount resnet50 --format trace -o trace.json    open in chrome://tracing or Perfetto
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
+      flopcount llama2_7b -i 1x1 --dtype bf16 --weights int4 --hardware h100-sxm
     """
     _start(ctx, debug, output)
     opts = _options(ctx, kwargs)
@@ -263,6 +280,46 @@ def models_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
         render.print_rich(render.rich_table(headers, body, title="flopcount model zoo", footer=footer))
         return
     _finish(render.rows_text(headers, body, fmt, title="flopcount model zoo", footer=footer), output, quiet)
+
+
+def _tera(profile, key: str) -> str:
+    value = profile.peak_flops.get(key)
+    return "-" if value is None else f"{value / 1e12:g}"
+
+
+@main.command("hardware", context_settings=CONTEXT)
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
+              show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
+@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.pass_context
+def hardware_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
+    """List the hardware profiles for --hardware: dense peaks, memory and links (datasheet figures).
+
+    \b
+    Examples:
+      flopcount hardware
+      flopcount llama2_7b -i 1x1 --dtype bf16 --hardware h100-sxm
+    """
+    from .. import hardware
+
+    _start(ctx, debug, output)
+    profiles = [hardware.get(name) for name in hardware.names() if name != "cpu"]
+    footer = ["peaks are dense (a vendor's figure with sparsity, halved); links per device and direction",
+              "cpu: this machine, measured by a short GEMM and copy benchmark when --hardware cpu is given"]
+    if fmt == "json":
+        _finish(json.dumps([p.to_dict() for p in profiles], indent=2) + "\n", output, quiet)
+        return
+    headers = ["Name", "Device", "BF16 TFLOP/s", "FP8 TFLOP/s", "FP32 TFLOP/s", "Memory GB", "Bandwidth TB/s",
+               "Link GB/s", "Per node"]
+    body = [[p.name, p.title, _tera(p, "bfloat16"), _tera(p, "float8"), _tera(p, "float32"),
+             f"{p.memory_bytes / 1e9:g}", f"{p.memory_bandwidth / 1e12:g}", f"{p.intra_node_bandwidth / 1e9:g}",
+             p.devices_per_node] for p in profiles]
+    if fmt == "table" and output is None and render.stdout_is_terminal():
+        render.print_rich(render.rich_table(headers, body, title="flopcount hardware", footer=footer))
+        return
+    _finish(render.rows_text(headers, body, fmt, title="flopcount hardware", footer=footer), output, quiet)
 
 
 __all__ = ["main"]

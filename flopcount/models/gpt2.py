@@ -74,6 +74,15 @@ class Conv1D(nn.Module):
     def forward(self, x):
         return linear(x, self.weight.T, self.bias)
 
+    def as_linear(self) -> nn.Linear:
+        """The same layer as an ``nn.Linear`` (weight (out, in), the transposed view of this one's):
+        how weight formats (``rt.quantize_weights``) take it."""
+        with rt.meta():  # no weights drawn for a layer whose own are replaced at once
+            layer = nn.Linear(self.nx, self.nf)
+        layer.weight = nn.Parameter(self.weight.detach().T, requires_grad=self.weight.requires_grad)
+        layer.bias = self.bias
+        return layer
+
     def extra_repr(self) -> str:
         return f"nf={self.nf}, nx={self.nx}"
 
@@ -153,7 +162,7 @@ class GPT2Model(nn.Module):
             hidden = hidden + self.wte(token_type_ids)  # transformers reuses wte for token types
         hidden = self.drop(hidden)
         mask = build_mask(attention_mask, length, hidden.device, causal=True,
-                          implementation=self.config.attn_implementation)
+                          implementation=self.config.attn_implementation, dtype=hidden.dtype)
         for block in self.h:
             hidden = block(hidden, mask)
         return self.ln_f(hidden)
