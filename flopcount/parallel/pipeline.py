@@ -156,7 +156,9 @@ def _build(rank, s: int, stage_of: list, readers: dict, parts: dict, block_range
     sent = set()
     for i in mine:
         for v in graph.nodes[i].outputs:
-            if readers.get(v.name, set()) - {s} and v.name not in sent:
+            # a node several stages run (one that reads no activation: rotary tables from
+            # positions) is sent to none of them; each makes its own
+            if readers.get(v.name, set()) - stage_of[i] and v.name not in sent:
                 sent.add(v.name)
                 outputs.append(v)
                 if v.name not in parts:

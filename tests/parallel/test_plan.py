@@ -132,3 +132,20 @@ def _trace_odd_batch():
     from flopcount.runtime.graph.training import trace_training
 
     return trace_training(_blocks(), rt.empty(3, 10, 32, device="meta"))
+
+
+def test_a_stage_sends_only_what_it_alone_makes():
+    """Llama's rotary tables come from positions, not from an activation: every stage makes
+    them, so the first stage sends the hidden states forward (and the second their gradient
+    back) and nothing else."""
+    from flopcount import models
+
+    with rt.meta():
+        net = models.get("llama", num_hidden_layers=2, hidden_size=64, intermediate_size=128,
+                         num_attention_heads=4, num_key_value_heads=4, vocab_size=100)
+    report = parallel.estimate(net, parallel.Plan(pp=2, global_batch=3), input_shape=(16,),
+                               input_dtype="int64")
+    sends = [[t for t in traffic if t.axis == "pp" and t.kind == "send_recv"] for traffic in report.traffic]
+    hidden = 16 * 64 * 2  # one sample's hidden states in bf16
+    assert [(t.what, t.count, t.sent) for t in sends[0]] == [("activations", 3, 3 * hidden)]
+    assert [(t.what, t.count, t.sent) for t in sends[1]] == [("activation gradients", 3, 3 * hidden)]
