@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import conventions, loading
+from .engines import ENGINES, torch_engine
 from .hardware import get as hardware_profile
 from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
@@ -98,12 +99,26 @@ def _run_view(mode: str, model, args: tuple, kwargs: dict, **options) -> Report:
         return profile_graph(model, args, kwargs, **options)
 
 
+def _by_declared_name(path: str, args: tuple) -> dict:
+    """Positional tensors for an ONNX file, named as the file declares its inputs."""
+    declared = [i.name for i in loading.onnx_module(path).inputs(path)] if args else []
+    if len(args) > len(declared):
+        raise errors.ShapeError(f"{path} takes {len(declared)} input(s) {declared}, got {len(args)} tensors")
+    return dict(zip(declared, args))
+
+
 def _shapes_of(args: tuple, kwargs: dict) -> list:
     """[(name or None, shape)] of the tensors given: they bind an ONNX file's symbolic dims."""
     from .runtime.tensor import Tensor
 
     return ([(None, tuple(a.shape)) for a in args if isinstance(a, Tensor)]
             + [(k, tuple(v.shape)) for k, v in kwargs.items() if isinstance(v, Tensor)])
+
+
+def _is_shape(value) -> bool:
+    """A tuple or list of non-negative ints (not bools): a shape given where an input goes."""
+    return (isinstance(value, (tuple, list)) and len(value) > 0
+            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value))
 
 
 def _floats_in(dtype, values) -> tuple:
@@ -118,7 +133,8 @@ def _floats_in(dtype, values) -> tuple:
 def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
             backward: bool = False, convention: str = "flopcount", strict: bool = False,
             warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
-            hardware=None, dtype=None, weights=None, **named_inputs) -> Report:
+            hardware=None, dtype=None, weights=None, engine: str = "flopcount",
+            input_values: dict | None = None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
@@ -129,7 +145,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     parameters (or a graph's input names), checked before anything runs. Without them
     ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
     default input is used; an ONNX file's symbolic dims are bound from ``input_shape`` (or from
-    the inputs given). A Module is profiled where its parameters live; ``device`` places models
+    the inputs given). An ONNX file's inputs that carry shapes (a Reshape target, TopK's k)
+    take their values from ``input_values`` ``{name: values}`` or from the tensors given; the
+    graph is specialized to them, as to shapes. A Module is profiled where its parameters live; ``device`` places models
     built here and the inputs made here (``"meta"`` counts without allocating). ``mode`` is
     ``"graph"`` (trace and parse every op) or ``"eager"`` (module hooks on a real run).
     ``latency=True`` times warm-up plus ``repeat`` synchronized runs; ``backward=True`` adds a
@@ -149,6 +167,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
     (see :mod:`flopcount.runtime.quantization`). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
+    ``engine="torch"`` measures a PyTorch model's latency with PyTorch itself, module by module
+    (warm-up, ``repeat`` runs, median; see :mod:`flopcount.engines.torch_engine`), beside
+    flopcount's counts; the default ``"flopcount"`` times flopcount's own run when ``latency``.
 
     >>> import flopcount, flopcount.runtime as rt
     >>> report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))
@@ -160,10 +181,26 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
     dtype, input_dtypes = loading.split_dtype(dtype)
     weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
+    if engine == torch_engine.NAME and (dtype is not None or weight_format is not None):
+        # PyTorch would time the module as it is, beside counts of a converted copy
+        raise errors.FlopcountError(f"engine 'torch' times the PyTorch model as it is; dtype and weights "
+                                    f"convert flopcount's copy only (got dtype={getattr(dtype, 'name', None)!r}, weights={weights!r}): "
+                                    f"convert the torch module yourself, or use engine 'flopcount'")
+    if inputs and not named_inputs and input_shape is None and all(_is_shape(x) for x in inputs):
+        # profile(net, (1, 3, 224, 224)): a shape where a tensor goes, as peers take it
+        input_shape, inputs = (tuple(inputs[0]) if len(inputs) == 1 else [tuple(x) for x in inputs]), ()
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
-    target = loading.load(model, device, given=given, factory_args=factory_args, spelling=API)
+    values = dict(input_values or {})
+    onnx_file = isinstance(model, str) and loading.kind_of(model) == loading.ONNX
+    if onnx_file and (inputs or named_inputs):
+        # the tensors given bind the values of the inputs that carry shapes; by name from here on
+        named_inputs = {**_by_declared_name(model, inputs), **named_inputs}
+        inputs = ()
+        values.update((k, t.numpy()) for k, t in named_inputs.items() if k not in values and t.data is not None)
+    target = loading.load(model, device, given=given, factory_args=factory_args, spelling=API,
+                          values=values or None)
     if target.kind == loading.TORCH:
         # captured for the inputs given, the graph then takes inputs made from their shapes
         target = loading.specialize(target, given=given, examples=(inputs, named_inputs), train=backward,
@@ -175,6 +212,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if weight_format is not None:
         target = loading.with_weights(target, weight_format)
     net = target.model
+    if onnx_file and named_inputs:  # inputs whose values the graph took are no longer its inputs
+        kept = {v.name for v in net.inputs}
+        named_inputs = {k: v for k, v in named_inputs.items() if k in kept}
     if inputs or named_inputs:
         if input_dtypes:
             named = ", ".join(f"{name}={value}" if name else value for name, value in input_dtypes)
@@ -186,10 +226,12 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         loading.check_fixed(target, specs)
         place = _parameter_device(net) if target.kind == loading.OBJECT else target.device
         args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)
+    check_engine(engine, target)
     with loading.file_errors(target):
         report = _run_view(mode, net, tuple(args), kwargs, convention=conventions.get(convention),
-                           latency=latency, backward=backward, warmup=warmup, repeat=repeat,
-                           measure_memory=measure_memory, name=target.label)
+                           latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
+                           repeat=repeat, measure_memory=measure_memory, name=target.label)
+    run_engine(report, engine, target, warmup, repeat)
     report.notes = list(target.notes)
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
@@ -197,6 +239,24 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if profile_of is not None:
         report.with_hardware(profile_of)
     return report
+
+
+# --- engines: who runs the model for its latency ---------------------------------------------------
+
+def check_engine(engine: str, target) -> None:
+    """Refuse, before anything runs, an engine that cannot run this model."""
+    if engine not in ENGINES:
+        raise errors.FlopcountError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == torch_engine.NAME and target.torch_call is None:
+        raise errors.FlopcountError(f"engine 'torch' times a PyTorch model; {target.name} is not one "
+                                    f"(a {target.kind} model runs on flopcount's runtime: engine 'flopcount')")
+
+
+def run_engine(report: Report, engine: str, target, warmup: int, repeat: int) -> None:
+    """``engine="torch"``: the PyTorch model timed by PyTorch, its times put on the report's rows."""
+    if engine == torch_engine.NAME:
+        module, args, kwargs = target.torch_call
+        torch_engine.join(report, torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat))
 
 
 # --- ptflops / flowflops compatibility -----------------------------------------------------------
@@ -229,9 +289,17 @@ def _inputs_from(model, input_res, input_constructor) -> tuple:
 
     if input_constructor is not None:
         value = input_constructor(input_res)
-        if isinstance(value, dict):
+        # ptflops passes a dict as keyword arguments and anything else as the arguments; some
+        # of them may be flags, but at least one must be a tensor
+        if isinstance(value, dict) and any(_is_input(v) for v in value.values()):
             return (), value
-        return (value if isinstance(value, tuple) else (value,)), {}
+        if isinstance(value, (tuple, list)) and any(_is_input(v) for v in value):
+            return tuple(value), {}
+        if _is_input(value):
+            return (value,), {}
+        raise errors.FlopcountError(f"input_constructor returned {type(value).__name__} {_short(value)}; expected "
+                                    f"a Tensor, a tuple or list of Tensors, or a dict of them by forward's "
+                                    f"argument names")
     dtype, device = "float32", None
     if isinstance(model, Module):
         for p in model.parameters():
@@ -240,6 +308,17 @@ def _inputs_from(model, input_res, input_constructor) -> tuple:
     elif isinstance(model, Graph):
         device = model.device
     return (factories.ones(*tuple(input_res), dtype=dtype, device=device),), {}
+
+
+def _is_input(value) -> bool:
+    from .runtime.tensor import Tensor
+
+    return isinstance(value, Tensor) or rt_torch.is_tensor(value)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _torch_graph(module, input_res, input_constructor) -> tuple:
@@ -300,7 +379,9 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
                               convention: str = "ptflops"):
     """``(macs, params)`` of ``model`` as ptflops/flowflops report them.
 
-    ``input_res`` is the whole input shape, batch included (flowflops' meaning); the model runs
+    ``input_res`` is the whole input shape, batch included (flowflops' meaning), or ptflops'
+    spelling without the batch: when the whole shape does not fit the model's shape rules, it
+    runs on ``(1, *input_res)`` and says so on ``ost``. The model runs
     once on a tensor of ones of that shape (or on ``input_constructor(input_res)``; a dict is
     passed as keyword arguments). ``macs`` follows ``convention`` (``ptflops`` by default);
     ``params`` counts trainable parameters once. With ``as_strings`` both are strings such as
@@ -308,6 +389,8 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     ``ignore_modules`` lists module types counted as zero; ``custom_modules_hooks`` maps a type to
     a ptflops-style hook (both act on module rules: the eager view). ``mode="graph"`` parses
     the traced graph instead of hooking modules, pricing every op with the convention's op rules.
+    A ``torch.nn.Module`` is captured (torch.export) and always counted in the graph view, so the
+    ops it runs outside modules count too (ResNet's residual adds, which ptflops' hooks miss).
 
     >>> import flopcount, flopcount.runtime as rt
     >>> flopcount.get_model_complexity_info(rt.nn.Linear(3, 2), (3,), print_per_layer_stat=False)
@@ -324,7 +407,18 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
         args, kwargs = _inputs_from(model, input_res, input_constructor)
     custom = {cls: _custom_rule(hook) for cls, hook in (custom_modules_hooks or {}).items()}
     conv = conventions.get(convention).with_modules(custom, ignore_modules)
-    report = _run_view(mode, model, args, kwargs, convention=conv)
+    try:
+        report = _run_view(mode, model, args, kwargs, convention=conv)
+    except errors.ShapeError:
+        # ptflops' spelling leaves the batch out (it runs on (1, *input_res)); ours includes it.
+        # The model's own shape rules decide: the spelling that fits is the one meant.
+        if input_constructor is not None or rt_torch.is_module(model) or not _is_shape(input_res):
+            raise
+        batched = (1, *input_res)
+        args, kwargs = _inputs_from(model, batched, None)
+        report = _run_view(mode, model, args, kwargs, convention=conv)
+        print(f"flopcount: input_res {tuple(input_res)} does not fit the model as a whole shape; read as "
+              f"ptflops' spelling without the batch, it ran on {batched}", file=ost)
     if verbose:
         for item in report.unsupported:
             print(f"Warning: {item.kind} {item.name} is treated as a zero-op.", file=ost)
@@ -340,4 +434,4 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     return macs, params
 
 
-__all__ = ["profile", "get_model_complexity_info", "per_layer_listing"]
+__all__ = ["profile", "get_model_complexity_info", "per_layer_listing", "check_engine", "run_engine"]

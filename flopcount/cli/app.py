@@ -11,6 +11,7 @@ from .. import __version__
 from . import compare as compare_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
+from .phases import chosen_phase, phase_options, run_phase
 from .plan import PLAN_FORMATS, PLAN_ONLY, plan_options, refuse_mixed, run_plan, run_search
 from .run import RunOptions, check_device, profile
 
@@ -49,6 +50,9 @@ def run_options(func):
         click.option("-i", "--input-shape", "input_shapes", multiple=True, metavar="[NAME=]SHAPE",
                      help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
                           "input. Repeat for several inputs. Default: the zoo's or the file's input."),
+        click.option("--input-value", "input_values", multiple=True, metavar="NAME=V1,V2,...",
+                     help="Values of an ONNX file's input that carries a shape (a Reshape target, TopK's "
+                          "k), flattened: shape=1,3,-1. The graph is specialized to them."),
         click.option("--dtype", "dtypes", multiple=True, metavar="[NAME=]DTYPE",
                      help="A floating dtype (bf16, float16...) runs the model's weights and activations in it; "
                           "token ids stay int64. An integer one (int64) is the dtype of every input built from "
@@ -69,6 +73,9 @@ def run_options(func):
                      help="Where to run (cuda needs: pip install 'flopcount[cuda12]'). Without --latency "
                           "or --device, zoo models are counted on the meta device (shapes only)."),
         click.option("--latency", is_flag=True, help="Measure latency per layer and op (runs the model)."),
+        click.option("--engine", type=click.Choice(["flopcount", "torch"]), default="flopcount", show_default=True,
+                     help="Who runs the model for its latency: flopcount's runtime (with --latency), or torch: "
+                          "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module."),
         click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
                      help="Timed runs with --latency (the median is shown)."),
         click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
@@ -94,12 +101,13 @@ def run_options(func):
 
 
 def _options(ctx, kwargs: dict) -> RunOptions:
-    if not kwargs["latency"] and (_given(ctx, "repeat") or _given(ctx, "warmup")):
+    timed = kwargs["latency"] or kwargs["engine"] != "flopcount"
+    if not timed and (_given(ctx, "repeat") or _given(ctx, "warmup")):
         raise CliError("--repeat and --warmup apply to --latency runs; add --latency")
     if kwargs["device"] != "cpu":
         check_device(kwargs["device"])
     keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args", "weights", "hardware")
+            "dtypes", "factory_args", "weights", "hardware", "engine", "input_values")
     opts = RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
     opts.check()
     return opts
@@ -120,6 +128,19 @@ def _finish(text: str, output: str | None, quiet: bool) -> None:
     render.emit(text, output)
     if output is not None:
         _note(f"wrote {output}", quiet)
+
+
+def listing_options(f):
+    """The options of the commands that list a table (``models``, ``hardware``)."""
+    for option in reversed([
+        click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]),
+                     default="table", show_default=True),
+        click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically)."),
+        click.option("-q", "--quiet", is_flag=True, help="No notes on stderr."),
+        click.option("--debug", is_flag=True, help="Show the traceback of an error."),
+    ]):
+        f = option(f)
+    return f
 
 
 @click.group(cls=DefaultGroup, context_settings=CONTEXT)
@@ -158,10 +179,11 @@ def main() -> None:
               help="Rows: the module tree, every op, or one row per op type.")
 @click.option("-f", "--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
               help="json, csv and trace (Chrome/Perfetto) hold every row and go to stdout clean.")
+@phase_options
 @plan_options
 @click.pass_context
-def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, output, quiet, debug, plan_text,
-                    **kwargs) -> None:
+def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, output, quiet, debug,
+                    prefill, decode, context, generate, plan_text, **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
     This is also what 'flopcount MODEL' runs.
@@ -179,6 +201,8 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
       flopcount llama2_7b -i 1x1 --dtype bf16 --weights int4 --hardware h100-sxm
+      flopcount llama2_7b --decode --context 2048 --dtype bf16 --hardware h100-sxm
+      flopcount mixtral_8x7b --generate 2048:256 --dtype bf16 --batch 8
       flopcount gpt3_175b --plan dp=64,tp=8,pp=16 --micro-batch 1 --global-batch 1536 --zero 1 \\
           --sequence-parallel --recompute selective --hardware h100-sxm
       flopcount gpt2 --plan dp=8 --global-batch 64 --step-time 850ms --hardware a100-80gb
@@ -192,6 +216,10 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
         _finish(text, output, quiet)
         return
     opts = _options(ctx, kwargs)
+    phase = chosen_phase(prefill, decode, context, generate)
+    if phase is not None:
+        _finish(run_phase(model, phase, opts, fmt, list(input_shapes)), output, quiet)
+        return
     with progress.Steps(progress.wanted(quiet)) as steps:
         report, target = profile(model, list(input_shapes), opts, steps)
     for note in target.notes:
@@ -298,11 +326,7 @@ def _inputs_text(inputs: list) -> str:
 
 
 @main.command("models", context_settings=CONTEXT)
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
-@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
-@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@listing_options
 @click.pass_context
 def models_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
     """List the model zoo: names, default inputs and parameter counts.
@@ -345,11 +369,7 @@ def _tera(profile, key: str) -> str:
 
 
 @main.command("hardware", context_settings=CONTEXT)
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
-@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
-@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@listing_options
 @click.pass_context
 def hardware_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
     """List the hardware profiles for --hardware: dense peaks, memory and links (datasheet figures).

@@ -24,7 +24,7 @@ PLAN_FORMATS = ("table", "json")
 PLAN_ONLY = ("micro_batch", "global_batch", "zero", "sequence_parallel", "recompute", "step_time", "attention")
 # the profiling options a plan has no use for (``flopcount MODEL --plan`` refuses them)
 PROFILE_ONLY = ("batch", "mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict",
-                "weights", "depth", "top", "sort", "by")
+                "weights", "depth", "top", "sort", "by", "prefill", "decode", "context", "generate")
 
 
 def plan_options(func):

@@ -51,6 +51,45 @@ def test_ranks_add_up_to_one_device_plus_the_recompute(plan, recompute):
     assert report.hardware_flops_per_step == work + redo
 
 
+@pytest.mark.parametrize("tp", [2, 4])
+@pytest.mark.parametrize("recompute", ["none", "full"])
+def test_tensor_ranks_add_up_to_one_device_plus_the_recompute_and_the_reductions(tp, recompute):
+    """Tensor parallelism splits every matrix multiplication and the GELU between it (column then
+    row parallel), so the ranks' FLOPs add up to one device's but for the additions the
+    all-reduces do: (t - 1)·n over the ranks for n elements, after each block's second linear
+    in the forward (and again when recomputed) and for its input gradient in the backward."""
+    net = _blocks()
+    single = parallel.estimate(net, parallel.Plan(micro_batch=4, global_batch=8), input_shape=(10, 32))
+    report = parallel.estimate(net, parallel.Plan(tp=tp, micro_batch=4, global_batch=8, recompute=recompute),
+                               input_shape=(10, 32))
+    work, redo = _per_step(report)
+    blocks, micro_batches, n = 4, 2, 4 * 10 * 32
+    all_reduce_adds = blocks * micro_batches * (tp - 1) * n
+    assert work == _per_step(single)[0] + 2 * all_reduce_adds
+    single_forward = sum(s.forward_flops for s in single.stages) * micro_batches
+    assert redo == (single_forward + all_reduce_adds if recompute == "full" else 0)
+
+
+def test_sequence_parallel_ranks_add_up_to_one_device_plus_the_reduce_scatters():
+    """With sequence parallelism GPT-2's layer norms, dropouts and residual adds are split along
+    the sequence too, so nothing is repeated across the tensor ranks: the ranks' FLOPs add up to
+    one device's plus the (t - 1)·n additions of each reduce-scatter of n elements. Per layer
+    there are four (after attention and after the MLP; the backward of the gathers before QKV
+    and before the first MLP linear), and two more outside the layers: the vocabulary-parallel
+    embedding's partial sum, and the backward of the gather before the LM head."""
+    from flopcount import models
+
+    layers, seq, hidden, micro, tp = 2, 16, 768, 4, 2
+    with rt.meta():
+        net = models.get("gpt2", n_layer=layers, vocab_size=512, n_positions=64)
+    kwargs = dict(input_shape=(seq,), input_dtype="int64")
+    single = parallel.estimate(net, parallel.Plan(micro_batch=micro, global_batch=8), **kwargs)
+    report = parallel.estimate(net, parallel.Plan(tp=tp, sequence_parallel=True, micro_batch=micro,
+                                                  global_batch=8), **kwargs)
+    reduce_scatters = (4 * layers + 2) * report.micro_batches
+    assert _per_step(report)[0] == _per_step(single)[0] + reduce_scatters * (tp - 1) * micro * seq * hidden
+
+
 def test_pipeline_stages_hold_their_layers_and_send_the_activations():
     report = parallel.estimate(_blocks(), parallel.Plan(pp=2, micro_batch=2, global_batch=8), input_shape=(10, 32))
     assert [list(s.blocks) for s in report.stages] == [[0, 1], [2, 3]]

@@ -488,6 +488,11 @@ def cat(b, node, ins, outs):
     b.add("Concat", ins, outs, axis=node.attrs["dim"])
 
 
+@emitter("cache_append")
+def cache_append(b, node, ins, outs):
+    b.add("Concat", ins, outs, axis=node.outputs[0].ndim - 2)  # the in-place write ONNX has no op for
+
+
 @emitter("flip")
 def flip(b, node, ins, outs):
     dims = list(node.attrs["dims"])
@@ -763,3 +768,6 @@ def fused(b, node, ins, outs):
         EMITTERS[op_name](b, _Step(op_name, step_ins, [out], dict(attrs), node.scope), step_names, [out.name])
         names.append(out.name)
         values.append(out)
+
+
+from . import onnx_op_emitters  # noqa: E402,F401  (the ONNX-native ops; they use the helpers above)
