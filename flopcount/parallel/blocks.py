@@ -2,13 +2,16 @@
 
 Pipeline stages and full activation recomputation work in units of the model's repeated
 blocks, as Megatron does in units of transformer layers. A block is a module path ending in
-an index, ``transformer.h.7`` or ``model.layers.7``; the blocks are the indexed children of the
+an index, ``transformer.h.7``, ``model.layers.7`` or torchvision's ViT
+``encoder.layers.encoder_layer_7``; the blocks are the indexed children of the
 container that has the most of them, in index order.
 
     >>> find_blocks(["transformer.wte", "transformer.h.0.attn", "transformer.h.1.mlp", "lm_head"])
     Blocks(prefix='transformer.h.', count=2)
     >>> find_blocks(["transformer.h.0.attn", "transformer.h.1.mlp"]).index_of("transformer.h.1.mlp.act")
     1
+    >>> find_blocks(["encoder.layers.encoder_layer_0.mlp", "encoder.layers.encoder_layer_1.mlp"])
+    Blocks(prefix='encoder.layers.encoder_layer_', count=2)
 """
 
 from __future__ import annotations
@@ -56,6 +59,6 @@ def find_blocks(scopes) -> Blocks:
     best = NO_BLOCKS
     for prefix, indices in seen.items():
         count = max(indices) + 1
-        if len(indices) == count and count > best.count and (prefix.endswith(".") or prefix == ""):
+        if len(indices) == count and count > best.count and (prefix.endswith((".", "_")) or prefix == ""):
             best = Blocks(prefix, count)
     return best

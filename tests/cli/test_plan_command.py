@@ -91,6 +91,8 @@ def test_plan_search_lists_plans_that_fit_fastest_first(run, tmp_path):
     (["gpt2", "--zero", "1"], ["--zero", "add --plan"]),
     (["gpt2", "--recompute", "full", "--micro-batch", "2"], ["--micro-batch", "--recompute"]),
     (["gpt2", "--plan", "dp=2", "--latency"], ["--latency", "not with --plan"]),
+    (["gpt2", "--plan", "dp=2", "--decode", "--context", "64"], ["--decode", "--context", "not with --plan"]),
+    (["gpt2", "--prefill", "64", "--zero", "1"], ["--zero", "add --plan"]),
     (["gpt2", "--plan", "dp=2,xp=3"], ["xp=3"]),
     (["gpt2", "--plan", "dp=2", "--global-batch", "3"], ["global batch 3"]),
     (["gpt2", "--plan", "dp=2", "--step-time", "fast"], ["--step-time", "fast"]),
