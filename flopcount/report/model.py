@@ -312,6 +312,14 @@ class Report:
                        training_macs=r.macs + r.backward_macs, training_flops=r.flops + r.backward_flops)
         return out
 
+    @property
+    def warnings(self) -> list:
+        """Things a reader of the numbers should know: timings that spread widely (a loaded
+        machine), forward counts changed by training mode. Shown under every table."""
+        from .warnings import report_warnings
+
+        return report_warnings(self)
+
     # --- navigation -----------------------------------------------------------------------
     def row(self, name: str) -> Row:
         """The row called ``name`` (a dotted module path, '' for the model itself)."""

@@ -40,7 +40,7 @@ def test_json_totals_and_rows_equal_profile(run, resnet18):
     assert result.stderr == ""                                 # machine formats: nothing else mixed in
     assert doc["totals"] == resnet18.totals
     assert [(r["name"], r["macs"], r["flops"], r["params"]) for r in doc["rows"]] == \
-        [(r.name, r.macs, r.flops, r.params) for r in resnet18.rows]
+        [(r.name or "resnet18", r.macs, r.flops, r.params) for r in resnet18.rows]  # the root named
     assert doc["model"] == "resnet18" and doc["convention"] == "flopcount" and doc["mode"] == "graph"
     assert doc["device"] == "meta"                             # counting alone builds the zoo model on meta
     assert doc["input_shapes"] == [[1, 3, 224, 224]]
@@ -125,7 +125,7 @@ def test_csv_has_a_header_and_one_row_per_layer(run, resnet18):
     assert result.exit_code == 0 and result.stderr == ""
     table = list(csv.reader(io.StringIO(result.stdout)))
     assert tuple(table[0]) == ROW_COLUMNS
-    assert [(r[0], int(r[6])) for r in table[1:]] == [(r.name, r.macs) for r in resnet18.rows]
+    assert [(r[0], int(r[6])) for r in table[1:]] == [(r.name or "resnet18", r.macs) for r in resnet18.rows]
 
 
 def test_views_by_op_and_op_type(run, resnet18):

@@ -25,10 +25,12 @@ class MLP(nn.Module):
 
 def test_node_rows_and_scope_rollup():
     report = profile_graph(MLP(), (rt.randn(3, 8),))
+    # siblings in execution order: the relu between fc1 and fc2 that it feeds
     assert [(r.name, r.kind, r.type) for r in report.rows] == [
         ("", "scope", "MLP"), ("fc1", "scope", "Linear"), ("fc1/linear", "op", "linear"),
-        ("fc2", "scope", "Linear"), ("fc2/linear_1", "op", "linear"), ("/relu", "op", "relu"),
+        ("/relu", "op", "relu"), ("fc2", "scope", "Linear"), ("fc2/linear_1", "op", "linear"),
         ("/mul", "op", "mul")]
+    assert report.row("fc2").input_shapes == [(3, 16)] and report.row("fc2").output_shapes == [(3, 4)]
     node = report.row("fc1/linear")
     assert (node.macs, node.flops) == (3 * 8 * 16, 2 * 3 * 8 * 16 + 48)
     assert node.params == 16 * 8 + 16  # the parameter elements it reads
