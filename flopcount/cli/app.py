@@ -156,7 +156,7 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
       flopcount resnet18 --latency --repeat 10 --warmup 2 --by op
       flopcount vit_b_16 --backward
       flopcount gpt2 -i 1x512 --format csv -o gpt2.csv
-      flopcount resnet50 --format trace -o trace.json    open in chrome://tracing or Perfetto
+      flopcount resnet50 --latency --format trace -o trace.json   open in Perfetto or chrome://tracing
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
     """

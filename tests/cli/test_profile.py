@@ -140,11 +140,18 @@ def test_views_by_op_and_op_type(run, resnet18):
 
 
 def test_trace_has_one_event_per_op(run, resnet18):
-    result = run("resnet18", "--format", "trace")
+    result = run("resnet18", "--format", "trace", "--latency", "--repeat", 1, "--warmup", 0)
     assert result.stderr == ""
-    events = json.loads(result.stdout)["traceEvents"]
+    events = [e for e in json.loads(result.stdout)["traceEvents"] if e.get("cat") == "Node"]
     assert [e["args"]["op_name"] for e in events] == [o.op for o in resnet18.ops]
-    assert all(e["ph"] == "X" and e["cat"] == "Node" for e in events)
+    assert all(e["ph"] == "X" and e["dur"] >= 0 for e in events)
+
+
+def test_a_trace_without_times_is_refused_in_one_line(run):
+    result = run("resnet18", "--format", "trace")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "a trace needs times" in result.stderr and "--latency" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_batch_and_input_shape_spellings(run, resnet18):
