@@ -126,7 +126,7 @@ def test_csv_one_row_per_layer(eager):
 
 def test_html(eager):
     html = eager._repr_html_()
-    assert html.startswith("<div><table>") and "<th>MACs</th>" in html and "Net" in html
+    assert html.startswith("<div class=\"flopcount-report\">") and "<th>MACs</th>" in html and "Net" in html
 
 
 def test_chrome_trace_uses_onnxruntime_field_names(graph):

@@ -412,6 +412,20 @@ class Report:
         add_roofline(self, hardware)
         return self
 
+    def plot(self, kind: str = "overview", depth: int = 1, top: int | None = None, hardware=None,
+             path: str | None = None):
+        """A matplotlib Figure: per-layer bars of MACs, params and latency (``kind="layers"``),
+        a roofline chart of every op (``"roofline"``), or both (``"overview"``); also written
+        to ``path`` (.svg, .png, .pdf) when given. Needs matplotlib.
+
+        >>> import flopcount
+        >>> flopcount.profile("resnet18").plot(path="resnet18.svg")   # doctest: +SKIP
+        <Figure size 1100x1000 with 4 Axes>
+        """
+        from .plot import plot
+
+        return plot(self, kind=kind, depth=depth, top=top, hardware=hardware, path=path)
+
     def chrome_trace(self) -> dict:
         """Per-op events in Chrome trace format, with onnxruntime's profiler field names."""
         from .trace import chrome_trace
