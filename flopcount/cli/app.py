@@ -9,6 +9,7 @@ import click
 
 from .. import __version__
 from . import compare as compare_view
+from . import diff as diff_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
 from .run import RunOptions, check_device, profile
@@ -214,6 +215,43 @@ def compare_command(ctx, model_a: str, model_b, input_shapes, shapes_a, shapes_b
         render.print_rich(compare_view.render(a, b, "rich", depth))
         return
     _finish(compare_view.render(a, b, fmt, depth), output, quiet)
+
+
+@main.command("diff", context_settings=CONTEXT, epilog=MODEL_HELP)
+@click.argument("model_a", metavar="A")
+@click.argument("model_b", metavar="B")
+@run_options
+@click.option("--by", type=click.Choice(["layer", "op"]), default="layer", show_default=True,
+              help="Compare the module tree's layers, or every op.")
+@click.option("--all", "every", is_flag=True, help="Also list the rows that did not change.")
+@click.option("-f", "--format", "fmt", type=click.Choice(diff_view.FORMATS), default="table", show_default=True)
+@click.pass_context
+def diff_command(ctx, model_a: str, model_b: str, input_shapes, by, every, fmt, output, quiet, debug,
+                 **kwargs) -> None:
+    """What changed from A to B, layer by layer (or op by op): added, removed and changed rows
+    with the change in MACs, params, bytes and latency, then the totals.
+
+    Rows are matched by module path (ops: by scope and op type), then what is left by position
+    and type. 'compare' shows the totals side by side instead.
+
+    \b
+    Examples:
+      flopcount diff model.onnx model_qdq.onnx --by op     float against quantized
+      flopcount diff resnet50 resnet101                     the layers one adds
+      flopcount diff a.onnx b.onnx --latency --format json
+    """
+    from ..report.diff import diff
+
+    _start(ctx, debug, output)
+    opts = _options(ctx, kwargs)
+    with progress.Steps(progress.wanted(quiet)) as steps:
+        a, _ = profile(model_a, list(input_shapes), opts, steps)
+        b, _ = profile(model_b, list(input_shapes), opts, steps)
+    result = diff(a, b, by=by)
+    if fmt == "table" and output is None and render.stdout_is_terminal():
+        render.print_rich(diff_view.render(result, fmt, every, rich=True))
+        return
+    _finish(diff_view.render(result, fmt, every), output, quiet)
 
 
 def _zoo_inputs(entry) -> list:

@@ -426,6 +426,19 @@ class Report:
 
         return plot(self, kind=kind, depth=depth, top=top, hardware=hardware, path=path)
 
+    def diff(self, other: "Report", by: str = "layer"):
+        """``other`` against this report, row by row: added, removed and changed layers
+        (``by="layer"``) or ops (``by="op"``), with the change in MACs, params, bytes, latency.
+
+        >>> import flopcount
+        >>> a = flopcount.profile("resnet18")                                          # doctest: +SKIP
+        >>> d = a.diff(flopcount.profile("resnet18", input_shape=(1, 3, 160, 160)))    # doctest: +SKIP
+        >>> d.count("changed"), d.totals["macs"]                                        # doctest: +SKIP
+        """
+        from .diff import diff
+
+        return diff(self, other, by=by)
+
     def chrome_trace(self) -> dict:
         """Per-op events in Chrome trace format, with onnxruntime's profiler field names."""
         from .trace import chrome_trace
