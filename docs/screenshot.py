@@ -4,8 +4,8 @@ Chromium (Debian's ``chromium-headless-shell`` or ``chromium``), for the README.
     python docs/screenshot.py                      # resnet18, timed, into docs/images/
     python docs/screenshot.py mobilenet_v2 --depth 2
 
-Writes ``<model>_notebook.html`` (the page a notebook shows, from ``Report._repr_html_``),
-``<model>_notebook.png`` (its screenshot), ``<model>_plot.png`` (``report.plot()``).
+Writes ``<model>_notebook.png`` (Chromium's screenshot of the page a notebook shows, from
+``Report._repr_html_``) and ``<model>_plot.png`` (``report.plot()``).
 """
 
 from __future__ import annotations
@@ -55,11 +55,13 @@ def main() -> None:
     os.makedirs(args.out, exist_ok=True)
     report = flopcount.profile(args.model, latency=True, repeat=3)
     base = os.path.join(args.out, args.model)
-    with open(base + "_notebook.html", "w") as f:
-        f.write(html_page(report, depth=args.depth))
-    screenshot(base + "_notebook.html", base + "_notebook.png", args.width, args.height)
+    with tempfile.TemporaryDirectory() as folder:
+        page = os.path.join(folder, "report.html")
+        with open(page, "w") as f:
+            f.write(html_page(report, depth=args.depth))
+        screenshot(page, base + "_notebook.png", args.width, args.height)
     report.plot(depth=args.depth, path=base + "_plot.png")
-    print(f"wrote {base}_notebook.html, {base}_notebook.png, {base}_plot.png")
+    print(f"wrote {base}_notebook.png, {base}_plot.png")
 
 
 if __name__ == "__main__":

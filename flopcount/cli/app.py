@@ -94,6 +94,22 @@ def _options(ctx, kwargs: dict) -> RunOptions:
     return RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
 
 
+def _check_needs(latency: bool, sort, fmt: str, plot_path) -> None:
+    """Options that need another one, refused before anything runs."""
+    if sort == "latency" and not latency:
+        raise CliError("--sort latency needs measured times: add --latency")
+    if fmt == "trace" and not latency:
+        raise CliError("--format trace is a timeline of measured times: add --latency")
+    if plot_path is not None:
+        from ..report.plot import check_path
+
+        check_path(plot_path)
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CliError("--plot needs matplotlib: pip install matplotlib") from None
+
+
 def _start(ctx, debug: bool, output: str | None) -> None:
     ctx.meta[DEBUG_KEY] = debug
     if output is not None:
@@ -141,9 +157,13 @@ def main() -> None:
 @click.option("--by", type=click.Choice(VIEWS), default="module", show_default=True,
               help="Rows: the module tree, every op, or one row per op type.")
 @click.option("-f", "--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
-              help="json, csv and trace (Chrome/Perfetto) hold every row and go to stdout clean.")
+              help="json, csv and trace (Chrome/Perfetto; needs --latency) hold every row and go to stdout clean.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE.svg|png",
+              help="Also draw the layers (MACs, params, latency) and a roofline of every op to this file "
+                   "(needs matplotlib).")
 @click.pass_context
-def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, output, quiet, debug, **kwargs) -> None:
+def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, input_shapes, output, quiet, debug,
+                    **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
     This is also what 'flopcount MODEL' runs.
@@ -160,8 +180,10 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
       flopcount resnet50 --latency --format trace -o trace.json   open in Perfetto or chrome://tracing
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
+      flopcount resnet18 --latency --plot resnet18.svg
     """
     _start(ctx, debug, output)
+    _check_needs(kwargs["latency"], sort, fmt, plot_path)
     opts = _options(ctx, kwargs)
     with progress.Steps(progress.wanted(quiet)) as steps:
         report, target = profile(model, list(input_shapes), opts, steps)
@@ -169,6 +191,9 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
         _note(note, quiet)
     if depth is None and by == "module":
         depth = 2
+    if plot_path is not None:
+        report.plot(depth=1 if by != "module" else depth, top=top, path=plot_path)
+        _note(f"wrote {plot_path}", quiet)
     if fmt == "table" and output is None and render.stdout_is_terminal():
         report.print(depth=depth, top=top, sort=sort, by=by)
         return

@@ -18,6 +18,7 @@
 
 from __future__ import annotations
 
+import io
 import os
 
 from ..runtime.errors import FlopcountError
@@ -68,8 +69,18 @@ def plot(report, kind: str = "overview", depth: int = 1, top: int | None = None,
                     f"{flops_to_string(report.flops)}, {params_to_string(report.params)} params "
                     f"({report.mode} view, {report.convention} convention)")
     if path is not None:
-        figure.savefig(path)
+        _write(figure, path)
     return figure
+
+
+def _write(figure, path: str) -> None:
+    """The figure into ``path`` atomically: drawn in memory first, so a failure leaves no
+    half-written file."""
+    from ..io_utils import atomic_write
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=os.path.splitext(str(path))[1].lower()[1:])
+    atomic_write(path, buffer.getvalue())
 
 
 def _layer_rows(report, depth: int, top: int | None) -> list:
@@ -88,7 +99,7 @@ def _draw_layers(figure, report, rows: list) -> None:
     metrics = [("MACs", lambda r: r.macs, macs_to_string), ("Params", lambda r: r.params, params_to_string)]
     if report.latency_ms is not None:
         metrics.append(("Latency", lambda r: r.latency_ms or 0.0, lambda v: f"{v:.3g} ms"))
-    from matplotlib.ticker import FuncFormatter
+    from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     axes = figure.subplots(1, len(metrics), sharey=True)
     labels = [_label(report, r) for r in rows]
@@ -104,6 +115,7 @@ def _draw_layers(figure, report, rows: list) -> None:
                             va="center", fontsize=7)
         ax.margins(x=0.18)
         ax.tick_params(axis="x", labelsize=7)
+        ax.xaxis.set_major_locator(MaxNLocator(3))  # human units are wide: three ticks fit
         ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos, text=text: text(v) if v else "0"))
     axes[0].set_yticks(positions, labels, fontsize=8)
 

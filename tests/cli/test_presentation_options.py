@@ -1,0 +1,32 @@
+"""The command line's presentation: `flopcount diff A B`, `--plot`, and options refused without the one they need."""
+
+import json
+
+import flopcount
+
+
+def test_the_command_line_diff(run):
+    result = run("diff", "resnet18", "resnet34", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    a, b = flopcount.profile("resnet18"), flopcount.profile("resnet34")
+    assert doc["totals"]["macs"] == {"a": a.macs, "b": b.macs, "delta": b.macs - a.macs}
+    assert doc["counts"]["removed"] == 0 and doc["counts"]["added"] > 0
+    table = run("diff", "resnet18", "resnet34", "--format", "markdown").stdout
+    assert "layer1.2.conv1" in table and "total macs: 1.81 GMac -> 3.66 GMac" in table
+
+
+def test_options_that_need_latency_are_refused_before_running(run):
+    for args, fragment in ((["--sort", "latency"], "--sort latency needs measured times"),
+                           (["--format", "trace"], "--format trace is a timeline of measured times")):
+        result = run("resnet18", *args)
+        assert result.exit_code == 2 and fragment in result.stderr and result.stdout == ""
+
+
+def test_plot_writes_a_picture(run, tmp_path):
+    path = tmp_path / "resnet18.svg"
+    result = run("resnet18", "--depth", 1, "--plot", str(path))
+    assert result.exit_code == 0, result.stderr
+    assert "<svg" in path.read_text()[:500] and "layer4" in path.read_text()
+    bad = run("resnet18", "--plot", str(tmp_path / "resnet18.txt"))
+    assert bad.exit_code == 2 and "must end in" in bad.stderr
