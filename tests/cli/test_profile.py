@@ -150,7 +150,7 @@ def test_trace_has_one_event_per_op(run, resnet18):
 def test_a_trace_without_times_is_refused_in_one_line(run):
     result = run("resnet18", "--format", "trace")
     assert result.exit_code == 2 and result.stdout == ""
-    assert "a trace needs times" in result.stderr and "--latency" in result.stderr
+    assert "timeline of measured times" in result.stderr and "--latency" in result.stderr
     assert len(result.stderr.strip().splitlines()) == 1
 
 
