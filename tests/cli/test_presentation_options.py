@@ -30,3 +30,22 @@ def test_plot_writes_a_picture(run, tmp_path):
     assert "<svg" in path.read_text()[:500] and "layer4" in path.read_text()
     bad = run("resnet18", "--plot", str(tmp_path / "resnet18.txt"))
     assert bad.exit_code == 2 and "must end in" in bad.stderr
+
+
+def test_the_model_list_keeps_names_whole_at_80_columns():
+    import io
+
+    from rich.console import Console
+
+    from flopcount import models
+    from flopcount.cli import render
+
+    entries = [models.info(name) for name in models.names()]
+    body = [[e.name, e.family, "1x3x224x224", "1.0 M", e.description] for e in entries]
+    buffer = io.StringIO()
+    Console(file=buffer, width=80).print(render.rich_table(["Model", "Family", "Default input", "Params",
+                                                            "Description"], body))
+    lines = buffer.getvalue().splitlines()
+    assert max(len(line) for line in lines) <= 80
+    first_cells = {line.split("│")[1].strip() for line in lines if line.startswith("│")}
+    assert {e.name for e in entries} <= first_cells
