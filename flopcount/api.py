@@ -141,7 +141,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     latency as ``roofline_fraction`` when timed). ``dtype`` (``"bfloat16"``, ``"bf16"``,
     ``"float16"``...) runs the model's weights and activations in that floating dtype: its
     floating parameters, buffers and inputs (a Module you pass is converted on a copy); integer
-    inputs such as token ids stay as they are. ``weights`` stores every Linear weight (but
+    inputs such as token ids stay as they are. An integer ``dtype`` (``"int64"``) is instead the
+    dtype of every input built from shapes, and ``{input name: dtype}`` that of one input (for a
+    model that cannot tell, such as a factory taking token ids). ``weights`` stores every Linear weight (but
     ``lm_head`` and tied ones) in a weight format: ``"int8"`` (a float16 scale per output
     channel), ``"int4"`` (a float16 scale per 128 weights: 4.125 bits each), ``"fp8"`` (e4m3, one
     float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
@@ -156,7 +158,7 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if mode not in MODES:
         raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
     profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
-    dtype = loading.float_dtype(dtype) if dtype is not None else None
+    dtype, input_dtypes = loading.split_dtype(dtype)
     weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
@@ -174,9 +176,13 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         target = loading.with_weights(target, weight_format)
     net = target.model
     if inputs or named_inputs:
+        if input_dtypes:
+            named = ", ".join(f"{name}={value}" if name else value for name, value in input_dtypes)
+            raise errors.FlopcountError(f"dtype {named}: an integer or per-input dtype is for inputs built "
+                                        f"from shapes; the tensors given keep theirs (cast them)")
         args, kwargs = bind_inputs(net, inputs, named_inputs)
     else:
-        specs = resolve_inputs(target.expected, given, model=target.name, spelling=API)
+        specs = resolve_inputs(target.expected, given, dtypes=input_dtypes, model=target.name, spelling=API)
         loading.check_fixed(target, specs)
         place = _parameter_device(net) if target.kind == loading.OBJECT else target.device
         args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)

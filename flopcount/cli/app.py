@@ -50,8 +50,17 @@ def run_options(func):
                      help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
                           "input. Repeat for several inputs. Default: the zoo's or the file's input."),
         click.option("--dtype", "dtypes", multiple=True, metavar="[NAME=]DTYPE",
-                     help="Dtype of the inputs built from --input-shape (int64 for token ids); name=int64 "
-                          "for one input. Zoo and file models know theirs."),
+                     help="A floating dtype (bf16, float16...) runs the model's weights and activations in it; "
+                          "token ids stay int64. An integer one (int64) is the dtype of every input built from "
+                          "--input-shape, name=int64 of one input: for a model that cannot tell (FILE.py:FACTORY)."),
+        click.option("--weights", metavar="FORMAT",
+                     help="Store the Linear weights (not lm_head, not tied ones) in a weight format: int8 (a "
+                          "float16 scale per output channel), int4 (a float16 scale per 128 weights), fp8 (e4m3), "
+                          "int4:g64 ... Parameter memory and the bytes each layer reads follow."),
+        click.option("--hardware", metavar="NAME",
+                     help="Price every op on this device's roofline, max(FLOPs / peak, bytes / bandwidth), "
+                          "with dense datasheet peaks: h100-sxm, a100-80gb, l4, mi300x ... (flopcount hardware "
+                          "lists them); cpu is this machine, measured."),
         click.option("-b", "--batch", type=click.IntRange(min=1), help="Batch size: the first dimension of "
                      "every input."),
         click.option("--mode", type=click.Choice(["graph", "eager"]), default="graph", show_default=True,
@@ -90,16 +99,19 @@ def _options(ctx, kwargs: dict) -> RunOptions:
     if kwargs["device"] != "cpu":
         check_device(kwargs["device"])
     keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args")
-    return RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
+            "dtypes", "factory_args", "weights", "hardware")
+    opts = RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
+    opts.check()
+    return opts
 
 
-def _check_needs(latency: bool, sort, fmt: str, plot_path) -> None:
+def _check_needs(latency: bool, hardware, sort, fmt: str, plot_path) -> None:
     """Options that need another one, refused before anything runs."""
     if sort == "latency" and not latency:
         raise CliError("--sort latency needs measured times: add --latency")
-    if fmt == "trace" and not latency:
-        raise CliError("--format trace is a timeline of measured times: add --latency")
+    if fmt == "trace" and not (latency or hardware):
+        raise CliError("--format trace is a timeline of measured times: add --latency (or --hardware NAME "
+                       "to lay the ops out by their roofline estimate)")
     if plot_path is not None:
         from ..report.plot import check_path
 
@@ -143,6 +155,8 @@ def main() -> None:
       flopcount resnet50 --format json -o cost.json      machine-readable, written atomically
       flopcount models                                   the model zoo
       flopcount compare resnet18 resnet50                two models side by side
+      flopcount llama2_7b -i 1x1 --dtype bf16 --hardware h100-sxm   bf16 weights on an H100's roofline
+      flopcount hardware                                 the hardware profiles
 
     Run 'flopcount profile --help' for every option of 'flopcount MODEL'.
     """
@@ -157,7 +171,8 @@ def main() -> None:
 @click.option("--by", type=click.Choice(VIEWS), default="module", show_default=True,
               help="Rows: the module tree, every op, or one row per op type.")
 @click.option("-f", "--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
-              help="json, csv and trace (Chrome/Perfetto; needs --latency) hold every row and go to stdout clean.")
+              help="json, csv and trace (Chrome/Perfetto; needs --latency, or --hardware for a roofline "
+                   "layout) hold every row and go to stdout clean.")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE.svg|png",
               help="Also draw the layers (MACs, params, latency) and a roofline of every op to this file "
                    "(needs matplotlib).")
@@ -180,10 +195,11 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, input
       flopcount resnet50 --latency --format trace -o trace.json   open in Perfetto or chrome://tracing
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
+      flopcount llama2_7b -i 1x1 --dtype bf16 --weights int4 --hardware h100-sxm
       flopcount resnet18 --latency --plot resnet18.svg
     """
     _start(ctx, debug, output)
-    _check_needs(kwargs["latency"], sort, fmt, plot_path)
+    _check_needs(kwargs["latency"], kwargs["hardware"], sort, fmt, plot_path)
     opts = _options(ctx, kwargs)
     with progress.Steps(progress.wanted(quiet)) as steps:
         report, target = profile(model, list(input_shapes), opts, steps)
@@ -329,6 +345,46 @@ def models_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
         render.print_rich(render.rich_table(headers, body, title="flopcount model zoo", footer=footer))
         return
     _finish(render.rows_text(headers, body, fmt, title="flopcount model zoo", footer=footer), output, quiet)
+
+
+def _tera(profile, key: str) -> str:
+    value = profile.peak_flops.get(key)
+    return "-" if value is None else f"{value / 1e12:g}"
+
+
+@main.command("hardware", context_settings=CONTEXT)
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
+              show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
+@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.pass_context
+def hardware_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
+    """List the hardware profiles for --hardware: dense peaks, memory and links (datasheet figures).
+
+    \b
+    Examples:
+      flopcount hardware
+      flopcount llama2_7b -i 1x1 --dtype bf16 --hardware h100-sxm
+    """
+    from .. import hardware
+
+    _start(ctx, debug, output)
+    profiles = [hardware.get(name) for name in hardware.names() if name != "cpu"]
+    footer = ["peaks are dense (a vendor's figure with sparsity, halved); links per device and direction",
+              "cpu: this machine, measured by a short GEMM and copy benchmark when --hardware cpu is given"]
+    if fmt == "json":
+        _finish(json.dumps([p.to_dict() for p in profiles], indent=2) + "\n", output, quiet)
+        return
+    headers = ["Name", "Device", "BF16 TFLOP/s", "FP8 TFLOP/s", "FP32 TFLOP/s", "Memory GB", "Bandwidth TB/s",
+               "Link GB/s", "Per node"]
+    body = [[p.name, p.title, _tera(p, "bfloat16"), _tera(p, "float8"), _tera(p, "float32"),
+             f"{p.memory_bytes / 1e9:g}", f"{p.memory_bandwidth / 1e12:g}", f"{p.intra_node_bandwidth / 1e9:g}",
+             p.devices_per_node] for p in profiles]
+    if fmt == "table" and output is None and render.stdout_is_terminal():
+        render.print_rich(render.rich_table(headers, body, title="flopcount hardware", footer=footer))
+        return
+    _finish(render.rows_text(headers, body, fmt, title="flopcount hardware", footer=footer), output, quiet)
 
 
 __all__ = ["main"]

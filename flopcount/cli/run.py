@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from .. import loading
 from ..inputs import inputs_for, resolve_inputs
 from ..runtime import errors
+from ..runtime.dtypes import get_dtype
 from ..runtime.graph import Graph
 from .inputs import parse_dtype, parse_factory_arg, parse_shape
 
@@ -29,13 +30,30 @@ class RunOptions:
     convention: str = "flopcount"
     strict: bool = False
     batch: int | None = None
-    dtypes: list = field(default_factory=list)          # parse_dtype results
+    dtypes: list = field(default_factory=list)          # parse_dtype results: the inputs'
+    model_dtype: str | None = None                      # an unnamed floating --dtype: the model's
     factory_args: dict = field(default_factory=dict)
+    weights: str | None = None
+    hardware: str | None = None
 
     @classmethod
     def parse(cls, dtypes=(), factory_args=(), **kwargs) -> "RunOptions":
-        return cls(dtypes=[parse_dtype(d) for d in dtypes],
+        parsed = [parse_dtype(d) for d in dtypes]
+        # one mechanism with profile(dtype=...): an unnamed floating dtype is the model's
+        model = [d for name, d in parsed if name is None and get_dtype(d).is_floating_point]
+        return cls(dtypes=[(name, d) for name, d in parsed if d not in model or name is not None],
+                   model_dtype=model[-1] if model else None,
                    factory_args=dict(parse_factory_arg(a) for a in factory_args), **kwargs)
+
+    def check(self) -> None:
+        """Fail, in one line, on a bad --hardware or --weights before any model is loaded."""
+        from .. import hardware
+        from ..runtime.quantization import weight_format
+
+        if self.hardware is not None:
+            hardware.get(self.hardware)
+        if self.weights is not None:
+            weight_format(self.weights)
 
     @property
     def zoo_device(self) -> str:
@@ -71,7 +89,8 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
         with loading.file_errors(target):
             report = flopcount.profile(target.model, *args, mode=opts.mode, latency=opts.latency,
                                        backward=opts.backward, convention=opts.convention, strict=opts.strict,
-                                       warmup=opts.warmup, repeat=opts.repeat, **kwargs)
+                                       warmup=opts.warmup, repeat=opts.repeat, dtype=opts.model_dtype,
+                                       weights=opts.weights, hardware=opts.hardware, **kwargs)
     except errors.ShapeError as exc:
         if not given and opts.batch is None:
             raise

@@ -49,8 +49,8 @@ def _clock(report) -> tuple:
     if report.hardware is not None:
         return "roofline_ms", (f"not measured: each op's roofline estimate on {report.hardware.title}, "
                                f"laid end to end in execution order")
-    raise FlopcountError("a trace needs times: profile with latency=True (--latency), or price the report on a "
-                         "hardware profile (hardware=NAME) to lay the ops out by their roofline estimate")
+    raise FlopcountError("a trace needs times: profile with latency=True (--latency), or on a hardware profile "
+                         "(hardware=NAME, --hardware NAME) to lay the ops out by their roofline estimate")
 
 
 def _op_event(report, rec, index: int, provider: str, pid: int, start_ns: int, dur_ns: int) -> dict:

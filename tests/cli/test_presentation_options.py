@@ -49,3 +49,11 @@ def test_the_model_list_keeps_names_whole_at_80_columns():
     assert max(len(line) for line in lines) <= 80
     first_cells = {line.split("│")[1].strip() for line in lines if line.startswith("│")}
     assert {e.name for e in entries} <= first_cells
+
+
+def test_a_trace_on_a_hardware_profile_is_laid_out_by_roofline(run):
+    result = run("resnet18", "--format", "trace", "--hardware", "a100-80gb")
+    assert result.exit_code == 0, result.stderr
+    doc = json.loads(result.stdout)
+    assert "roofline estimate" in doc["otherData"]["times"]
+    assert any(e.get("cat") == "Module" and e["name"] == "layer1" for e in doc["traceEvents"])
