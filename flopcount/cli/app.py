@@ -73,6 +73,8 @@ def run_options(func):
                      help="Timed runs with --latency (the median is shown)."),
         click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
                      help="Untimed runs before timing with --latency."),
+        click.option("--measure-memory", is_flag=True, help="Run the model and measure its activation peak "
+                     "beside the predicted one (with --backward: the training step's too)."),
         click.option("--backward", is_flag=True, help="Also count (and with --latency time) the backward pass "
                      "of a training step."),
         click.option("--convention", type=click.Choice(["flopcount", "ptflops"]), default="flopcount",
@@ -99,7 +101,7 @@ def _options(ctx, kwargs: dict) -> RunOptions:
     if kwargs["device"] != "cpu":
         check_device(kwargs["device"])
     keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args", "weights", "hardware")
+            "dtypes", "factory_args", "weights", "hardware", "measure_memory")
     opts = RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
     opts.check()
     return opts

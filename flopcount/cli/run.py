@@ -35,6 +35,7 @@ class RunOptions:
     factory_args: dict = field(default_factory=dict)
     weights: str | None = None
     hardware: str | None = None
+    measure_memory: bool = False
 
     @classmethod
     def parse(cls, dtypes=(), factory_args=(), **kwargs) -> "RunOptions":
@@ -57,7 +58,7 @@ class RunOptions:
 
     @property
     def zoo_device(self) -> str:
-        return self.device if (self.latency or self.device_given) else "meta"
+        return self.device if (self.latency or self.measure_memory or self.device_given) else "meta"
 
 
 def check_device(device: str) -> None:
@@ -90,7 +91,8 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
             report = flopcount.profile(target.model, *args, mode=opts.mode, latency=opts.latency,
                                        backward=opts.backward, convention=opts.convention, strict=opts.strict,
                                        warmup=opts.warmup, repeat=opts.repeat, dtype=opts.model_dtype,
-                                       weights=opts.weights, hardware=opts.hardware, **kwargs)
+                                       weights=opts.weights, hardware=opts.hardware,
+                                       measure_memory=opts.measure_memory, **kwargs)
     except errors.ShapeError as exc:
         if not given and opts.batch is None:
             raise

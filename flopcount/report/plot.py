@@ -22,7 +22,7 @@ import io
 import os
 
 from ..runtime.errors import FlopcountError
-from .units import flops_to_string, macs_to_string, params_to_string
+from .units import flops_to_string, macs_to_string, params_to_string, time_to_string
 from .views import tree_rows
 
 KINDS = ("overview", "layers", "roofline")
@@ -98,7 +98,7 @@ def _draw_layers(figure, report, rows: list) -> None:
     """Horizontal bars, one panel per metric, the layers top to bottom in table order."""
     metrics = [("MACs", lambda r: r.macs, macs_to_string), ("Params", lambda r: r.params, params_to_string)]
     if report.latency_ms is not None:
-        metrics.append(("Latency", lambda r: r.latency_ms or 0.0, lambda v: f"{v:.3g} ms"))
+        metrics.append(("Latency", lambda r: r.latency_ms or 0.0, time_to_string))
     from matplotlib.ticker import FuncFormatter, MaxNLocator
 
     axes = figure.subplots(1, len(metrics), sharey=True)

@@ -57,3 +57,11 @@ def test_a_trace_on_a_hardware_profile_is_laid_out_by_roofline(run):
     doc = json.loads(result.stdout)
     assert "roofline estimate" in doc["otherData"]["times"]
     assert any(e.get("cat") == "Module" and e["name"] == "layer1" for e in doc["traceEvents"])
+
+
+def test_measure_memory_on_the_command_line(run):
+    doc = json.loads(run("squeezenet1_1", "--measure-memory", "--format", "json").stdout)
+    memory = doc["memory"]
+    assert doc["device"] == "cpu"  # measuring runs the model for real, not on meta
+    assert memory["measured_activation_peak"] is not None and memory["measured_peak"] >= memory["measured_activation_peak"]
+    assert abs(memory["measured_activation_peak"] - memory["predicted_peak"]) <= 0.10 * memory["predicted_peak"]
