@@ -20,7 +20,9 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
         "training_macs": int, "training_flops": int,
         # with a hardware profile (profile(hardware=...)) also:
         "roofline_ms": float, "roofline_bound": "compute" | "memory" | null,
-        "roofline_fraction": float | null   # roofline_ms / latency_ms, when timed
+        "roofline_fraction": float | null,  # roofline_ms / latency_ms, when timed
+        "memory_needed_bytes": int,         # parameters + buffers + predicted activation peak
+        "fits_memory": bool                 # memory_needed_bytes <= the device's memory
       },
       "memory": {"parameters": {dtype: bytes}, "buffers": {dtype: bytes},
                  "parameter_bytes": int, "buffer_bytes": int, "activations": int,
@@ -53,7 +55,8 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
          "roofline_fraction": float | null}
       ],
       "by_op_type": [{"op": str, "calls": int, "macs": int, "flops": int, "bytes_read": int,
-                      "bytes_written": int, "counted_calls": int, "latency_ms": float | null}],
+                      "bytes_written": int, "counted_calls": int, "latency_ms": float | null,
+                      "roofline_ms": float | null}],   # with hardware: the sum over its calls
       "unsupported": [{"kind": "module" | "op", "name": str, "calls": int,
                        "latency_share": float | null}],
       "seen_not_counted": [ op records as in "ops" ],
@@ -78,6 +81,8 @@ ROW_COLUMNS = ("name", "type", "depth", "parent", "kind", "counted_by", "macs", 
                "input_shapes", "output_shapes")
 OP_COLUMNS = ("name", "op", "scope", "phase", "macs", "flops", "bytes_read", "bytes_written", "params",
               "param_bytes", "input_shapes", "output_shapes", "counted", "latency_ms", "start_ms", "source")
+
+ROOFLINE_COLUMNS = ("roofline_ms", "bound", "roofline_fraction")  # appended with a hardware profile
 
 
 def to_dict(report) -> dict:
@@ -138,6 +143,8 @@ def to_csv(report, by: str = "module") -> str:
         raise ValueError(f"CSV is written by 'module' or 'op', not {by!r}")
     columns, items = (ROW_COLUMNS, row_dicts(report)) if by == "module" else (
         OP_COLUMNS, [o.to_dict() for o in report.ops])
+    if report.hardware is not None:
+        columns += ROOFLINE_COLUMNS
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)

@@ -304,8 +304,12 @@ class Report:
             "seen_not_counted_flops": sum(o.flops for o in self.seen_not_counted),
         }
         if self.hardware is not None:
+            # what the device must hold for a forward: the model's state and the activation peak
+            m = self.memory
+            needed = m.parameter_bytes + m.buffer_bytes + (m.predicted_peak or 0)
             out.update(roofline_ms=r.roofline_ms, roofline_bound=r.bound,
-                       roofline_fraction=(r.roofline_ms / self.latency_ms if self.latency_ms else None))
+                       roofline_fraction=(r.roofline_ms / self.latency_ms if self.latency_ms else None),
+                       memory_needed_bytes=needed, fits_memory=needed <= self.hardware.memory_bytes)
         if self.backward:
             out.update(backward_macs=r.backward_macs, backward_flops=r.backward_flops,
                        backward_latency_ms=self.backward_latency_ms,
