@@ -18,6 +18,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import conventions, loading
+from .engines import ENGINES, torch_engine
 from .hardware import get as hardware_profile
 from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
@@ -98,6 +99,14 @@ def _run_view(mode: str, model, args: tuple, kwargs: dict, **options) -> Report:
         return profile_graph(model, args, kwargs, **options)
 
 
+def _by_declared_name(path: str, args: tuple) -> dict:
+    """Positional tensors for an ONNX file, named as the file declares its inputs."""
+    declared = [i.name for i in loading.onnx_module(path).inputs(path)] if args else []
+    if len(args) > len(declared):
+        raise errors.ShapeError(f"{path} takes {len(declared)} input(s) {declared}, got {len(args)} tensors")
+    return dict(zip(declared, args))
+
+
 def _shapes_of(args: tuple, kwargs: dict) -> list:
     """[(name or None, shape)] of the tensors given: they bind an ONNX file's symbolic dims."""
     from .runtime.tensor import Tensor
@@ -118,7 +127,8 @@ def _floats_in(dtype, values) -> tuple:
 def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
             backward: bool = False, convention: str = "flopcount", strict: bool = False,
             warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
-            hardware=None, dtype=None, weights=None, **named_inputs) -> Report:
+            hardware=None, dtype=None, weights=None, engine: str = "flopcount",
+            input_values: dict | None = None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
@@ -129,7 +139,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     parameters (or a graph's input names), checked before anything runs. Without them
     ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
     default input is used; an ONNX file's symbolic dims are bound from ``input_shape`` (or from
-    the inputs given). A Module is profiled where its parameters live; ``device`` places models
+    the inputs given). An ONNX file's inputs that carry shapes (a Reshape target, TopK's k)
+    take their values from ``input_values`` ``{name: values}`` or from the tensors given; the
+    graph is specialized to them, as to shapes. A Module is profiled where its parameters live; ``device`` places models
     built here and the inputs made here (``"meta"`` counts without allocating). ``mode`` is
     ``"graph"`` (trace and parse every op) or ``"eager"`` (module hooks on a real run).
     ``latency=True`` times warm-up plus ``repeat`` synchronized runs; ``backward=True`` adds a
@@ -149,6 +161,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
     (see :mod:`flopcount.runtime.quantization`). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
+    ``engine="torch"`` measures a PyTorch model's latency with PyTorch itself, module by module
+    (warm-up, ``repeat`` runs, median; see :mod:`flopcount.engines.torch_engine`), beside
+    flopcount's counts; the default ``"flopcount"`` times flopcount's own run when ``latency``.
 
     >>> import flopcount, flopcount.runtime as rt
     >>> report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))
@@ -160,10 +175,23 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
     dtype, input_dtypes = loading.split_dtype(dtype)
     weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
+    if engine == torch_engine.NAME and (dtype is not None or weight_format is not None):
+        # PyTorch would time the module as it is, beside counts of a converted copy
+        raise errors.FlopcountError(f"engine 'torch' times the PyTorch model as it is; dtype and weights "
+                                    f"convert flopcount's copy only (got dtype={getattr(dtype, 'name', None)!r}, weights={weights!r}): "
+                                    f"convert the torch module yourself, or use engine 'flopcount'")
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
-    target = loading.load(model, device, given=given, factory_args=factory_args, spelling=API)
+    values = dict(input_values or {})
+    onnx_file = isinstance(model, str) and loading.kind_of(model) == loading.ONNX
+    if onnx_file and (inputs or named_inputs):
+        # the tensors given bind the values of the inputs that carry shapes; by name from here on
+        named_inputs = {**_by_declared_name(model, inputs), **named_inputs}
+        inputs = ()
+        values.update((k, t.numpy()) for k, t in named_inputs.items() if k not in values and t.data is not None)
+    target = loading.load(model, device, given=given, factory_args=factory_args, spelling=API,
+                          values=values or None)
     if target.kind == loading.TORCH:
         # captured for the inputs given, the graph then takes inputs made from their shapes
         target = loading.specialize(target, given=given, examples=(inputs, named_inputs), train=backward,
@@ -175,6 +203,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if weight_format is not None:
         target = loading.with_weights(target, weight_format)
     net = target.model
+    if onnx_file and named_inputs:  # inputs whose values the graph took are no longer its inputs
+        kept = {v.name for v in net.inputs}
+        named_inputs = {k: v for k, v in named_inputs.items() if k in kept}
     if inputs or named_inputs:
         if input_dtypes:
             named = ", ".join(f"{name}={value}" if name else value for name, value in input_dtypes)
@@ -186,10 +217,12 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         loading.check_fixed(target, specs)
         place = _parameter_device(net) if target.kind == loading.OBJECT else target.device
         args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)
+    check_engine(engine, target)
     with loading.file_errors(target):
         report = _run_view(mode, net, tuple(args), kwargs, convention=conventions.get(convention),
-                           latency=latency, backward=backward, warmup=warmup, repeat=repeat,
-                           measure_memory=measure_memory, name=target.label)
+                           latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
+                           repeat=repeat, measure_memory=measure_memory, name=target.label)
+    run_engine(report, engine, target, warmup, repeat)
     report.notes = list(target.notes)
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
@@ -197,6 +230,24 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if profile_of is not None:
         report.with_hardware(profile_of)
     return report
+
+
+# --- engines: who runs the model for its latency ---------------------------------------------------
+
+def check_engine(engine: str, target) -> None:
+    """Refuse, before anything runs, an engine that cannot run this model."""
+    if engine not in ENGINES:
+        raise errors.FlopcountError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == torch_engine.NAME and target.torch_call is None:
+        raise errors.FlopcountError(f"engine 'torch' times a PyTorch model; {target.name} is not one "
+                                    f"(a {target.kind} model runs on flopcount's runtime: engine 'flopcount')")
+
+
+def run_engine(report: Report, engine: str, target, warmup: int, repeat: int) -> None:
+    """``engine="torch"``: the PyTorch model timed by PyTorch, its times put on the report's rows."""
+    if engine == torch_engine.NAME:
+        module, args, kwargs = target.torch_call
+        torch_engine.join(report, torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat))
 
 
 # --- ptflops / flowflops compatibility -----------------------------------------------------------
@@ -308,6 +359,8 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     ``ignore_modules`` lists module types counted as zero; ``custom_modules_hooks`` maps a type to
     a ptflops-style hook (both act on module rules: the eager view). ``mode="graph"`` parses
     the traced graph instead of hooking modules, pricing every op with the convention's op rules.
+    A ``torch.nn.Module`` is captured (torch.export) and always counted in the graph view, so the
+    ops it runs outside modules count too (ResNet's residual adds, which ptflops' hooks miss).
 
     >>> import flopcount, flopcount.runtime as rt
     >>> flopcount.get_model_complexity_info(rt.nn.Linear(3, 2), (3,), print_per_layer_stat=False)
@@ -340,4 +393,4 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     return macs, params
 
 
-__all__ = ["profile", "get_model_complexity_info", "per_layer_listing"]
+__all__ = ["profile", "get_model_complexity_info", "per_layer_listing", "check_engine", "run_engine"]

@@ -48,7 +48,8 @@ class Target:
     given); ``fixed`` means those shapes cannot change (a graph is specialized to them);
     ``device``, when set, is where its inputs must be made whatever was asked (``"meta"`` for
     a file saved without weights); ``notes`` are remarks for the user; ``path`` is the model
-    file's path (ONNX and native files).
+    file's path (ONNX and native files); ``torch_call`` is the PyTorch module a Graph was
+    captured from and the inputs it was captured on (``engine="torch"`` times that call).
     """
 
     model: object
@@ -59,6 +60,7 @@ class Target:
     notes: list = field(default_factory=list)
     device: str | None = None
     path: str = ""
+    torch_call: tuple | None = None   # a captured PyTorch model: (module, args, kwargs) it was captured on
 
     @property
     def name(self) -> str:
@@ -88,11 +90,13 @@ def kind_of(spec: str) -> str:
 
 
 def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = None,
-         factory_args: dict | None = None, spelling: Spelling = CLI) -> Target:
+         factory_args: dict | None = None, spelling: Spelling = CLI, values: dict | None = None) -> Target:
     """The Target named by ``spec`` (a Module, a Graph, a path or a zoo name). Zoo models are
     built on ``zoo_device`` (the meta device when only counting), models from files on
     ``device``; an ONNX file's symbolic dims are bound from ``given`` [(name or None, dims)]
-    and ``batch``. ``spelling`` says how the caller writes shapes, for the hints in errors."""
+    and ``batch``, and the inputs that carry shapes (a Reshape target, TopK's k) from
+    ``values`` {name: array}. ``spelling`` says how the caller writes shapes, for the hints in
+    errors."""
     if rt_torch.is_module(spec):
         if factory_args:
             raise errors.FlopcountError("factory_args apply to 'file.py:factory' models, not to a model object")
@@ -114,7 +118,7 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
     if factory_args:
         raise errors.FlopcountError(f"--factory-arg applies to file.py:factory models, not to {spec}")
     if kind == ONNX:
-        return load_onnx(spec, device, list(given), batch, spelling)
+        return load_onnx(spec, device, list(given), batch, spelling, values)
     if kind == PT2:
         _require_file(spec)
         return torch_loading().load_pt2(spec, device, list(given), batch)
@@ -338,17 +342,26 @@ def onnx_module(path: str):
     return onnx_io
 
 
-def load_onnx(path: str, device, given: list, batch: int | None = None, spelling: Spelling = CLI) -> Target:
+def load_onnx(path: str, device, given: list, batch: int | None = None, spelling: Spelling = CLI,
+              values: dict | None = None) -> Target:
     """Import an ONNX file, its symbolic dims bound from ``given`` [(name or None, dims)] and
-    ``batch``; when they cannot be bound, the error lists the file's inputs."""
+    ``batch``, its shape-carrying inputs from ``values``; when they cannot be bound, the error
+    lists the file's inputs (or says which values are needed)."""
     _require_file(path)
     onnx_io = onnx_module(path)
-    from .runtime.onnx.symbolic import InputShapeError
+    from .runtime.onnx.symbolic import InputShapeError, InputValueError
 
     try:
         # on meta, the importer makes no arrays for the weights at all
         graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch),
-                             device="meta" if str(device) == "meta" else None)
+                             device="meta" if str(device) == "meta" else None, input_values=values)
+    except InputValueError as exc:
+        what = str(exc).rsplit("; bind them", 1)[0]
+        if spelling is CLI:
+            hint = " ".join(f"--input-value {n}=..." for n in exc.names)
+        else:
+            hint = "input_values={" + ", ".join(f"{n!r}: ..." for n in exc.names) + "}"
+        raise errors.ShapeError(f"{os.path.basename(path)}: {what}; give their values: {hint}") from exc
     except InputShapeError as exc:
         hint = _onnx_hint(path, spelling, example=not given and batch is None)
         raise errors.ShapeError(f"{os.path.basename(path)}: {exc}; {hint}") from exc
@@ -357,7 +370,8 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, spelling
             raise
         raise type(exc)(f"{path}: {exc}") from exc   # a node's error: name the file too
     graph = _placed(graph, device)
-    return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True, path=path)
+    return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True,
+                  notes=list(graph.notes), path=path)
 
 
 def _onnx_hint(path: str, spelling: Spelling, example: bool) -> str:

@@ -49,6 +49,9 @@ def run_options(func):
         click.option("-i", "--input-shape", "input_shapes", multiple=True, metavar="[NAME=]SHAPE",
                      help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
                           "input. Repeat for several inputs. Default: the zoo's or the file's input."),
+        click.option("--input-value", "input_values", multiple=True, metavar="NAME=V1,V2,...",
+                     help="Values of an ONNX file's input that carries a shape (a Reshape target, TopK's "
+                          "k), flattened: shape=1,3,-1. The graph is specialized to them."),
         click.option("--dtype", "dtypes", multiple=True, metavar="[NAME=]DTYPE",
                      help="A floating dtype (bf16, float16...) runs the model's weights and activations in it; "
                           "token ids stay int64. An integer one (int64) is the dtype of every input built from "
@@ -69,6 +72,9 @@ def run_options(func):
                      help="Where to run (cuda needs: pip install 'flopcount[cuda12]'). Without --latency "
                           "or --device, zoo models are counted on the meta device (shapes only)."),
         click.option("--latency", is_flag=True, help="Measure latency per layer and op (runs the model)."),
+        click.option("--engine", type=click.Choice(["flopcount", "torch"]), default="flopcount", show_default=True,
+                     help="Who runs the model for its latency: flopcount's runtime (with --latency), or torch: "
+                          "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module."),
         click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
                      help="Timed runs with --latency (the median is shown)."),
         click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
@@ -96,12 +102,14 @@ def run_options(func):
 
 
 def _options(ctx, kwargs: dict) -> RunOptions:
-    if not kwargs["latency"] and (_given(ctx, "repeat") or _given(ctx, "warmup")):
+    timed = kwargs["latency"] or kwargs["engine"] != "flopcount"
+    if not timed and (_given(ctx, "repeat") or _given(ctx, "warmup")):
         raise CliError("--repeat and --warmup apply to --latency runs; add --latency")
     if kwargs["device"] != "cpu":
         check_device(kwargs["device"])
     keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args", "weights", "hardware", "measure_memory")
+            "dtypes", "factory_args", "weights", "hardware", "engine", "input_values",
+            "measure_memory")
     opts = RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
     opts.check()
     return opts

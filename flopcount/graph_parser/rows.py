@@ -275,11 +275,16 @@ class NodeRows:
         """Ops of the graph with no rule in the convention, with calls and latency share."""
         calls: Counter = Counter()
         spent: dict = {}
+        nodes: dict = {}
         for i, n in enumerate(self.graph.nodes):
             if self.costs[i] is None:
-                calls[n.op.name] += 1
+                # an op standing for a file's node names what it stands for (``ONNX TopK``)
+                label = n.op.unsupported_label(n.attrs) if hasattr(n.op, "unsupported_label") else n.op.name
+                calls[label] += 1
+                if n.source:
+                    nodes.setdefault(label, []).append(n.source)
                 if latency is not None and latency[i] is not None:
-                    spent[n.op.name] = spent.get(n.op.name, 0.0) + latency[i]
+                    spent[label] = spent.get(label, 0.0) + latency[i]
         whole = sum(x for x in latency if x is not None) if latency else 0.0
-        return [Unsupported("op", name, k, spent.get(name, 0.0) / whole if whole else None)
+        return [Unsupported("op", name, k, spent.get(name, 0.0) / whole if whole else None, nodes.get(name, []))
                 for name, k in sorted(calls.items())]

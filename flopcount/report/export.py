@@ -7,7 +7,7 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
       "model": str,                      # zoo name, file or model class
       "convention": "flopcount" | "ptflops",
       "mode": "eager" | "graph",
-      "device": str, "dtype": str,
+      "device": str, "engine": "flopcount" | "torch", "dtype": str,
       "input_shapes": [[int, ...], ...],
       "totals": {
         "macs": int, "flops": int, "params": int,
@@ -93,6 +93,7 @@ def to_dict(report) -> dict:
         "convention": report.convention,
         "mode": report.mode,
         "device": report.device,
+        "engine": report.engine,
         "dtype": report.dtype,
         "input_shapes": [list(s) for s in report.input_shapes],
         "totals": report.totals,
@@ -100,8 +101,8 @@ def to_dict(report) -> dict:
         "rows": row_dicts(report),
         "ops": [o.to_dict() for o in report.ops],
         "by_op_type": [s.to_dict() for s in report.by_op_type(phase="forward")],
-        "unsupported": [{"kind": u.kind, "name": u.name, "calls": u.calls, "latency_share": u.latency_share}
-                        for u in report.unsupported],
+        "unsupported": [{"kind": u.kind, "name": u.name, "calls": u.calls, "latency_share": u.latency_share,
+                         "nodes": list(u.nodes)} for u in report.unsupported],
         "seen_not_counted": [o.to_dict() for o in report.seen_not_counted],
         "folded": [o.to_dict() for o in report.folded],
         "notes": list(report.notes),

@@ -158,6 +158,7 @@ def _bytes(value) -> str:
 
 def _footer(report) -> list:
     lines = [f"convention: {report.convention} | mode: {report.mode} | device: {report.device}"
+             + (f" | engine: {report.engine}" if report.engine != "flopcount" else "")
              + (f" | dtype: {report.dtype}" if report.dtype else "")
              + (f" | input: {_shapes(report.input_shapes)}" if report.input_shapes else "")]
     t = report.totals

@@ -93,7 +93,9 @@ class Node:
         return specs if len(specs) > 1 else specs[0]
 
     def cost(self) -> Cost:
-        """The op's cost rule applied to this node's shapes."""
+        """The op's cost rule applied to this node's shapes (zero for an op without one)."""
+        if self.op.cost is None:
+            return Cost()
         inputs = [None if v is None else v.spec for v in self.inputs]
         return self.op.cost(self.output_specs(), *inputs, **self.attrs)
 

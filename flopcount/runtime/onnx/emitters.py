@@ -763,3 +763,6 @@ def fused(b, node, ins, outs):
         EMITTERS[op_name](b, _Step(op_name, step_ins, [out], dict(attrs), node.scope), step_names, [out.name])
         names.append(out.name)
         values.append(out)
+
+
+from . import onnx_op_emitters  # noqa: E402,F401  (the ONNX-native ops; they use the helpers above)
