@@ -115,6 +115,12 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
             + [(k, tuple(v.shape)) for k, v in kwargs.items() if isinstance(v, Tensor)])
 
 
+def _is_shape(value) -> bool:
+    """A tuple or list of non-negative ints (not bools): a shape given where an input goes."""
+    return (isinstance(value, (tuple, list)) and len(value) > 0
+            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value))
+
+
 def _floats_in(dtype, values) -> tuple:
     """The floating tensors among ``values`` cast to ``dtype``; anything else as it is."""
     from .runtime.tensor import Tensor
@@ -180,6 +186,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
         raise errors.FlopcountError(f"engine 'torch' times the PyTorch model as it is; dtype and weights "
                                     f"convert flopcount's copy only (got dtype={getattr(dtype, 'name', None)!r}, weights={weights!r}): "
                                     f"convert the torch module yourself, or use engine 'flopcount'")
+    if inputs and not named_inputs and input_shape is None and all(_is_shape(x) for x in inputs):
+        # profile(net, (1, 3, 224, 224)): a shape where a tensor goes, as peers take it
+        input_shape, inputs = (tuple(inputs[0]) if len(inputs) == 1 else [tuple(x) for x in inputs]), ()
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
@@ -280,9 +289,17 @@ def _inputs_from(model, input_res, input_constructor) -> tuple:
 
     if input_constructor is not None:
         value = input_constructor(input_res)
-        if isinstance(value, dict):
+        # ptflops passes a dict as keyword arguments and anything else as the arguments; some
+        # of them may be flags, but at least one must be a tensor
+        if isinstance(value, dict) and any(_is_input(v) for v in value.values()):
             return (), value
-        return (value if isinstance(value, tuple) else (value,)), {}
+        if isinstance(value, (tuple, list)) and any(_is_input(v) for v in value):
+            return tuple(value), {}
+        if _is_input(value):
+            return (value,), {}
+        raise errors.FlopcountError(f"input_constructor returned {type(value).__name__} {_short(value)}; expected "
+                                    f"a Tensor, a tuple or list of Tensors, or a dict of them by forward's "
+                                    f"argument names")
     dtype, device = "float32", None
     if isinstance(model, Module):
         for p in model.parameters():
@@ -291,6 +308,17 @@ def _inputs_from(model, input_res, input_constructor) -> tuple:
     elif isinstance(model, Graph):
         device = model.device
     return (factories.ones(*tuple(input_res), dtype=dtype, device=device),), {}
+
+
+def _is_input(value) -> bool:
+    from .runtime.tensor import Tensor
+
+    return isinstance(value, Tensor) or rt_torch.is_tensor(value)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _torch_graph(module, input_res, input_constructor) -> tuple:
@@ -351,7 +379,9 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
                               convention: str = "ptflops"):
     """``(macs, params)`` of ``model`` as ptflops/flowflops report them.
 
-    ``input_res`` is the whole input shape, batch included (flowflops' meaning); the model runs
+    ``input_res`` is the whole input shape, batch included (flowflops' meaning), or ptflops'
+    spelling without the batch: when the whole shape does not fit the model's shape rules, it
+    runs on ``(1, *input_res)`` and says so on ``ost``. The model runs
     once on a tensor of ones of that shape (or on ``input_constructor(input_res)``; a dict is
     passed as keyword arguments). ``macs`` follows ``convention`` (``ptflops`` by default);
     ``params`` counts trainable parameters once. With ``as_strings`` both are strings such as
@@ -377,7 +407,18 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
         args, kwargs = _inputs_from(model, input_res, input_constructor)
     custom = {cls: _custom_rule(hook) for cls, hook in (custom_modules_hooks or {}).items()}
     conv = conventions.get(convention).with_modules(custom, ignore_modules)
-    report = _run_view(mode, model, args, kwargs, convention=conv)
+    try:
+        report = _run_view(mode, model, args, kwargs, convention=conv)
+    except errors.ShapeError:
+        # ptflops' spelling leaves the batch out (it runs on (1, *input_res)); ours includes it.
+        # The model's own shape rules decide: the spelling that fits is the one meant.
+        if input_constructor is not None or rt_torch.is_module(model) or not _is_shape(input_res):
+            raise
+        batched = (1, *input_res)
+        args, kwargs = _inputs_from(model, batched, None)
+        report = _run_view(mode, model, args, kwargs, convention=conv)
+        print(f"flopcount: input_res {tuple(input_res)} does not fit the model as a whole shape; read as "
+              f"ptflops' spelling without the batch, it ran on {batched}", file=ost)
     if verbose:
         for item in report.unsupported:
             print(f"Warning: {item.kind} {item.name} is treated as a zero-op.", file=ost)

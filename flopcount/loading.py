@@ -156,15 +156,8 @@ def in_dtype(target: Target, dtype) -> Target:
     flopcount.bfloat16
     """
     dtype = float_dtype(dtype)
-    model = target.model
-    if isinstance(model, Graph) or target.kind in (TORCH, PT2):
-        raise errors.FlopcountError(
-            f"dtype {dtype.name}: {target.label or 'this model'} is a graph, which keeps the dtypes it was "
-            f"made with (convert the model before exporting it)")
-    if target.kind == OBJECT:
-        import copy
-
-        model = copy.deepcopy(model)
+    model = _module_to_change(target, f"dtype {dtype.name}", "which keeps the dtypes it was made with "
+                                                             "(convert the model before exporting it)")
     model.to(dtype)  # floating tensors only, as Module.to(dtype) in PyTorch
     expected = None if target.expected is None else [
         replace(s, dtype=dtype.name) if get_dtype(s.dtype).is_floating_point else s for s in target.expected]
@@ -178,16 +171,22 @@ def with_weights(target: Target, fmt) -> Target:
     from .runtime.quantization import quantize_weights, weight_format
 
     fmt = weight_format(fmt)  # a bad spec fails before anything is copied
+    model = _module_to_change(target, f"weights {fmt}", "whose weights are stored as they were exported "
+                                                        "(quantize the model before exporting it)")
+    return replace(target, model=quantize_weights(model, fmt))
+
+
+def _module_to_change(target: Target, what: str, why_not: str):
+    """The Module that ``in_dtype``/``with_weights`` may convert: a copy of one the caller handed
+    in (theirs stays as it is), the one built here otherwise; a graph is refused with ``why_not``."""
     model = target.model
     if isinstance(model, Graph) or target.kind in (TORCH, PT2):
-        raise errors.FlopcountError(
-            f"weights {fmt}: {target.label or 'this model'} is a graph, whose weights are stored as they "
-            f"were exported (quantize the model before exporting it)")
+        raise errors.FlopcountError(f"{what}: {target.label or 'this model'} is a graph, {why_not}")
     if target.kind == OBJECT:
         import copy
 
         model = copy.deepcopy(model)
-    return replace(target, model=quantize_weights(model, fmt))
+    return model
 
 
 def float_dtype(dtype):

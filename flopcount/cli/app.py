@@ -12,6 +12,7 @@ from . import compare as compare_view
 from . import diff as diff_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
+from .phases import chosen_phase, phase_options, run_phase
 from .run import RunOptions, check_device, profile
 
 SORT_KEYS = ("macs", "flops", "params", "latency", "memory")
@@ -149,6 +150,19 @@ def _finish(text: str, output: str | None, quiet: bool) -> None:
         _note(f"wrote {output}", quiet)
 
 
+def listing_options(f):
+    """The options of the commands that list a table (``models``, ``hardware``)."""
+    for option in reversed([
+        click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]),
+                     default="table", show_default=True),
+        click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically)."),
+        click.option("-q", "--quiet", is_flag=True, help="No notes on stderr."),
+        click.option("--debug", is_flag=True, help="Show the traceback of an error."),
+    ]):
+        f = option(f)
+    return f
+
+
 @click.group(cls=DefaultGroup, context_settings=CONTEXT)
 @click.version_option(__version__, "-V", "--version", prog_name="flopcount", message="%(prog)s %(version)s")
 def main() -> None:
@@ -186,9 +200,10 @@ def main() -> None:
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE.svg|png",
               help="Also draw the layers (MACs, params, latency) and a roofline of every op to this file "
                    "(needs matplotlib).")
+@phase_options
 @click.pass_context
 def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, input_shapes, output, quiet, debug,
-                    **kwargs) -> None:
+                    prefill, decode, context, generate, **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
     This is also what 'flopcount MODEL' runs.
@@ -207,10 +222,16 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, input
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
       flopcount llama2_7b -i 1x1 --dtype bf16 --weights int4 --hardware h100-sxm
       flopcount resnet18 --latency --plot resnet18.svg
+      flopcount llama2_7b --decode --context 2048 --dtype bf16 --hardware h100-sxm
+      flopcount mixtral_8x7b --generate 2048:256 --dtype bf16 --batch 8
     """
     _start(ctx, debug, output)
     _check_needs(kwargs["latency"], kwargs["hardware"], sort, fmt, plot_path)
     opts = _options(ctx, kwargs)
+    phase = chosen_phase(prefill, decode, context, generate)
+    if phase is not None:
+        _finish(run_phase(model, phase, opts, fmt, list(input_shapes)), output, quiet)
+        return
     with progress.Steps(progress.wanted(quiet)) as steps:
         report, target = profile(model, list(input_shapes), opts, steps)
     for note in target.notes:
@@ -316,11 +337,7 @@ def _inputs_text(inputs: list) -> str:
 
 
 @main.command("models", context_settings=CONTEXT)
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
-@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
-@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@listing_options
 @click.pass_context
 def models_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
     """List the model zoo: names, default inputs and parameter counts.
@@ -363,11 +380,7 @@ def _tera(profile, key: str) -> str:
 
 
 @main.command("hardware", context_settings=CONTEXT)
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
-@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
-@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@listing_options
 @click.pass_context
 def hardware_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
     """List the hardware profiles for --hardware: dense peaks, memory and links (datasheet figures).

@@ -127,6 +127,8 @@ CASES = [
     ("int_sum", lambda x: x.sum(1), [arr(3, 4, low=-3, high=3, dtype=np.int32)]),
     ("all_any", lambda x: rt.logical_and((x > -3).all(1), (x > 1).any(1)), [A]),
     ("argmax", lambda x: x.argmax(1, keepdim=True) + x.argmin(0).sum() + x.argmax(), [A]),
+    ("topk", lambda x: F.topk(x, 2, dim=1)[0].sum() * F.topk(x, 3)[1], [A]),
+    ("cache_append", F.cache_append, [arr(1, 2, 5, 4), arr(1, 2, 1, 4, seed=1)]),
     ("cumsum", lambda x: x.cumsum(1), [A]), ("var_std_norm", lambda x: x.var(1) + x.std(0).sum() + x.norm(), [A]),
     ("attention", lambda q, k, v: F.scaled_dot_product_attention(q, k, v), [arr(2, 3, 5, 4), arr(2, 3, 6, 4, seed=1),
                                                                             arr(2, 3, 6, 4, seed=2)]),

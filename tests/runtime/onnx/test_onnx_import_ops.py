@@ -157,6 +157,8 @@ CASES = [
     Case("DequantizeLinear", [np.array([[0, 3, 255], [7, 128, 9]], np.uint8), C(np.float32(0.5)), C(np.uint8(128))]),
     Case("DequantizeLinear", [rng(3).integers(-128, 128, (4, 3, 2)).astype(np.int8),
                               C(np.array([0.1, 0.2, 0.3], F32)), C(np.array([1, 0, -1], np.int8))], {"axis": 1}),
+    *[Case("TopK", [np.array([[1, 3, 3, 0], [2, 2, 1, 2]], F32), C(np.array([2], I64))], {"axis": a, "largest": big},
+           outputs=2) for a in (1, -2) for big in (0, 1)],
 ]
 
 

@@ -1,5 +1,5 @@
 """ONNX reductions (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp) and
-ArgMax/ArgMin. ``axes`` is an input from opset 13 for ReduceSum and from opset 18 for the
+ArgMax/ArgMin, TopK. ``axes`` is an input from opset 13 for ReduceSum and from opset 18 for the
 others (an attribute before); empty axes reduce everything unless ``noop_with_empty_axes``.
 """
 
@@ -78,3 +78,4 @@ def arg_extreme(ctx, x):
         return fn(x, axis, keep)
     # the last extreme: the first one of the reversed dim, counted from the end
     return ew.sub(x.shape[axis] - 1, fn(movement.flip(x, axis), axis, keep))
+
