@@ -27,7 +27,7 @@ from ..registry import Op, io_cost, numel, register_op
 from ._erf import gelu_erf as _gelu_erf_kernel
 from ._parallel import split
 from ._helpers import check_float, norm_dim, same_spec
-from .elementwise import (abs as _abs, add, div, erf, exp, gt, le, logical_and, lt, mul, neg, sub,
+from .elementwise import (abs as _abs, add, div, erf, exp, gt, le, logical_and, lt, mul, neg, select, sub,
                           tanh, where)
 from .reduction import sum as reduce_sum
 
@@ -40,7 +40,8 @@ _GELU_TANH_C = 0.044715
 def _stable_sigmoid(xp, x):
     # 1 / (1 + exp(-x)) overflows for very negative x in float16/32; this form does not
     e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    positive = 1 / (1 + e)
+    return select(xp, x >= 0, positive, e * positive).astype(x.dtype, copy=False)
 
 
 def _softplus_kernel(xp, z):
@@ -104,7 +105,7 @@ class LeakyRelu(Op):
     shape = _float_shape("leaky_relu")
 
     def forward(xp, x, *, negative_slope):
-        return xp.where(x > 0, x, x * negative_slope)
+        return select(xp, x > 0, x, x * negative_slope)
 
     kernels = {"cuda": cuda_kernels.activation("leaky_relu")(forward)}
 
@@ -138,7 +139,7 @@ class Prelu(Op):
 
     def forward(xp, x, weight):
         w = weight.reshape(()) if weight.size == 1 else weight.reshape((1, -1) + (1,) * (x.ndim - 2))
-        return xp.where(x > 0, x, x * w)
+        return select(xp, x > 0, x, x * w)
 
     def vjp(g, out, x, weight):
         positive = gt(x, 0)
@@ -165,7 +166,7 @@ class Elu(Op):
 
     def forward(xp, x, *, alpha, scale, input_scale):
         negative = alpha * xp.expm1(xp.minimum(x, 0) * input_scale)
-        return scale * xp.where(x > 0, x, negative)
+        return scale * select(xp, x > 0, x, negative)
 
     kernels = {"cuda": cuda_kernels.activation("elu")(forward)}
 
@@ -277,7 +278,7 @@ class Softplus(Op):
 
     def forward(xp, x, *, beta, threshold):
         z = x * beta
-        return xp.where(z > threshold, x, _softplus_kernel(xp, z) / beta)
+        return select(xp, z > threshold, x, _softplus_kernel(xp, z) / beta)
 
     kernels = {"cuda": cuda_kernels.activation("softplus")(forward)}
 
