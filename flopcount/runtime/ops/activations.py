@@ -339,7 +339,8 @@ class _RowSoftmax(Op):
 @register_op("softmax")
 class Softmax(_RowSoftmax):
     def forward(xp, x, *, dim):
-        e = xp.exp(x - x.max(axis=dim, keepdims=True))
+        e = x - x.max(axis=dim, keepdims=True)
+        xp.exp(e, out=e)  # in place: one array of the input's size, not two
         e /= e.sum(axis=dim, keepdims=True)
         return e
 
