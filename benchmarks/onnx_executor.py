@@ -40,6 +40,7 @@ def _torch():
     import torch
 
     torch.set_num_threads(1)
+    torch.backends.mha.set_fastpath_enabled(False)  # ViT's fused attention has no ONNX export
     return torch
 
 
