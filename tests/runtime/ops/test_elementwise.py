@@ -156,3 +156,10 @@ def test_sigmoid_family_is_exact_at_the_extremes_and_on_random_signs():
     np.testing.assert_allclose(rt.sigmoid(rt.tensor(x)).numpy(), expected, rtol=2e-7, atol=1.5e-45)
     leaky = rt.nn.functional.leaky_relu(rt.tensor(x), 0.1).numpy()
     np.testing.assert_array_equal(leaky, np.where(x > 0, x, x * np.float32(0.1)))
+
+
+def test_relu_over_many_blocks_keeps_nan_and_infinities_as_maximum_does():
+    x = randn(40_000).astype(np.float32)  # more than one block of the cached zeros
+    x[::997] = np.nan
+    x[1::1009], x[2::1013] = np.inf, -np.inf
+    np.testing.assert_array_equal(rt.relu(rt.tensor(x)).numpy(), np.maximum(x, 0))
