@@ -152,6 +152,9 @@ def _footer(report) -> list:
     lines.append(f"total: {macs_to_string(t['macs'])}, {flops_to_string(t['flops'])}, "
                  f"{params_to_string(t['params'])} params ({params_to_string(t['frozen_params'])} frozen)"
                  + (f", {time_to_string(report.latency_ms)}" if report.latency_ms is not None else ""))
+    if set(t["macs_by_dtype"]) - {"float32"}:  # MACs that do not all run in float32
+        lines.append("MACs by dtype: " + ", ".join(f"{dtype} {macs_to_string(macs)}"
+                                                   for dtype, macs in t["macs_by_dtype"].items()))
     if report.backward:
         lines.append(f"training step: {macs_to_string(t['training_macs'])}, {flops_to_string(t['training_flops'])} "
                      f"(backward {macs_to_string(t['backward_macs'])})")

@@ -48,6 +48,7 @@ from ..tensor import Tensor
 from . import naming, symbolic, wire
 from ..ops.opaque import opaque
 from .converters import CONVERTERS, PACKED_WEIGHTS, NodeContext
+from .converters.quantized import mac_dtype as quantized_mac_dtype
 from .elem_types import TO_DTYPE, to_dtype, unpack
 
 # integer initializers up to this many elements are shape data (Reshape targets, axes, ids)
@@ -626,6 +627,9 @@ class _Conversion:
         self.tracer = None
         self.used = _names_read(model.graph)
         self.notes: list = []  # what the report should say about the conversion (loop trip counts)
+        # {DequantizeLinear output: its quantized input}: a QDQ conv's MACs run in int8
+        self.dequantized = {n.output[0]: n.input[0] for n in model.graph.node
+                            if n.op_type == "DequantizeLinear" and n.domain in _DEFAULT_DOMAINS and n.output}
 
     def __call__(self, *inputs):
         values = self.values
@@ -740,9 +744,12 @@ class _Conversion:
             # attribute values or operands no valid file has (a zero step, a negative size)
             raise ModelFileError(f"{ctx.where}: invalid attributes or operands "
                                  f"({type(exc).__name__}: {_first_line(exc)})") from exc
+        mac = quantized_mac_dtype(op_label(node), list(node.input), values, self.dequantized)
         for n in recorded[first:]:
             n.module_type = module_type
             n.source = node.name
+            if mac:
+                n.mac_dtype = mac
         results = result if isinstance(result, (tuple, list)) else (result,)
         for i, name in enumerate(node.output):
             if i < len(results):
