@@ -9,9 +9,11 @@ import click
 
 from .. import __version__
 from . import compare as compare_view
+from . import diff as diff_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
 from .phases import chosen_phase, phase_options, run_phase
+from .plan import PLAN_FORMATS, PLAN_ONLY, plan_options, refuse_mixed, run_plan, run_search
 from .run import RunOptions, check_device, profile
 
 SORT_KEYS = ("macs", "flops", "params", "latency", "memory")
@@ -72,13 +74,19 @@ def run_options(func):
                      help="Where to run (cuda needs: pip install 'flopcount[cuda12]'). Without --latency "
                           "or --device, zoo models are counted on the meta device (shapes only)."),
         click.option("--latency", is_flag=True, help="Measure latency per layer and op (runs the model)."),
-        click.option("--engine", type=click.Choice(["flopcount", "torch"]), default="flopcount", show_default=True,
-                     help="Who runs the model for its latency: flopcount's runtime (with --latency), or torch: "
-                          "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module."),
+        click.option("--engine", type=click.Choice(["flopcount", "torch", "onnxruntime"]), default="flopcount",
+                     show_default=True,
+                     help="Who runs the model for its latency: flopcount's runtime (with --latency); torch: "
+                          "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module; onnxruntime: an "
+                          "ONNX file timed by onnxruntime's profiler node by node, joined with the counts."),
+        click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads of --engine onnxruntime "
+                     "(default: onnxruntime's own)."),
         click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
                      help="Timed runs with --latency (the median is shown)."),
         click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
                      help="Untimed runs before timing with --latency."),
+        click.option("--measure-memory", is_flag=True, help="Run the model and measure its activation peak "
+                     "beside the predicted one (with --backward: the training step's too)."),
         click.option("--backward", is_flag=True, help="Also count (and with --latency time) the backward pass "
                      "of a training step."),
         click.option("--convention", type=click.Choice(["flopcount", "ptflops"]), default="flopcount",
@@ -101,15 +109,35 @@ def run_options(func):
 
 def _options(ctx, kwargs: dict) -> RunOptions:
     timed = kwargs["latency"] or kwargs["engine"] != "flopcount"
+    if kwargs["threads"] is not None and kwargs["engine"] != "onnxruntime":
+        raise CliError("--threads sets onnxruntime's threads; add --engine onnxruntime")
     if not timed and (_given(ctx, "repeat") or _given(ctx, "warmup")):
         raise CliError("--repeat and --warmup apply to --latency runs; add --latency")
     if kwargs["device"] != "cpu":
         check_device(kwargs["device"])
     keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args", "weights", "hardware", "engine", "input_values")
+            "dtypes", "factory_args", "weights", "hardware", "engine", "threads", "input_values",
+            "measure_memory")
     opts = RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
     opts.check()
     return opts
+
+
+def _check_needs(latency: bool, hardware, sort, fmt: str, plot_path) -> None:
+    """Options that need another one, refused before anything runs."""
+    if sort == "latency" and not latency:
+        raise CliError("--sort latency needs measured times: add --latency")
+    if fmt == "trace" and not (latency or hardware):
+        raise CliError("--format trace is a timeline of measured times: add --latency (or --hardware NAME "
+                       "to lay the ops out by their roofline estimate)")
+    if plot_path is not None:
+        from ..report.plot import check_path
+
+        check_path(plot_path)
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CliError("--plot needs matplotlib: pip install matplotlib") from None
 
 
 def _start(ctx, debug: bool, output: str | None) -> None:
@@ -160,6 +188,9 @@ def main() -> None:
       flopcount compare resnet18 resnet50                two models side by side
       flopcount llama2_7b -i 1x1 --dtype bf16 --hardware h100-sxm   bf16 weights on an H100's roofline
       flopcount hardware                                 the hardware profiles
+      flopcount gpt3_175b --plan dp=64,tp=8,pp=16 --global-batch 1536 --hardware h100-sxm
+                                                         one training plan, per GPU
+      flopcount plan llama2_7b --gpus 64 --hardware h100-sxm the fastest plans that fit
 
     Run 'flopcount profile --help' for every option of 'flopcount MODEL'.
     """
@@ -174,11 +205,16 @@ def main() -> None:
 @click.option("--by", type=click.Choice(VIEWS), default="module", show_default=True,
               help="Rows: the module tree, every op, or one row per op type.")
 @click.option("-f", "--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
-              help="json, csv and trace (Chrome/Perfetto) hold every row and go to stdout clean.")
+              help="json, csv and trace (Chrome/Perfetto; needs --latency, or --hardware for a roofline "
+                   "layout) hold every row and go to stdout clean.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE.svg|png",
+              help="Also draw the layers (MACs, params, latency) and a roofline of every op to this file "
+                   "(needs matplotlib).")
 @phase_options
+@plan_options
 @click.pass_context
-def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, output, quiet, debug,
-                    prefill, decode, context, generate, **kwargs) -> None:
+def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, input_shapes, output, quiet, debug,
+                    prefill, decode, context, generate, plan_text, **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
     This is also what 'flopcount MODEL' runs.
@@ -192,14 +228,26 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
       flopcount resnet18 --latency --repeat 10 --warmup 2 --by op
       flopcount vit_b_16 --backward
       flopcount gpt2 -i 1x512 --format csv -o gpt2.csv
-      flopcount resnet50 --format trace -o trace.json    open in chrome://tracing or Perfetto
+      flopcount resnet50 --latency --format trace -o trace.json   open in Perfetto or chrome://tracing
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
       flopcount llama2_7b -i 1x1 --dtype bf16 --weights int4 --hardware h100-sxm
+      flopcount resnet18 --latency --plot resnet18.svg
       flopcount llama2_7b --decode --context 2048 --dtype bf16 --hardware h100-sxm
       flopcount mixtral_8x7b --generate 2048:256 --dtype bf16 --batch 8
+      flopcount gpt3_175b --plan dp=64,tp=8,pp=16 --micro-batch 1 --global-batch 1536 --zero 1 \\
+          --sequence-parallel --recompute selective --hardware h100-sxm
+      flopcount gpt2 --plan dp=8 --global-batch 64 --step-time 850ms --hardware a100-80gb
     """
     _start(ctx, debug, output)
+    plan = {name: kwargs.pop(name) for name in PLAN_ONLY}
+    refuse_mixed(ctx, _given, planning=plan_text is not None)
+    if plan_text is not None:
+        text = run_plan(model, plan_text, shapes=list(input_shapes), dtypes=kwargs["dtypes"],
+                        factory_args=kwargs["factory_args"], hardware=kwargs["hardware"], fmt=fmt, options=plan)
+        _finish(text, output, quiet)
+        return
+    _check_needs(kwargs["latency"], kwargs["hardware"], sort, fmt, plot_path)
     opts = _options(ctx, kwargs)
     phase = chosen_phase(prefill, decode, context, generate)
     if phase is not None:
@@ -211,6 +259,9 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
         _note(note, quiet)
     if depth is None and by == "module":
         depth = 2
+    if plot_path is not None:
+        report.plot(depth=1 if by != "module" else depth, top=top, path=plot_path)
+        _note(f"wrote {plot_path}", quiet)
     if fmt == "table" and output is None and render.stdout_is_terminal():
         report.print(depth=depth, top=top, sort=sort, by=by)
         return
@@ -257,6 +308,84 @@ def compare_command(ctx, model_a: str, model_b, input_shapes, shapes_a, shapes_b
         render.print_rich(compare_view.render(a, b, "rich", depth))
         return
     _finish(compare_view.render(a, b, fmt, depth), output, quiet)
+
+
+@main.command("plan", context_settings=CONTEXT, epilog=MODEL_HELP)
+@click.argument("model")
+@click.option("--gpus", type=click.IntRange(min=1), help="GPUs to split the step over (required).")
+@click.option("--hardware", metavar="NAME", help="The GPUs' profile, for memory and bandwidths (required; "
+              "flopcount hardware lists them).")
+@click.option("--global-batch", type=click.IntRange(min=1), help="Samples per training step (default: one per GPU).")
+@click.option("-i", "--input-shape", "input_shapes", multiple=True, metavar="SHAPE",
+              help="Input shape, batch included (the plan sets the batch): 1x2048. Default: the zoo's input.")
+@click.option("--dtype", "dtypes", multiple=True, metavar="DTYPE",
+              help="Training dtype (default bf16: mixed-precision Adam); an integer one is the input's.")
+@click.option("--factory-arg", "factory_args", multiple=True, metavar="KEY=VALUE",
+              help="Keyword argument for FILE.py:FACTORY (a Python literal or else a string).")
+@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True, help="How many plans to show.")
+@click.option("--attention", type=click.Choice(["full", "half"]), default="full", show_default=True,
+              help="Count attention's contractions whole in model FLOPs (PaLM), or half (causal).")
+@click.option("-f", "--format", "fmt", type=click.Choice(PLAN_FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
+@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.pass_context
+def plan_command(ctx, model: str, gpus, hardware, global_batch, input_shapes, dtypes, factory_args, top, attention,
+                 fmt, output, quiet, debug) -> None:
+    """Search the training plans of MODEL on --gpus GPUs that fit in memory, fastest first.
+
+    Every data x tensor x pipeline split (tensor parallel within a node), micro-batch, ZeRO
+    stage, recomputation and sequence parallelism is priced; the best few are estimated exactly
+    (see 'flopcount MODEL --plan' for one of them in full).
+
+    \b
+    Examples:
+      flopcount plan gpt3_175b --gpus 512 --hardware h100-sxm --global-batch 1536
+      flopcount plan gpt2 --gpus 8 --hardware a100-80gb --top 3 --format json
+    """
+    _start(ctx, debug, output)
+    if gpus is None or hardware is None:
+        raise CliError("flopcount plan needs --gpus N and --hardware NAME (flopcount hardware lists them)")
+    text = run_search(model, gpus, shapes=list(input_shapes), dtypes=list(dtypes), factory_args=list(factory_args),
+                      hardware=hardware, global_batch=global_batch, top=top, attention=attention, fmt=fmt)
+    _finish(text, output, quiet)
+
+
+@main.command("diff", context_settings=CONTEXT, epilog=MODEL_HELP)
+@click.argument("model_a", metavar="A")
+@click.argument("model_b", metavar="B")
+@run_options
+@click.option("--by", type=click.Choice(["layer", "op"]), default="layer", show_default=True,
+              help="Compare the module tree's layers, or every op.")
+@click.option("--all", "every", is_flag=True, help="Also list the rows that did not change.")
+@click.option("-f", "--format", "fmt", type=click.Choice(diff_view.FORMATS), default="table", show_default=True)
+@click.pass_context
+def diff_command(ctx, model_a: str, model_b: str, input_shapes, by, every, fmt, output, quiet, debug,
+                 **kwargs) -> None:
+    """What changed from A to B, layer by layer (or op by op): added, removed and changed rows
+    with the change in MACs, params, bytes and latency, then the totals.
+
+    Rows are matched by module path (ops: by scope and op type), then what is left by position
+    and type. 'compare' shows the totals side by side instead.
+
+    \b
+    Examples:
+      flopcount diff model.onnx model_qdq.onnx --by op     float against quantized
+      flopcount diff resnet50 resnet101                     the layers one adds
+      flopcount diff a.onnx b.onnx --latency --format json
+    """
+    from ..report.diff import diff
+
+    _start(ctx, debug, output)
+    opts = _options(ctx, kwargs)
+    with progress.Steps(progress.wanted(quiet)) as steps:
+        a, _ = profile(model_a, list(input_shapes), opts, steps)
+        b, _ = profile(model_b, list(input_shapes), opts, steps)
+    result = diff(a, b, by=by)
+    if fmt == "table" and output is None and render.stdout_is_terminal():
+        render.print_rich(diff_view.render(result, fmt, every, rich=True))
+        return
+    _finish(diff_view.render(result, fmt, every), output, quiet)
 
 
 def _zoo_inputs(entry) -> list:

@@ -31,6 +31,18 @@ def accumulate(total, part, counts: tuple = COST_FIELDS, times: tuple = ()) -> N
             setattr(total, name, (getattr(total, name) or 0.0) + value)
 
 
+def add_macs(by_dtype: dict, dtype: str | None, macs: int) -> None:
+    """Add ``macs`` run in ``dtype`` to a ``macs_by_dtype`` dict (nothing for zero MACs)."""
+    if macs:
+        by_dtype[dtype] = by_dtype.get(dtype, 0) + macs
+
+
+def add_macs_of(total, part) -> None:
+    """Add ``part``'s MACs by dtype into ``total``'s (rows alike)."""
+    for dtype, macs in part.macs_by_dtype.items():
+        add_macs(total.macs_by_dtype, dtype, macs)
+
+
 def _fields_with_listed_shapes(record) -> dict:
     """A Row's or OpRecord's fields as a dict, its shapes as lists (for JSON)."""
     out = {f.name: getattr(record, f.name) for f in fields(record)}
@@ -45,7 +57,8 @@ class Row:
     """One line of a report: a module, a module scope or one op (graph node).
 
     ``macs``/``flops`` are forward counts of the whole subtree under the report's convention;
-    ``backward_*`` are the same for the backward pass; ``latency_ms`` is the median measured
+    ``macs_by_dtype`` splits ``macs`` by the dtype they run in (``{"float32": ..., "int8": ...}``:
+    see COUNTING.md, "MACs by dtype"); ``backward_*`` are the same for the backward pass; ``latency_ms`` is the median measured
     time (``None`` when not timed); ``params`` counts each parameter of the subtree once.
     """
 
@@ -56,6 +69,7 @@ class Row:
     kind: str = "module"            # "module" (eager), "scope" (graph roll-up) or "op" (graph node)
     macs: int = 0
     flops: int = 0
+    macs_by_dtype: dict = field(default_factory=dict)  # dtype name -> forward MACs run in it
     params: int = 0
     params_own: int = 0
     trainable_params: int = 0
@@ -136,6 +150,7 @@ class OpRecord:
     source: str = ""                # the model file's node name (ONNX), when the graph came from one
     roofline_ms: float | None = None  # with a hardware profile: max(compute, memory) time
     bound: str | None = None          # "compute" or "memory"
+    mac_dtype: str | None = None      # the dtype its MACs run in (None: no MACs)
 
     @property
     def output_bytes(self) -> int:
@@ -247,7 +262,8 @@ class Report:
         self.model = model
         self.hardware = None  # the hardware Profile the rooflines were priced on (report/roofline.py)
         self.notes = list(notes or [])   # remarks on how the model was loaded (a capture's fallback...)
-        self.engine = engine             # who ran the model for its latency: "flopcount" or "torch"
+        self.engine = engine             # who ran the model for its latency: "flopcount", "torch", "onnxruntime"
+        self.engine_nodes: list = []     # engine "onnxruntime": its nodes, timed and joined with counts
         self._by_name = OrderedDict((r.name, r) for r in self.rows)
         self._children: dict = {}
         for r in self.rows:
@@ -301,7 +317,7 @@ class Report:
         """Whole-model numbers: macs, flops, params (trainable/frozen), bytes, latency, backward."""
         r = self.root
         out = {
-            "macs": r.macs, "flops": r.flops, "params": r.params,
+            "macs": r.macs, "flops": r.flops, "macs_by_dtype": dict(r.macs_by_dtype), "params": r.params,
             "trainable_params": r.trainable_params, "frozen_params": r.frozen_params,
             "bytes_read": r.bytes_read, "bytes_written": r.bytes_written,
             "latency_ms": self.latency_ms, "latency_min_ms": self.latency_min_ms,
@@ -320,6 +336,14 @@ class Report:
                        backward_latency_ms=self.backward_latency_ms,
                        training_macs=r.macs + r.backward_macs, training_flops=r.flops + r.backward_flops)
         return out
+
+    @property
+    def warnings(self) -> list:
+        """Things a reader of the numbers should know: timings that spread widely (a loaded
+        machine), forward counts changed by training mode. Shown under every table."""
+        from .warnings import report_warnings
+
+        return report_warnings(self)
 
     # --- navigation -----------------------------------------------------------------------
     def row(self, name: str) -> Row:
@@ -412,6 +436,33 @@ class Report:
 
         add_roofline(self, hardware)
         return self
+
+    def plot(self, kind: str = "overview", depth: int = 1, top: int | None = None, hardware=None,
+             path: str | None = None):
+        """A matplotlib Figure: per-layer bars of MACs, params and latency (``kind="layers"``),
+        a roofline chart of every op (``"roofline"``), or both (``"overview"``); also written
+        to ``path`` (.svg, .png, .pdf) when given. Needs matplotlib.
+
+        >>> import flopcount
+        >>> flopcount.profile("resnet18").plot(path="resnet18.svg")   # doctest: +SKIP
+        <Figure size 1100x1000 with 4 Axes>
+        """
+        from .plot import plot
+
+        return plot(self, kind=kind, depth=depth, top=top, hardware=hardware, path=path)
+
+    def diff(self, other: "Report", by: str = "layer"):
+        """``other`` against this report, row by row: added, removed and changed layers
+        (``by="layer"``) or ops (``by="op"``), with the change in MACs, params, bytes, latency.
+
+        >>> import flopcount
+        >>> a = flopcount.profile("resnet18")                                          # doctest: +SKIP
+        >>> d = a.diff(flopcount.profile("resnet18", input_shape=(1, 3, 160, 160)))    # doctest: +SKIP
+        >>> d.count("changed"), d.totals["macs"]                                        # doctest: +SKIP
+        """
+        from .diff import diff
+
+        return diff(self, other, by=by)
 
     def chrome_trace(self) -> dict:
         """Per-op events in Chrome trace format, with onnxruntime's profiler field names."""
