@@ -234,7 +234,7 @@ class Cumsum(Op):
     def cost(out, x, *, dim, dtype=None):
         return io_cost(out, (x,), flops=numel(x))  # one add per element
 
-    def sbp(out, x, *, dim):
+    def sbp(out, x, *, dim, dtype=None):
         return _kept_dims_sbp(x, (dim,), True, linear=x.dtype.is_floating_point)
 
 
