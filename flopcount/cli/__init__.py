@@ -11,6 +11,9 @@
 | ``progress.py`` | the delayed progress bar on stderr |
 """
 
-from .app import main
+from ..startup import interrupt_exits_quietly
+
+with interrupt_exits_quietly():  # until group.py's handling of Ctrl-C exists
+    from .app import main
 
 __all__ = ["main"]

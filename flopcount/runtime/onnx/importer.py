@@ -650,12 +650,14 @@ class _Conversion:
         return self._inferred
 
     def _convert(self, node, values: dict) -> None:
-        metadata = {p.key: p.value for p in node.metadata_props}
-        scope, module_type = naming.node_scope(node.name, metadata)
         opset = self.opset if node.domain in _DEFAULT_DOMAINS else self.domains.get(node.domain, 1)
         ctx = NodeContext(node.op_type, node.name, opset, node_attributes(node, opset),
                           len(node.output), tuple(bool(name) and name in self.used for name in node.output),
                           self.sources, _Subgraphs(self, values, self.notes))
+        try:
+            scope, module_type = naming.node_scope(node.name, {p.key: p.value for p in node.metadata_props})
+        except ModelFileError as exc:
+            raise ModelFileError(f"{ctx.where}: {exc}") from None
         inputs = []
         for name in node.input:
             if not name:
