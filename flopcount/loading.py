@@ -37,7 +37,7 @@ from .runtime import torch as rt_torch
 OBJECT, FACTORY, ONNX, NATIVE, ZOO = "object", "factory", "onnx", "native", "zoo"
 TORCH, PT2 = "torch", "pt2"   # a torch.nn.Module (see torch_loading.py), a torch.export archive
 HF = "hf"                     # a Hugging Face model folder (config.json, *.safetensors)
-ONNX_INSTALL = "pip install 'flopcount[onnx]'"
+ONNX_INSTALL = "pip install onnx"
 
 
 @dataclass

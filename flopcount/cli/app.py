@@ -9,6 +9,7 @@ import click
 
 from .. import __version__
 from . import compare as compare_view
+from . import diff as diff_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
 from .phases import chosen_phase, phase_options, run_phase
@@ -79,6 +80,8 @@ def run_options(func):
                      help="Timed runs with --latency (the median is shown)."),
         click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
                      help="Untimed runs before timing with --latency."),
+        click.option("--measure-memory", is_flag=True, help="Run the model and measure its activation peak "
+                     "beside the predicted one (with --backward: the training step's too)."),
         click.option("--backward", is_flag=True, help="Also count (and with --latency time) the backward pass "
                      "of a training step."),
         click.option("--convention", type=click.Choice(["flopcount", "ptflops"]), default="flopcount",
@@ -106,10 +109,28 @@ def _options(ctx, kwargs: dict) -> RunOptions:
     if kwargs["device"] != "cpu":
         check_device(kwargs["device"])
     keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args", "weights", "hardware", "engine", "input_values")
+            "dtypes", "factory_args", "weights", "hardware", "engine", "input_values",
+            "measure_memory")
     opts = RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
     opts.check()
     return opts
+
+
+def _check_needs(latency: bool, hardware, sort, fmt: str, plot_path) -> None:
+    """Options that need another one, refused before anything runs."""
+    if sort == "latency" and not latency:
+        raise CliError("--sort latency needs measured times: add --latency")
+    if fmt == "trace" and not (latency or hardware):
+        raise CliError("--format trace is a timeline of measured times: add --latency (or --hardware NAME "
+                       "to lay the ops out by their roofline estimate)")
+    if plot_path is not None:
+        from ..report.plot import check_path
+
+        check_path(plot_path)
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CliError("--plot needs matplotlib: pip install matplotlib") from None
 
 
 def _start(ctx, debug: bool, output: str | None) -> None:
@@ -174,10 +195,14 @@ def main() -> None:
 @click.option("--by", type=click.Choice(VIEWS), default="module", show_default=True,
               help="Rows: the module tree, every op, or one row per op type.")
 @click.option("-f", "--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
-              help="json, csv and trace (Chrome/Perfetto) hold every row and go to stdout clean.")
+              help="json, csv and trace (Chrome/Perfetto; needs --latency, or --hardware for a roofline "
+                   "layout) hold every row and go to stdout clean.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE.svg|png",
+              help="Also draw the layers (MACs, params, latency) and a roofline of every op to this file "
+                   "(needs matplotlib).")
 @phase_options
 @click.pass_context
-def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, output, quiet, debug,
+def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, input_shapes, output, quiet, debug,
                     prefill, decode, context, generate, **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
@@ -192,14 +217,16 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
       flopcount resnet18 --latency --repeat 10 --warmup 2 --by op
       flopcount vit_b_16 --backward
       flopcount gpt2 -i 1x512 --format csv -o gpt2.csv
-      flopcount resnet50 --format trace -o trace.json    open in chrome://tracing or Perfetto
+      flopcount resnet50 --latency --format trace -o trace.json   open in Perfetto or chrome://tracing
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
       flopcount llama2_7b -i 1x1 --dtype bf16 --weights int4 --hardware h100-sxm
+      flopcount resnet18 --latency --plot resnet18.svg
       flopcount llama2_7b --decode --context 2048 --dtype bf16 --hardware h100-sxm
       flopcount mixtral_8x7b --generate 2048:256 --dtype bf16 --batch 8
     """
     _start(ctx, debug, output)
+    _check_needs(kwargs["latency"], kwargs["hardware"], sort, fmt, plot_path)
     opts = _options(ctx, kwargs)
     phase = chosen_phase(prefill, decode, context, generate)
     if phase is not None:
@@ -211,6 +238,9 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
         _note(note, quiet)
     if depth is None and by == "module":
         depth = 2
+    if plot_path is not None:
+        report.plot(depth=1 if by != "module" else depth, top=top, path=plot_path)
+        _note(f"wrote {plot_path}", quiet)
     if fmt == "table" and output is None and render.stdout_is_terminal():
         report.print(depth=depth, top=top, sort=sort, by=by)
         return
@@ -257,6 +287,43 @@ def compare_command(ctx, model_a: str, model_b, input_shapes, shapes_a, shapes_b
         render.print_rich(compare_view.render(a, b, "rich", depth))
         return
     _finish(compare_view.render(a, b, fmt, depth), output, quiet)
+
+
+@main.command("diff", context_settings=CONTEXT, epilog=MODEL_HELP)
+@click.argument("model_a", metavar="A")
+@click.argument("model_b", metavar="B")
+@run_options
+@click.option("--by", type=click.Choice(["layer", "op"]), default="layer", show_default=True,
+              help="Compare the module tree's layers, or every op.")
+@click.option("--all", "every", is_flag=True, help="Also list the rows that did not change.")
+@click.option("-f", "--format", "fmt", type=click.Choice(diff_view.FORMATS), default="table", show_default=True)
+@click.pass_context
+def diff_command(ctx, model_a: str, model_b: str, input_shapes, by, every, fmt, output, quiet, debug,
+                 **kwargs) -> None:
+    """What changed from A to B, layer by layer (or op by op): added, removed and changed rows
+    with the change in MACs, params, bytes and latency, then the totals.
+
+    Rows are matched by module path (ops: by scope and op type), then what is left by position
+    and type. 'compare' shows the totals side by side instead.
+
+    \b
+    Examples:
+      flopcount diff model.onnx model_qdq.onnx --by op     float against quantized
+      flopcount diff resnet50 resnet101                     the layers one adds
+      flopcount diff a.onnx b.onnx --latency --format json
+    """
+    from ..report.diff import diff
+
+    _start(ctx, debug, output)
+    opts = _options(ctx, kwargs)
+    with progress.Steps(progress.wanted(quiet)) as steps:
+        a, _ = profile(model_a, list(input_shapes), opts, steps)
+        b, _ = profile(model_b, list(input_shapes), opts, steps)
+    result = diff(a, b, by=by)
+    if fmt == "table" and output is None and render.stdout_is_terminal():
+        render.print_rich(diff_view.render(result, fmt, every, rich=True))
+        return
+    _finish(diff_view.render(result, fmt, every), output, quiet)
 
 
 def _zoo_inputs(entry) -> list:

@@ -37,6 +37,7 @@ class RunOptions:
     weights: str | None = None
     hardware: str | None = None
     input_values: dict = field(default_factory=dict)    # name -> values (--input-value)
+    measure_memory: bool = False
 
     @classmethod
     def parse(cls, dtypes=(), factory_args=(), input_values=(), **kwargs) -> "RunOptions":
@@ -60,7 +61,7 @@ class RunOptions:
 
     @property
     def zoo_device(self) -> str:
-        return self.device if (self.latency or self.device_given) else "meta"
+        return self.device if (self.latency or self.measure_memory or self.device_given) else "meta"
 
 
 def check_device(device: str) -> None:
@@ -95,7 +96,8 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
                                        latency=opts.latency and opts.engine == "flopcount",
                                        backward=opts.backward, convention=opts.convention, strict=opts.strict,
                                        warmup=opts.warmup, repeat=opts.repeat, dtype=opts.model_dtype,
-                                       weights=opts.weights, hardware=opts.hardware, **kwargs)
+                                       weights=opts.weights, hardware=opts.hardware,
+                                       measure_memory=opts.measure_memory, **kwargs)
             api.run_engine(report, opts.engine, target, opts.warmup, opts.repeat)
     except errors.ShapeError as exc:
         if not given and opts.batch is None:

@@ -106,8 +106,7 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
         for t, g in saved:
             t.grad = g
     own = [e.op.cost(e.output_spec, *e.inputs, **e.attrs) if e.op.cost else Cost() for e in recorder.events]
-    grad_bytes = sum(p.dtype.nbytes(p.numel()) for p in index.params if p.requires_grad)
-    memory["predicted"] = mem.predicted_training_peak(recorder.events, own, grad_bytes, outputs)
+    memory["predicted"] = mem.predicted_training_peak(recorder.events, own, outputs)
     events = runs[0]
     n = len(graph.nodes)
     per_node = [Cost() for _ in range(n)]
