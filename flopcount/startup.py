@@ -6,10 +6,13 @@ inside numpy's C extension, an ImportError). The command's own error handling
 (``cli/group.py``) exists only once those imports are done. Until then, and only when this
 process is the ``flopcount`` command (``python -m flopcount`` or the console script, never a
 program that imports the library), SIGINT prints ``flopcount: error: interrupted`` and ends the
-process at once: nothing has been written yet, so there is nothing to clean up.
+process at once: nothing has been written yet, so there is nothing to clean up. What Python
+does before flopcount's first line runs (its own start-up, finding the package: a few tens of
+milliseconds) is out of reach.
 
-    with interrupt_exits_quietly():
-        from .api import profile       # the slow imports
+    quiet_interrupt_until_main()     # first thing in flopcount/__init__.py
+    ...                              # the slow imports; runpy finds flopcount.__main__
+    main_takes_over()                # first thing in the command's main()
 """
 
 from __future__ import annotations
@@ -41,21 +44,22 @@ def _exit_interrupted(signum, frame) -> None:
         os._exit(EXIT_INTERRUPTED)
 
 
-class interrupt_exits_quietly:
-    """Inside the block, when this process is the flopcount command and Python's default SIGINT
-    handling is in place, Ctrl-C prints one line and exits 130; the handler is put back after."""
-
-    def __enter__(self) -> None:
-        self.previous = None
-        if signal.getsignal(signal.SIGINT) is signal.default_int_handler and is_the_command():
-            try:
-                self.previous = signal.signal(signal.SIGINT, _exit_interrupted)
-            except ValueError:  # not the main thread: signals are not ours to handle
-                pass
-
-    def __exit__(self, *exc) -> None:
-        if self.previous is not None:
-            signal.signal(signal.SIGINT, self.previous)
+def quiet_interrupt_until_main() -> None:
+    """When this process is the flopcount command and Python's default SIGINT handling is in
+    place: from now until :func:`main_takes_over`, Ctrl-C prints one line and exits 130. Called
+    first thing in ``flopcount/__init__.py``; a program importing flopcount is left alone."""
+    if signal.getsignal(signal.SIGINT) is signal.default_int_handler and is_the_command():
+        try:
+            signal.signal(signal.SIGINT, _exit_interrupted)
+        except ValueError:  # not the main thread: signals are not ours to handle
+            pass
 
 
-__all__ = ["interrupt_exits_quietly", "is_the_command", "EXIT_INTERRUPTED", "INTERRUPTED"]
+def main_takes_over() -> None:
+    """The command's own handling of Ctrl-C (``cli/group.py``) is in place: back to Python's
+    KeyboardInterrupt, which it turns into one line and cleans up after."""
+    if signal.getsignal(signal.SIGINT) is _exit_interrupted:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+
+
+__all__ = ["quiet_interrupt_until_main", "main_takes_over", "is_the_command", "EXIT_INTERRUPTED", "INTERRUPTED"]

@@ -11,9 +11,6 @@
 | ``progress.py`` | the delayed progress bar on stderr |
 """
 
-from ..startup import interrupt_exits_quietly
-
-with interrupt_exits_quietly():  # until group.py's handling of Ctrl-C exists
-    from .app import main
+from .app import main
 
 __all__ = ["main"]

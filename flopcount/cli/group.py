@@ -16,7 +16,7 @@ import sys
 import click
 
 from ..runtime.errors import FlopcountError
-from ..startup import EXIT_INTERRUPTED  # 130, the shell's code for SIGINT
+from ..startup import EXIT_INTERRUPTED, main_takes_over  # 130, the shell's code for SIGINT
 
 DEBUG_KEY = "flopcount.debug"
 EXIT_USAGE = 2          # bad input, as click uses for usage errors
@@ -81,6 +81,7 @@ class DefaultGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode: bool = True, **extra):
         """Run the command; with ``standalone_mode`` (the console script, CliRunner) every
         error ends the process with one line on stderr and its exit code."""
+        main_takes_over()  # Ctrl-C from here on is handled below (startup.py's until now)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:

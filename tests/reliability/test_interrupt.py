@@ -40,7 +40,7 @@ def _interrupt_when(process: subprocess.Popen, seen: str) -> tuple:
     return process.returncode, [x for x in text.splitlines() if x.strip() and not x.startswith("import time:")]
 
 
-@pytest.mark.parametrize("module", ["numpy", "flopcount.runtime.ops", "flopcount.api", "click"])
+@pytest.mark.parametrize("module", ["numpy", "flopcount.runtime.ops", "flopcount.api", "flopcount.report", "click"])
 def test_ctrl_c_while_the_command_imports_is_one_line_and_exit_130(tmp_path, module):
     out = tmp_path / "report.json"
     process = _start(["-X", "importtime", "-m", "flopcount", "resnet18", "-o", str(out)], str(tmp_path))
