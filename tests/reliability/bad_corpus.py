@@ -316,7 +316,7 @@ def native_cases(directory: str) -> list:
         odd["__metadata__"]["format_version"] = version
         cases.append(Case(f"native format version of {name}", _write(directory, f"version_{name.replace(' ', '_')}"
                                                                                  f".safetensors", native_join(odd, body)),
-                          "ModelFileError", ("{path}", f"format version {shown}", "is not one this flopcount reads")))
+                          "ModelFileError", ("{path}", f"format version {shown} is not a version number")))
     claim = {"w": {"dtype": "F32", "shape": [268435456], "data_offsets": [0, GIB]}, "__metadata__": header["__metadata__"]}
     cases.append(Case("native claims 1 GiB", _write(directory, "claims_1gib.safetensors", native_join(claim, b"\0" * 64)),
                       "ModelFileError", ("{path}", "tensor 'w'", "1073741824")))

@@ -214,10 +214,11 @@ def _read_doc(path: str) -> tuple[dict, dict, str]:
                              f"(metadata format {meta.get('format')!r})")
     version = str(meta.get("format_version", "?"))
     # ASCII digits of a sane length only: str.isdigit() takes '²', int() refuses 5000 digits
-    if not re.fullmatch(r"[0-9]{1,9}", version) or int(version) > VERSION:
+    if not re.fullmatch(r"[0-9]{1,9}", version):
         shown = repr(version) if len(version) <= 40 else repr(version[:40]) + f"... ({len(version)} characters)"
-        raise ModelFileError(f"{path}: format version {shown} is not one this flopcount reads (versions up to "
-                             f"{VERSION})")
+        raise ModelFileError(f"{path}: format version {shown} is not a version number")
+    if int(version) > VERSION:
+        raise ModelFileError(f"{path}: format version {version!r} is newer than this flopcount reads ({VERSION})")
     text = meta.get("graph")
     if not isinstance(text, str) or hashlib.sha256(text.encode()).hexdigest() != meta.get("graph_sha256"):
         raise ModelFileError(f"{path}: the graph header is corrupted (its SHA-256 checksum does not match)")
