@@ -2,6 +2,7 @@
 
     python benchmarks/scale.py make DIR            # write the files (about 3.1 GB on disk)
     python benchmarks/scale.py run DIR [CASE ...]  # run each case in a fresh process
+    python benchmarks/scale.py run DIR --root OLD  # the same with another checkout (before a change)
     python benchmarks/scale.py make DIR --only chain_200000 && python benchmarks/scale.py run DIR chain_200000
 
 The cases (the scale part of the reliability issue):
@@ -154,11 +155,12 @@ CASES.update({
 LIMITS = {"llama2_7b_latency": 6_000_000 * 1024}  # ulimit -v, in bytes
 
 
-def run_case(directory: str, name: str) -> dict:
-    """One case in a fresh process: wall time, the child's peak RSS, exit code, last stderr line."""
+def run_case(directory: str, name: str, root: str = ROOT) -> dict:
+    """One case in a fresh process running the flopcount checkout at ``root``: wall time, the
+    child's peak RSS, exit code, last stderr line."""
     file, args = CASES[name]
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-    model = os.path.join(directory, file) if file.endswith(".onnx") else file
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    model = os.path.join(os.path.abspath(directory), file) if file.endswith(".onnx") else file
     command = [sys.executable, "-m", "flopcount", model, *args]
     if name in LIMITS:
         command = ["prlimit", f"--as={LIMITS[name]}", "--"] + command
@@ -168,7 +170,9 @@ def run_case(directory: str, name: str) -> dict:
               "peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss; "
               "print(dt, peak, p.returncode); print((p.stderr.strip().splitlines() or [''])[-1][:200])")
     # a wrapper process per case, so that RUSAGE_CHILDREN holds this case's child only
-    done = subprocess.run([sys.executable, "-c", script, *command], env=env, capture_output=True, text=True)
+    # run from ``root``: ``python -m`` puts the working directory first on sys.path
+    done = subprocess.run([sys.executable, "-c", script, *command], env=env, capture_output=True, text=True,
+                          cwd=root)
     first, last = (done.stdout.splitlines() + ["", ""])[:2]
     seconds, peak_kib, code = first.split()
     return {"case": name, "seconds": float(seconds), "peak_mib": int(peak_kib) / 1024, "exit": int(code),
@@ -182,6 +186,8 @@ def main() -> None:
     parser.add_argument("directory")
     parser.add_argument("cases", nargs="*")
     parser.add_argument("--only", nargs="*", help="with make: these files only")
+    parser.add_argument("--root", default=ROOT, help="with run: the flopcount checkout to run (default: this one), "
+                                                     "for figures before a change")
     args = parser.parse_args()
     if args.action == "make":
         make(args.directory, args.only)
@@ -189,7 +195,7 @@ def main() -> None:
     print("| case | command | time (s) | peak RSS (MiB) | exit | last line of stderr |")
     print("| --- | --- | --- | --- | --- | --- |")
     for name in args.cases or list(CASES):
-        r = run_case(args.directory, name)
+        r = run_case(args.directory, name, args.root)
         print(f"| {r['case']} | `{r['command']}` | {r['seconds']:.1f} | {r['peak_mib']:.0f} | {r['exit']} | "
               f"{r['stderr']} |", flush=True)
 
