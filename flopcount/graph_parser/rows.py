@@ -9,7 +9,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..report.model import COST_FIELDS, OpRecord, Row, Unsupported, accumulate
+from ..hardware import compute_dtype
+from ..report.model import COST_FIELDS, OpRecord, Row, Unsupported, accumulate, add_macs, add_macs_of
 from ..runtime.registry import Cost
 
 
@@ -24,6 +25,12 @@ def node_cost(node, convention) -> tuple:
     out = node.output_specs()
     own = node.op.cost(out, *inputs, **node.attrs) if node.op.cost is not None else Cost()
     return convention.op_cost(node.op, out, inputs, node.attrs, own), own
+
+
+def mac_dtype(node) -> str:
+    """The dtype a node's MACs run in: the one the importer states (a quantized file's conv on
+    int8), else its inputs' compute dtype (the widest floating one, else the widest)."""
+    return node.mac_dtype or compute_dtype([None if v is None else v.dtype for v in node.inputs]).name
 
 
 def _param_elems(node) -> tuple:
@@ -157,6 +164,7 @@ class NodeRows:
                       counted_by="ops" if cost is not None else "unsupported",
                       input_shapes=[None if v is None else v.shape for v in n.inputs],
                       output_shapes=[v.shape for v in n.outputs])
+            add_macs(row.macs_by_dtype, mac_dtype(n), row.macs)
             trainable = self._trainable_elems(n)
             row.trainable_params, row.frozen_params = trainable, elems - trainable
             children.setdefault(n.scope, []).append(row)
@@ -164,6 +172,7 @@ class NodeRows:
             for p in _prefixes(n.scope):
                 first_node.setdefault(p, i)
                 accumulate(scopes[p], row, _SCOPE_COUNTS, _SCOPE_TIMES)
+                add_macs_of(scopes[p], row)
             s = scopes[n.scope]
             s.calls = max(s.calls, 1)
         self._scope_params(scopes)
@@ -268,7 +277,8 @@ class NodeRows:
                 output_shapes=[v.shape for v in n.outputs], output_dtypes=[v.dtype.name for v in n.outputs],
                 counted=cost is not None,
                 latency_ms=latency[i] if latency is not None else None,
-                start_ms=starts[i] if starts is not None else None, source=n.source))
+                start_ms=starts[i] if starts is not None else None, source=n.source,
+                mac_dtype=mac_dtype(n) if cost and cost.macs else None))
         return out + list(backward_records or [])
 
     def unsupported(self, latency: list | None = None) -> list:

@@ -31,6 +31,18 @@ def accumulate(total, part, counts: tuple = COST_FIELDS, times: tuple = ()) -> N
             setattr(total, name, (getattr(total, name) or 0.0) + value)
 
 
+def add_macs(by_dtype: dict, dtype: str | None, macs: int) -> None:
+    """Add ``macs`` run in ``dtype`` to a ``macs_by_dtype`` dict (nothing for zero MACs)."""
+    if macs:
+        by_dtype[dtype] = by_dtype.get(dtype, 0) + macs
+
+
+def add_macs_of(total, part) -> None:
+    """Add ``part``'s MACs by dtype into ``total``'s (rows alike)."""
+    for dtype, macs in part.macs_by_dtype.items():
+        add_macs(total.macs_by_dtype, dtype, macs)
+
+
 def _fields_with_listed_shapes(record) -> dict:
     """A Row's or OpRecord's fields as a dict, its shapes as lists (for JSON)."""
     out = {f.name: getattr(record, f.name) for f in fields(record)}
@@ -45,7 +57,8 @@ class Row:
     """One line of a report: a module, a module scope or one op (graph node).
 
     ``macs``/``flops`` are forward counts of the whole subtree under the report's convention;
-    ``backward_*`` are the same for the backward pass; ``latency_ms`` is the median measured
+    ``macs_by_dtype`` splits ``macs`` by the dtype they run in (``{"float32": ..., "int8": ...}``:
+    see COUNTING.md, "MACs by dtype"); ``backward_*`` are the same for the backward pass; ``latency_ms`` is the median measured
     time (``None`` when not timed); ``params`` counts each parameter of the subtree once.
     """
 
@@ -56,6 +69,7 @@ class Row:
     kind: str = "module"            # "module" (eager), "scope" (graph roll-up) or "op" (graph node)
     macs: int = 0
     flops: int = 0
+    macs_by_dtype: dict = field(default_factory=dict)  # dtype name -> forward MACs run in it
     params: int = 0
     params_own: int = 0
     trainable_params: int = 0
@@ -136,6 +150,7 @@ class OpRecord:
     source: str = ""                # the model file's node name (ONNX), when the graph came from one
     roofline_ms: float | None = None  # with a hardware profile: max(compute, memory) time
     bound: str | None = None          # "compute" or "memory"
+    mac_dtype: str | None = None      # the dtype its MACs run in (None: no MACs)
 
     @property
     def output_bytes(self) -> int:
@@ -301,7 +316,7 @@ class Report:
         """Whole-model numbers: macs, flops, params (trainable/frozen), bytes, latency, backward."""
         r = self.root
         out = {
-            "macs": r.macs, "flops": r.flops, "params": r.params,
+            "macs": r.macs, "flops": r.flops, "macs_by_dtype": dict(r.macs_by_dtype), "params": r.params,
             "trainable_params": r.trainable_params, "frozen_params": r.frozen_params,
             "bytes_read": r.bytes_read, "bytes_written": r.bytes_written,
             "latency_ms": self.latency_ms, "latency_min_ms": self.latency_min_ms,

@@ -100,7 +100,8 @@ def graph_to_json(graph) -> dict:
                    "inputs": [None if v is None else v.name for v in n.inputs],
                    "outputs": [_value_json(v) for v in n.outputs],
                    "attrs": {k: encode_attr(a) for k, a in n.attrs.items()},
-                   "scope": n.scope, "module_type": n.module_type} for n in graph.nodes],
+                   "scope": n.scope, "module_type": n.module_type,
+                   **({"mac_dtype": n.mac_dtype} if n.mac_dtype else {})} for n in graph.nodes],
         "outputs": [v.name for v in graph.outputs], "output_tree": graph.output_tree,
     }
 
@@ -350,7 +351,10 @@ def graph_from_json(doc: dict, arrays: dict):
         scope, module_type = e.get("scope", ""), e.get("module_type", "")
         if not isinstance(scope, str) or not isinstance(module_type, str):
             raise ValueError(f"node {i} has scope {scope!r} and module type {module_type!r}; both must be strings")
-        g.nodes.append(Node(op, inputs, outputs, attrs, scope, module_type))
+        mac_dtype = e.get("mac_dtype")
+        if mac_dtype is not None and not isinstance(mac_dtype, str):
+            raise ValueError(f"node {i} has mac_dtype {mac_dtype!r}; it must be a string")
+        g.nodes.append(Node(op, inputs, outputs, attrs, scope, module_type, mac_dtype=mac_dtype))
     g.outputs = [values[name] for name in doc["outputs"]]
     g.output_tree = doc["output_tree"]
     _check_tree(g.input_tree, len(g.inputs), "input")

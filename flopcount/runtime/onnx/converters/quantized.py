@@ -2,6 +2,12 @@
 (per tensor, per axis, blocked), DynamicQuantizeLinear, MatMulInteger, ConvInteger,
 QLinearMatMul and QLinearConv.
 
+MACs are reported in the dtype they run in (``mac_dtype``): the integer GEMMs and convs in
+their operands' narrow integer type, though they are written here as int32 or float64 ops; and
+in a QDQ file, a Conv, MatMul or Gemm whose data and weight both come out of DequantizeLinear
+runs on the quantized numbers, as onnxruntime fuses it into QLinearConv (and TensorRT into an
+int8 kernel): its MACs are int8 MACs.
+
 Each is the arithmetic ONNX's spec gives it: subtract the zero points in int32, multiply (a
 matmul or a conv), rescale, round half to even, clamp to the target's range, cast. The counts
 are those ops' counts; a convolution over integers runs as a float64 conv (exact for 8- and
@@ -165,3 +171,40 @@ def qlinear_conv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scal
     if w_scale.numel() > 1:  # one per output channel, along dim 1 of the output
         w_scale = movement.reshape(w_scale, (1, w_scale.numel()) + (1,) * (x.ndim - 2))
     return _rescale(product, (x_scale, w_scale), y_scale, y_zero_point, x.dtype)
+
+
+# the operands (input indices) of the ops that multiply quantized numbers
+_QUANTIZED_OPERANDS = {"MatMulInteger": (0, 1), "ConvInteger": (0, 1), "QLinearMatMul": (0, 3),
+                       "QLinearConv": (0, 3), "com.microsoft.MatMulIntegerToFloat": (0, 1)}
+# float ops a QDQ file quantizes by putting DequantizeLinear in front of their data and weight
+_QDQ_OPERANDS = {"Conv": (0, 1), "ConvTranspose": (0, 1), "MatMul": (0, 1), "Gemm": (0, 1)}
+
+
+def _narrow_dtype(dtypes) -> str | None:
+    """The dtype a product of these quantized operands runs in: ``int{bits}`` for integers
+    (uint8 x int8 is an int8 GEMM, as hardware rates it), a float8 type for float8; None for
+    anything else."""
+    if any(d is None for d in dtypes):
+        return None
+    if all(d in _INTEGER for d in dtypes):
+        return f"int{max(d.bits for d in dtypes)}"
+    if all(d in _dt.FLOAT8 for d in dtypes):
+        return max(dtypes, key=lambda d: d.bits).name
+    return None
+
+
+def mac_dtype(op_label: str, inputs: list, values: dict, dequantized: dict) -> str | None:
+    """The dtype the MACs of an ONNX node run in when its inputs do not say it (None when they
+    do): an integer GEMM's operand type, or the quantized type of a QDQ Conv/MatMul/Gemm's
+    DequantizeLinear inputs. ``inputs`` are the node's input names, ``values`` the tensors by
+    name, ``dequantized`` {DequantizeLinear output: its quantized input}."""
+    def dtype_of(name):
+        return values[name].dtype if name and name in values and values[name] is not None else None
+
+    if op_label in _QUANTIZED_OPERANDS:
+        return _narrow_dtype([dtype_of(inputs[i]) if i < len(inputs) else None for i in _QUANTIZED_OPERANDS[op_label]])
+    if op_label in _QDQ_OPERANDS:
+        names = [inputs[i] if i < len(inputs) else "" for i in _QDQ_OPERANDS[op_label]]
+        if all(n in dequantized for n in names):
+            return _narrow_dtype([dtype_of(dequantized[n]) for n in names])
+    return None
