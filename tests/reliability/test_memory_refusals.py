@@ -88,5 +88,6 @@ def test_llama2_7b_latency_under_ulimit_is_one_line_and_exit_2(tmp_path):
                           env=env, capture_output=True, text=True, timeout=300, preexec_fn=limit)
     lines = done.stderr.strip().splitlines()
     assert done.returncode == 2 and len(lines) == 1, done.stderr
-    assert "llama2_7b's weights on the CPU: about 25.1 GiB" in lines[0] and "ulimit -v" in lines[0], lines[0]
+    assert "llama2_7b's weights on the CPU: about 25.1 GiB" in lines[0], lines[0]
+    assert "(ulimit -v" in lines[0] or "(available memory)" in lines[0], lines[0]   # whichever is smaller here
     assert os.listdir(tmp_path) == []
