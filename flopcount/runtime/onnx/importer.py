@@ -440,8 +440,9 @@ def _mapped_tensor(tensor, folder: str, path: str, files: dict) -> np.ndarray:
     except (ValueError, OSError) as exc:
         raise ModelFileError(f"{path}: cannot read the model's external weight data: {_first_line(exc)}") from None
     if offset < 0 or length != need or offset + length > size:
-        raise ModelFileError(f"{path}: tensor {tensor.name!r} claims bytes {offset} to {offset + length} of "
-                             f"{info['location']!r} ({size} bytes), and its shape {list(dims)} needs {need}")
+        raise ModelFileError(f"{path}: cannot read the model's external weight data: tensor {tensor.name!r} "
+                             f"claims bytes {offset} to {offset + length} of {info['location']!r} ({size} bytes), "
+                             f"and its shape {list(dims)} needs {need}")
     if need == 0:
         return np.zeros(dims, dtype.np)
     if file not in files:
