@@ -73,9 +73,13 @@ def run_options(func):
                      help="Where to run (cuda needs: pip install 'flopcount[cuda12]'). Without --latency "
                           "or --device, zoo models are counted on the meta device (shapes only)."),
         click.option("--latency", is_flag=True, help="Measure latency per layer and op (runs the model)."),
-        click.option("--engine", type=click.Choice(["flopcount", "torch"]), default="flopcount", show_default=True,
-                     help="Who runs the model for its latency: flopcount's runtime (with --latency), or torch: "
-                          "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module."),
+        click.option("--engine", type=click.Choice(["flopcount", "torch", "onnxruntime"]), default="flopcount",
+                     show_default=True,
+                     help="Who runs the model for its latency: flopcount's runtime (with --latency); torch: "
+                          "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module; onnxruntime: an "
+                          "ONNX file timed by onnxruntime's profiler node by node, joined with the counts."),
+        click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads of --engine onnxruntime "
+                     "(default: onnxruntime's own)."),
         click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
                      help="Timed runs with --latency (the median is shown)."),
         click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
@@ -104,12 +108,14 @@ def run_options(func):
 
 def _options(ctx, kwargs: dict) -> RunOptions:
     timed = kwargs["latency"] or kwargs["engine"] != "flopcount"
+    if kwargs["threads"] is not None and kwargs["engine"] != "onnxruntime":
+        raise CliError("--threads sets onnxruntime's threads; add --engine onnxruntime")
     if not timed and (_given(ctx, "repeat") or _given(ctx, "warmup")):
         raise CliError("--repeat and --warmup apply to --latency runs; add --latency")
     if kwargs["device"] != "cpu":
         check_device(kwargs["device"])
     keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args", "weights", "hardware", "engine", "input_values",
+            "dtypes", "factory_args", "weights", "hardware", "engine", "threads", "input_values",
             "measure_memory")
     opts = RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
     opts.check()

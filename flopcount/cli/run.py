@@ -34,6 +34,7 @@ class RunOptions:
     model_dtype: str | None = None                      # an unnamed floating --dtype: the model's
     factory_args: dict = field(default_factory=dict)
     engine: str = "flopcount"
+    threads: int | None = None                          # --threads: the engine's intra-op threads
     weights: str | None = None
     hardware: str | None = None
     input_values: dict = field(default_factory=dict)    # name -> values (--input-value)
@@ -98,7 +99,8 @@ def profile(spec: str, shapes: list, opts: RunOptions, steps=None) -> tuple:
                                        warmup=opts.warmup, repeat=opts.repeat, dtype=opts.model_dtype,
                                        weights=opts.weights, hardware=opts.hardware,
                                        measure_memory=opts.measure_memory, **kwargs)
-            api.run_engine(report, opts.engine, target, opts.warmup, opts.repeat)
+            api.run_engine(report, opts.engine, target, opts.warmup, opts.repeat,
+                           inputs=(args, kwargs, opts.input_values), device=device, threads=opts.threads)
     except errors.ShapeError as exc:
         if not given and opts.batch is None:
             raise

@@ -262,7 +262,8 @@ class Report:
         self.model = model
         self.hardware = None  # the hardware Profile the rooflines were priced on (report/roofline.py)
         self.notes = list(notes or [])   # remarks on how the model was loaded (a capture's fallback...)
-        self.engine = engine             # who ran the model for its latency: "flopcount" or "torch"
+        self.engine = engine             # who ran the model for its latency: "flopcount", "torch", "onnxruntime"
+        self.engine_nodes: list = []     # engine "onnxruntime": its nodes, timed and joined with counts
         self._by_name = OrderedDict((r.name, r) for r in self.rows)
         self._children: dict = {}
         for r in self.rows:

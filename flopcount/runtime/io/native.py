@@ -34,9 +34,11 @@ _ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 
 # holds them): their bytes are read from the checked offsets and viewed in the dtype
 _FLOAT8 = {"F8_E4M3": _dt.float8_e4m3fn, "F8_E5M2": _dt.float8_e5m2, "F8_E4M3FNUZ": _dt.float8_e4m3fnuz,
            "F8_E5M2FNUZ": _dt.float8_e5m2fnuz}
-# safetensors has no 4-bit integers: they are stored one per byte (I8 / U8), and the document
-# names their dtype ("stored_as"), so they load back as int4 / uint4
-_WIDER_IN_FILE = {_dt.int4: np.int8, _dt.uint4: np.uint8}
+# safetensors has no 4- and 2-bit integers: they are stored one per byte (I8 / U8), and the
+# document names their dtype ("stored_as"), so they load back as int4 / uint4 / int2 / uint2;
+# nor float4_e2m1fn and float8_e8m0fnu: their bytes are stored as U8 and viewed back
+_WIDER_IN_FILE = {_dt.int4: np.int8, _dt.uint4: np.uint8, _dt.int2: np.int8, _dt.uint2: np.uint8}
+_BYTES_IN_FILE = (_dt.float4_e2m1fn, _dt.float8_e8m0fnu)
 
 
 # --- attrs <-> JSON --------------------------------------------------------------------------
@@ -110,7 +112,8 @@ def _host(t) -> np.ndarray:
     if not isinstance(t, Tensor):
         arr = np.asarray(t)
     else:  # a meta constant carries its value as a numpy array
-        arr = np.asarray(t.data) if t.device.type == "meta" else t.numpy()
+        # (a constant folded by a reduction may hold a numpy scalar, not a 0-d array)
+        arr = np.asarray(t.data) if t.device.type == "meta" else np.asarray(t.numpy())
     return arr if arr.flags.c_contiguous else arr.copy()  # (ascontiguousarray makes 0-d 1-d)
 
 
@@ -151,6 +154,9 @@ def save(obj, path, example_inputs: tuple | None = None) -> None:
         dtype = _dt.get_dtype(arr.dtype)
         if dtype in _WIDER_IN_FILE:
             tensors[name] = arr.astype(_WIDER_IN_FILE[dtype])
+            stored_as[name] = dtype.name
+        elif dtype in _BYTES_IN_FILE:
+            tensors[name] = np.ascontiguousarray(arr).view(np.uint8)
             stored_as[name] = dtype.name
     if stored_as:
         doc["stored_as"] = stored_as
@@ -261,7 +267,10 @@ def _read_tensors(path: str, names, header: dict, doc: dict) -> dict:
                 dtype = _dt.get_dtype(dtype_name)
             except TypeError:
                 raise ModelFileError(f"{path}: tensor {name!r} is stored as unknown dtype {dtype_name!r}") from None
-            out[name] = out[name].astype(dtype.np)
+            if dtype in _BYTES_IN_FILE and out[name].dtype == np.uint8:
+                out[name] = out[name].view(dtype.np)
+            else:
+                out[name] = out[name].astype(dtype.np)
     return out
 
 

@@ -46,6 +46,7 @@ from ..graph.trace import Tracer
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
 from . import naming, symbolic, wire
+from .tables import precomputed_tables
 from ..ops.opaque import opaque
 from .converters import CONVERTERS, PACKED_WEIGHTS, NodeContext
 from .converters.quantized import mac_dtype as quantized_mac_dtype
@@ -586,9 +587,10 @@ def _declared_inputs(model, initializers: set) -> list:
 
 
 def _buffer_names(model) -> set:
-    """Initializers that are running statistics (BatchNormalization's mean and variance)."""
+    """Initializers that are running statistics (BatchNormalization's mean and variance) or
+    precomputed tables (rotary caches, masks: ``tables.py``): buffers, not parameters."""
     return {name for node in model.graph.node if node.op_type == "BatchNormalization"
-            for name in node.input[3:5] if name}
+            for name in node.input[3:5] if name} | precomputed_tables(model)
 
 
 # the inputs of quantization ops that hold a layer's weights in an integer or float8 type
@@ -928,6 +930,11 @@ def import_model(model, input_shapes=None, path: str = "", weights: FileWeights 
                 raise
             bound.update((name, available[name]) for name in missing)
     graph.name = _graph_name(model, path)
+    tables = sorted(name for name in precomputed_tables(model) if name in graph.parameters)
+    if tables:
+        shown = ", ".join(tables[:4]) + (", ..." if len(tables) > 4 else "")
+        graph.notes.append(f"{len(tables)} initializer(s) are precomputed tables (rotary caches, masks, expanded "
+                           f"biases), counted as buffers, not parameters: {shown}")
     return graph.to("meta") if meta else graph
 
 

@@ -180,6 +180,9 @@ def test_group_query_attention(do_rotary):
     q1, k1, v1 = (t[:, :1] for t in (q, k, v))
     check("GroupQueryAttention", [q1, k1, v1, past_k, past_v, np.full(b, 5, np.int32), np.array(6, np.int32)]
           + rotary, attrs, outputs=outputs)
+    with pytest.raises(rt.UnsupportedOpError, match="past buffer shared with the present"):
+        rt.onnx.load(ms_model("GroupQueryAttention", [q1, k1, v1, past_k, past_v, np.full(b, 5, np.int32),
+                                                      C(np.array(5, np.int32))] + rotary, attrs, outputs))
     packed = np.concatenate([q, k, v], -1)
     check("GroupQueryAttention", [packed, None, None, None, None, seqlens, total] + rotary, attrs, outputs=outputs)
 

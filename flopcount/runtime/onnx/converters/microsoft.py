@@ -24,7 +24,7 @@ from ...ops import elementwise as ew
 from ...ops import linalg, movement, norm, reduction
 from ...ops.attention import scaled_dot_product_attention
 from ...ops.quantized import quantized_linear
-from ._base import PACKED_WEIGHTS, constant, converter
+from ._base import PACKED_WEIGHTS, constant, converter, is_const
 from .attention import _heads, _merge_heads, _rows
 from .quantized import _minus_zero_point, _row_zero_point
 
@@ -340,6 +340,11 @@ def group_query_attention(ctx, query, key=None, value=None, past_key=None, past_
     q = movement.reshape(query, (b, s, heads, head))
     k = movement.reshape(key, (b, s, kv_heads, head))
     past = 0 if past_key is None else past_key.shape[2]
+    if total_sequence_length is not None and is_const(total_sequence_length) \
+            and ctx.scalar(total_sequence_length, "total_sequence_length") != past + s:
+        # the past is a buffer of the maximum length, written in place at each sequence's end
+        raise ctx.unsupported(f"a past buffer shared with the present (past length {past}, total length "
+                              f"{ctx.scalar(total_sequence_length, 'total_sequence_length')}) is not supported")
     if seqlens_k is None:
         raise ctx.unsupported("input seqlens_k is required")
     # the first new token's position per sequence: seqlens_k + 1 - S, and 0 for a first prompt
