@@ -5,6 +5,7 @@ node's scope, autograd records as in eager mode, and values are released at thei
 
 from __future__ import annotations
 
+from ..allocator import keep_freed_memory
 from ..device import CPU, META
 from ..dispatch import apply, state
 from ..errors import DeviceError, ShapeError
@@ -102,7 +103,10 @@ def run(graph, args: tuple, kwargs: dict, before=None, after=None):
     """Execute ``graph`` on the call's arguments; returns outputs nested as traced."""
     tensors = _bind(graph, args, kwargs)
     prog = _program(graph)
-    fixed = _fixed_tensors(graph, _device_of(graph, tensors))
+    device = _device_of(graph, tensors)
+    if device.type == "cpu":
+        keep_freed_memory()  # each op's output reuses freed memory instead of faulting pages in
+    fixed = _fixed_tensors(graph, device)
     env: list = [None] * prog.n_slots
     for slot, name in prog.fixed:
         env[slot] = fixed[name]

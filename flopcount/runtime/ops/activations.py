@@ -20,6 +20,8 @@ __all__ = ["relu", "relu6", "leaky_relu", "prelu", "elu", "selu", "celu", "gelu"
 
 import math
 
+import numpy as np
+
 from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
@@ -27,7 +29,7 @@ from ..registry import Op, io_cost, numel, register_op
 from ._erf import gelu_erf as _gelu_erf_kernel
 from ._parallel import split
 from ._helpers import check_float, norm_dim, same_spec
-from .elementwise import (abs as _abs, add, div, erf, exp, gt, le, logical_and, lt, mul, neg, sub,
+from .elementwise import (abs as _abs, add, div, erf, exp, gt, le, logical_and, lt, mul, neg, select, sub,
                           tanh, where)
 from .reduction import sum as reduce_sum
 
@@ -40,7 +42,28 @@ _GELU_TANH_C = 0.044715
 def _stable_sigmoid(xp, x):
     # 1 / (1 + exp(-x)) overflows for very negative x in float16/32; this form does not
     e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    positive = 1 / (1 + e)
+    return select(xp, x >= 0, positive, e * positive).astype(x.dtype, copy=False)
+
+
+_ZERO_BLOCK = 1 << 14
+_zero_blocks: dict = {}
+
+
+def _max_with_zero(x, out) -> None:
+    """``numpy.maximum(x, 0, out=out)`` at memory speed, NaN kept as ``maximum`` keeps it.
+
+    numpy's ``maximum`` against a scalar takes a loop without SIMD, 8x slower than against an
+    array; so the scalar is a read-only block of zeros that stays in the cache, block by block.
+    """
+    zeros = _zero_blocks.get(x.dtype)
+    if zeros is None:
+        zeros = np.zeros(_ZERO_BLOCK, dtype=x.dtype)
+        zeros.flags.writeable = False
+        _zero_blocks[x.dtype] = zeros
+    for start in range(0, x.size, _ZERO_BLOCK):
+        stop = min(start + _ZERO_BLOCK, x.size)
+        np.maximum(x[start:stop], zeros[:stop - start], out=out[start:stop])
 
 
 def _softplus_kernel(xp, z):
@@ -67,12 +90,11 @@ class Relu(Op):
         return xp.maximum(x, 0)
 
     def _cpu(xp, x):
-        # numpy's NaN-keeping maximum is compute-bound: parts of it go to every core
         if not x.flags.c_contiguous:
             return xp.maximum(x, 0)
         out = xp.empty_like(x)
         flat, flat_out = x.reshape(-1), out.reshape(-1)
-        split(flat.size, lambda a, b: xp.maximum(flat[a:b], 0, out=flat_out[a:b]))
+        split(flat.size, lambda a, b: _max_with_zero(flat[a:b], flat_out[a:b]))
         return out
 
     kernels = {"cpu": _cpu}
@@ -104,7 +126,7 @@ class LeakyRelu(Op):
     shape = _float_shape("leaky_relu")
 
     def forward(xp, x, *, negative_slope):
-        return xp.where(x > 0, x, x * negative_slope)
+        return select(xp, x > 0, x, x * negative_slope)
 
     kernels = {"cuda": cuda_kernels.activation("leaky_relu")(forward)}
 
@@ -138,7 +160,7 @@ class Prelu(Op):
 
     def forward(xp, x, weight):
         w = weight.reshape(()) if weight.size == 1 else weight.reshape((1, -1) + (1,) * (x.ndim - 2))
-        return xp.where(x > 0, x, x * w)
+        return select(xp, x > 0, x, x * w)
 
     def vjp(g, out, x, weight):
         positive = gt(x, 0)
@@ -165,7 +187,7 @@ class Elu(Op):
 
     def forward(xp, x, *, alpha, scale, input_scale):
         negative = alpha * xp.expm1(xp.minimum(x, 0) * input_scale)
-        return scale * xp.where(x > 0, x, negative)
+        return scale * select(xp, x > 0, x, negative)
 
     kernels = {"cuda": cuda_kernels.activation("elu")(forward)}
 
@@ -277,7 +299,7 @@ class Softplus(Op):
 
     def forward(xp, x, *, beta, threshold):
         z = x * beta
-        return xp.where(z > threshold, x, _softplus_kernel(xp, z) / beta)
+        return select(xp, z > threshold, x, _softplus_kernel(xp, z) / beta)
 
     kernels = {"cuda": cuda_kernels.activation("softplus")(forward)}
 
@@ -338,7 +360,8 @@ class _RowSoftmax(Op):
 @register_op("softmax")
 class Softmax(_RowSoftmax):
     def forward(xp, x, *, dim):
-        e = xp.exp(x - x.max(axis=dim, keepdims=True))
+        e = x - x.max(axis=dim, keepdims=True)
+        xp.exp(e, out=e)  # in place: one array of the input's size, not two
         e /= e.sum(axis=dim, keepdims=True)
         return e
 
