@@ -26,6 +26,7 @@ from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, io_cost, numel, register_op
+from ..sbp import B, S, Signature, unary
 from ._erf import gelu_erf as _gelu_erf_kernel
 from ._parallel import split
 from ._helpers import check_float, norm_dim, same_spec
@@ -71,6 +72,11 @@ def _softplus_kernel(xp, z):
     return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
 
 
+def _elementwise_sbp(out, x, **attrs):
+    """SBP of an activation: element by element, so split along any dim (none is linear)."""
+    return unary(x)
+
+
 def _float_shape(name):
     """A shape rule for activation ``name``: floating point input, output of the same spec."""
 
@@ -102,6 +108,8 @@ class Relu(Op):
     def vjp(g, out, x):
         return where(gt(out, 0), g, 0.0)
 
+    sbp = _elementwise_sbp
+
     def cost(out, x):
         return io_cost(out, (x,), flops=numel(out))  # one compare-select per element
 
@@ -116,6 +124,8 @@ class Hardtanh(Op):
     def vjp(g, out, x, *, min_val, max_val):
         # as PyTorch: no gradient at the bounds themselves
         return where(logical_and(gt(x, min_val), lt(x, max_val)), g, 0.0)
+
+    sbp = _elementwise_sbp
 
     def cost(out, x, *, min_val, max_val):
         return io_cost(out, (x,), flops=numel(out))  # one clamp per element (COUNTING.md row)
@@ -132,6 +142,8 @@ class LeakyRelu(Op):
 
     def vjp(g, out, x, *, negative_slope):
         return where(gt(x, 0), g, mul(g, negative_slope))
+
+    sbp = _elementwise_sbp
 
     def cost(out, x, *, negative_slope):
         return io_cost(out, (x,), flops=numel(out))  # one select per element (COUNTING.md row)
@@ -177,6 +189,15 @@ class Prelu(Op):
     def cost(out, x, weight):
         return io_cost(out, (x, weight), flops=numel(out))  # one select per element, as leaky_relu
 
+    def sbp(out, x, weight):
+        # any dim but the channels with the slopes whole; the channels with their slopes
+        sigs = [Signature((S(d), B), (S(d),)) for d in range(x.ndim) if d != 1 and x.shape[d] > 1]
+        if numel(weight) == 1:
+            sigs += [Signature((S(1), B), (S(1),))] if x.ndim > 1 and x.shape[1] > 1 else []
+        else:
+            sigs.append(Signature((S(1), S(0)), (S(1),)))
+        return sigs
+
 
 @register_op("elu")
 class Elu(Op):
@@ -197,6 +218,8 @@ class Elu(Op):
         if input_scale != 1:
             negative = mul(negative, input_scale)
         return where(gt(x, 0), mul(g, scale) if scale != 1 else g, negative)
+
+    sbp = _elementwise_sbp
 
     def cost(out, x, *, alpha, scale, input_scale):
         # exp, subtract 1, multiply by alpha, select; one more multiply for each non-unit scale
@@ -235,6 +258,8 @@ class Gelu(Op):
         pdf = mul(exp(mul(mul(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
         return mul(g, add(cdf, mul(x, pdf)))
 
+    sbp = _elementwise_sbp
+
     def cost(out, x, *, approximate):
         # COUNTING.md: erf form 5 per element (scale, erf, add, mul, mul); tanh form 8
         return io_cost(out, (x,), flops=(8 if approximate == "tanh" else 5) * numel(out))
@@ -253,6 +278,8 @@ class Silu(Op):
         s = sigmoid(x)
         return mul(g, mul(s, add(mul(x, sub(1.0, s)), 1.0)))  # s·(1 + x(1 − s))
 
+    sbp = _elementwise_sbp
+
     def cost(out, x):
         return io_cost(out, (x,), flops=5 * numel(out))  # sigmoid (4) and the multiply by x
 
@@ -268,6 +295,8 @@ class Hardsigmoid(Op):
 
     def vjp(g, out, x):
         return where(logical_and(gt(x, -3.0), lt(x, 3.0)), mul(g, 1 / 6), 0.0)
+
+    sbp = _elementwise_sbp
 
     def cost(out, x):
         return io_cost(out, (x,), flops=3 * numel(out))  # add 3, clamp to [0, 6], divide by 6
@@ -286,6 +315,8 @@ class Hardswish(Op):
         # as PyTorch's hardswish_backward: 0 below -3, x/3 + 1/2 up to 3 (inclusive), 1 above
         middle = mul(g, add(mul(x, 1 / 3), 0.5))
         return where(lt(x, -3.0), 0.0, where(le(x, 3.0), middle, g))
+
+    sbp = _elementwise_sbp
 
     def cost(out, x):
         return io_cost(out, (x,), flops=4 * numel(out))  # hardsigmoid (3) and the multiply by x
@@ -307,6 +338,8 @@ class Softplus(Op):
         z = mul(x, beta) if beta != 1 else x
         return where(gt(z, threshold), g, mul(g, sigmoid(z)))
 
+    sbp = _elementwise_sbp
+
     def cost(out, x, *, beta, threshold):
         # exp, add 1, log, threshold select; scaling by beta and back adds 2 when beta != 1
         return io_cost(out, (x,), flops=(4 + 2 * (beta != 1)) * numel(out))
@@ -326,6 +359,8 @@ class Mish(Op):
         t = tanh(softplus(x, 1.0, math.inf))
         return mul(g, add(t, mul(mul(x, sigmoid(x)), sub(1.0, mul(t, t)))))
 
+    sbp = _elementwise_sbp
+
     def cost(out, x):
         return io_cost(out, (x,), flops=5 * numel(out))  # softplus (exp, add, log), tanh, multiply
 
@@ -342,6 +377,8 @@ class Sigmoid(Op):
     def vjp(g, out, x):
         return mul(g, mul(out, sub(1.0, out)))
 
+    sbp = _elementwise_sbp
+
     def cost(out, x):
         return io_cost(out, (x,), flops=4 * numel(out))  # neg, exp, add, divide
 
@@ -355,6 +392,9 @@ class _RowSoftmax(Op):
 
     def cost(out, x, *, dim):
         return io_cost(out, (x,), flops=5 * numel(out))  # max, subtract, exp, sum, divide
+
+    def sbp(out, x, *, dim):
+        return unary(x, keep_dims=(dim % x.ndim,))  # each row along ``dim`` stays whole
 
 
 @register_op("softmax")

@@ -165,7 +165,9 @@ def test_export_runs_in_onnxruntime_and_imports_back(name, fn, arrays, opset):
 
 def test_every_forward_op_has_an_emitter():
     backward = {name for name in rt.registered_ops() if name.endswith("_backward") or name.endswith("_weight_grad")}
-    assert set(rt.registered_ops()) - backward - set(EMITTERS) == set()
+    # the collectives of a rank's graph in a parallel plan: standard ONNX has no such ops
+    boxing = {name for name, op in rt.registered_ops().items() if op.__module__.endswith("ops.boxing")}
+    assert set(rt.registered_ops()) - backward - boxing - set(EMITTERS) == set()
 
 
 def test_fused_graphs_export_their_steps():
