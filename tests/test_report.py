@@ -166,3 +166,19 @@ def test_a_module_and_its_only_op_show_as_one_row():
     assert "conv1" in shown and not any(name.startswith("conv1.") for name in shown)
     assert any(row.parent == "layer1.0" and row.kind == "op" and row.type == "add" for row, _ in tree_rows(report))
     assert len(shown) < len(report.rows)  # the folded op rows are still in the report itself
+
+
+def test_timed_module_rows_show_their_achieved_flop_rate(eager):
+    # FLOP/s per module = its FLOPs over its own measured time, in the table, JSON and CSV
+    stem = eager.row("stem")
+    assert stem.latency_ms > 0
+    expected = stem.flops / (stem.latency_ms / 1e3)
+    assert stem.flops_per_second == pytest.approx(expected)
+    text = eager.table(depth=1, width=300)
+    assert "FLOP/s" in text
+    stem_line = next(line for line in text.splitlines() if "└ stem" in line)
+    assert units.rate_to_string(expected, "FLOP") in stem_line
+    row = next(r for r in json.loads(eager.to_json())["rows"] if r["name"] == "stem")
+    assert row["flops_per_second"] == pytest.approx(expected)
+    csv_row = next(r for r in csv.DictReader(io.StringIO(eager.to_csv())) if r["name"] == "stem")
+    assert float(csv_row["flops_per_second"]) == pytest.approx(expected)

@@ -39,6 +39,7 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
          "trainable_params": int, "frozen_params": int,
          "bytes_read": int, "bytes_written": int, "output_bytes": int, "intensity": float | null,
          "calls": int, "latency_ms": float | null, "latency_min_ms": float | null,
+         "flops_per_second": float | null,  # achieved: flops over the measured latency
          "backward_macs": int, "backward_flops": int, "backward_latency_ms": float | null,
          "functional_macs": int, "functional_flops": int,
          "input_shapes": [[int, ...] | null], "output_shapes": [[int, ...]],
@@ -80,7 +81,7 @@ SCHEMA_VERSION = 1
 
 ROW_COLUMNS = ("name", "type", "depth", "parent", "kind", "counted_by", "macs", "flops", "params",
                "params_own", "trainable_params", "frozen_params", "bytes_read", "bytes_written",
-               "output_bytes", "intensity", "calls", "latency_ms", "latency_min_ms", "backward_macs",
+               "output_bytes", "intensity", "calls", "latency_ms", "latency_min_ms", "flops_per_second", "backward_macs",
                "backward_flops", "backward_latency_ms", "functional_macs", "functional_flops",
                "input_shapes", "output_shapes")
 OP_COLUMNS = ("name", "op", "scope", "phase", "macs", "flops", "bytes_read", "bytes_written", "params",

@@ -117,6 +117,7 @@ class Row:
     def to_dict(self) -> dict:
         out = _fields_with_listed_shapes(self)
         out["intensity"] = self.intensity
+        out["flops_per_second"] = self.flops_per_second
         out["roofline_fraction"] = self.roofline_fraction
         return out
 

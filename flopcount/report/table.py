@@ -37,7 +37,7 @@ def _module_cells(report, depth, top, sort) -> tuple:
     headers = ["Module", "Type", "Params", "Params %", "MACs", "MACs %", "FLOPs", "FLOPs %", "Out bytes",
                "Input shape", "Output shape"]
     if timed:
-        headers += ["Latency", "Latency %"]
+        headers += ["Latency", "Latency %", "FLOP/s"]
     if report.backward:
         headers += ["Bwd MACs", "Bwd FLOPs"] + (["Bwd latency"] if _timed_backward(report) else [])
     headers += _roofline_headers(report)
@@ -57,7 +57,8 @@ def _module_cells(report, depth, top, sort) -> tuple:
                  bytes_to_string(row.output_bytes), _shapes(row.input_shapes), _shapes(row.output_shapes)]
         if timed:
             # shares of the root row, timed in the same runs (nested spans, or summed nodes)
-            cells += [time_to_string(row.latency_ms), percent(row.latency_ms or 0.0, total.latency_ms or 0.0)]
+            cells += [time_to_string(row.latency_ms), percent(row.latency_ms or 0.0, total.latency_ms or 0.0),
+                      rate_to_string(row.flops_per_second, "FLOP")]
         if report.backward:
             cells += [macs_to_string(row.backward_macs), flops_to_string(row.backward_flops)]
             if _timed_backward(report):
