@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import sys
 import threading
 import weakref
@@ -20,7 +21,8 @@ import numpy as np
 from . import conventions, loading
 from .eager_hooks import profile_eager
 from .graph_parser import profile_graph
-from .inputs import API, bind_inputs, given_shapes, inputs_for, resolve_inputs
+from .inputs import bind_inputs, given_dtypes, given_shapes, inputs_for, resolve_inputs
+from .options import Option, option_error
 from .report import Report
 from .report.units import macs_to_string, params_to_string
 from .runtime import errors
@@ -103,11 +105,38 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
             + [(k, tuple(v.shape)) for k, v in kwargs.items() if isinstance(v, Tensor)])
 
 
+def _check_device(device) -> None:
+    """Fail early, in one line, when ``device`` cannot be used (CUDA without CuPy or a GPU)."""
+    from .runtime.device import backend, device as parse_device
+
+    if device is not None and str(device) not in ("cpu", "meta"):
+        backend(parse_device(device))
+
+
+def _input_device(target, device: str, zoo_device: str):
+    """Where the inputs made for ``target`` go: where a file or object model lives."""
+    if target.device is not None:
+        return target.device
+    if target.kind == loading.OBJECT:
+        return _parameter_device(target.model) or device
+    return zoo_device if target.kind == loading.ZOO else device
+
+
+def _does_not_fit(target, specs: list, exc: errors.ShapeError) -> errors.ShapeError:
+    """A model's ShapeError on inputs built from the shapes given: say which inputs, and the
+    model's default ones."""
+    default = ", ".join(s.describe() for s in target.expected) if target.expected else None
+    return errors.ShapeError(
+        f"input {', '.join(s.describe() for s in specs)} does not fit {target.name}"
+        + (f" (its default input is {default})" if default else "") + f": {exc}")
+
+
 # --- profile -------------------------------------------------------------------------------------
 
-def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
-            backward: bool = False, convention: str = "flopcount", strict: bool = False,
-            warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
+def profile(model, *inputs, input_shape=None, batch: int | None = None, dtype=None, mode: str = "graph",
+            device=None, latency: bool = False, repeat: int = 5, warmup: int = 1, backward: bool = False,
+            measure_memory: bool = False, convention: str = "flopcount", strict: bool = False,
+            factory_args: dict | None = None, progress: Callable[[str], None] | None = None,
             **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
@@ -118,14 +147,18 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     ``inputs`` and ``named_inputs`` are the model's inputs: names are bound to ``forward``'s
     parameters (or a graph's input names), checked before anything runs. Without them
     ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
-    default input is used; an ONNX file's symbolic dims are bound from ``input_shape`` (or from
-    the inputs given). A Module is profiled where its parameters live; ``device`` places models
-    built here and the inputs made here (``"meta"`` counts without allocating). ``mode`` is
-    ``"graph"`` (trace and parse every op) or ``"eager"`` (module hooks on a real run).
-    ``latency=True`` times warm-up plus ``repeat`` synchronized runs; ``backward=True`` adds a
-    training step's backward pass; ``measure_memory=True`` measures the activation peak beside
-    the prediction. ``strict=True`` raises UnsupportedOpError when anything ran that the
-    convention has no rule for. Bad input of any kind raises a :class:`~flopcount.FlopcountError`
+    default input is used, with ``batch`` as every input's first dimension and ``dtype`` (a
+    dtype name for every input, or ``{input name: dtype name}``); an ONNX file's symbolic dims
+    are bound from ``input_shape`` and ``batch`` (or from the inputs given). A Module is
+    profiled where its parameters live; ``device`` places models built here and the inputs made
+    here (``"meta"`` counts without allocating; left out, a zoo model that is only counted is
+    built on meta and anything that runs on the CPU). ``mode`` is ``"graph"`` (trace and parse
+    every op) or ``"eager"`` (module hooks on a real run). ``latency=True`` times ``warmup``
+    plus ``repeat`` synchronized runs; ``backward=True`` adds a training step's backward pass;
+    ``measure_memory=True`` measures the activation peak beside the prediction. ``strict=True``
+    raises UnsupportedOpError when anything ran that the convention has no rule for.
+    ``progress`` is called with the name of each step as it starts (``"loading resnet50"``,
+    ``"counting"``). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
 
     >>> import flopcount, flopcount.runtime as rt
@@ -135,22 +168,43 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     """
     if mode not in MODES:
         raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
+    counting = conventions.get(convention)
+    _check_device(device)
+    say = progress or (lambda step: None)
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
-    target = loading.load(model, device, given=given, factory_args=factory_args, spelling=API)
+    # counting needs shapes only: a zoo model that nothing runs is built on the meta device
+    only_counted = device is None and not (latency or measure_memory or inputs or named_inputs)
+    device = device or "cpu"
+    zoo_device = "meta" if only_counted else device
+    if isinstance(model, (str, os.PathLike)):
+        say(f"loading {os.fspath(model)}")
+    target = loading.load(model, device, zoo_device=zoo_device, given=given, batch=batch,
+                          factory_args=factory_args)
     net = target.model
+    if mode == "eager" and isinstance(net, Graph):
+        raise option_error(errors.FlopcountError, Option("mode", "eager"), f" runs a model's Python modules; "
+                           f"{target.name} is a graph (a model file), profile it with ", Option("mode", "graph"))
+    specs = None
     if inputs or named_inputs:
         args, kwargs = bind_inputs(net, inputs, named_inputs)
     else:
-        specs = resolve_inputs(target.expected, given, model=target.name, spelling=API)
+        specs = resolve_inputs(target.expected, given, batch, given_dtypes(dtype), model=target.name)
         loading.check_fixed(target, specs)
-        place = _parameter_device(net) if target.kind == loading.OBJECT else target.device
-        args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)
-    with loading.file_errors(target):
-        report = _run_view(mode, net, tuple(args), kwargs, convention=conventions.get(convention),
-                           latency=latency, backward=backward, warmup=warmup, repeat=repeat,
-                           measure_memory=measure_memory, name=target.label)
+        args, kwargs = inputs_for(net, specs, _input_device(target, device, zoo_device),
+                                  keyword=target.kind != loading.ZOO)
+    say(f"timing {warmup} warm-up + {repeat} runs" if latency else "counting")
+    try:
+        with loading.file_errors(target):
+            report = _run_view(mode, net, tuple(args), kwargs, convention=counting, latency=latency,
+                               backward=backward, warmup=warmup, repeat=repeat, measure_memory=measure_memory,
+                               name=target.label)
+    except errors.ShapeError as exc:
+        if specs is None or (not given and batch is None):
+            raise
+        raise _does_not_fit(target, specs, exc) from exc
+    report.notes = list(target.notes)
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))

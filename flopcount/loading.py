@@ -25,7 +25,8 @@ import os
 import sys
 from dataclasses import dataclass, field
 
-from .inputs import CLI, InputSpec, Spelling
+from .inputs import InputSpec
+from .options import Option, option_error
 from .runtime import errors
 from .runtime.dispatch import default_device
 from .runtime.graph import Graph
@@ -79,11 +80,11 @@ def kind_of(spec: str) -> str:
 
 
 def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = None,
-         factory_args: dict | None = None, spelling: Spelling = CLI) -> Target:
+         factory_args: dict | None = None) -> Target:
     """The Target named by ``spec`` (a Module, a Graph, a path or a zoo name). Zoo models are
     built on ``zoo_device`` (the meta device when only counting), models from files on
     ``device``; an ONNX file's symbolic dims are bound from ``given`` [(name or None, dims)]
-    and ``batch``. ``spelling`` says how the caller writes shapes, for the hints in errors."""
+    and ``batch``."""
     if isinstance(spec, (Module, Graph)):
         if factory_args:
             raise errors.FlopcountError("factory_args apply to 'file.py:factory' models, not to a model object")
@@ -98,9 +99,10 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
     if kind == FACTORY:
         return load_factory(spec, device, factory_args or {})
     if factory_args:
-        raise errors.FlopcountError(f"--factory-arg applies to file.py:factory models, not to {spec}")
+        raise option_error(errors.FlopcountError, Option("factory_args"), f" applies to file.py:factory models, "
+                           f"not to {spec}")
     if kind == ONNX:
-        return load_onnx(spec, device, list(given), batch, spelling)
+        return load_onnx(spec, device, list(given), batch)
     if kind == NATIVE:
         return load_native(spec, device)
     return load_zoo(spec, zoo_device or device)
@@ -172,7 +174,7 @@ def onnx_module(path: str):
     return onnx_io
 
 
-def load_onnx(path: str, device, given: list, batch: int | None = None, spelling: Spelling = CLI) -> Target:
+def load_onnx(path: str, device, given: list, batch: int | None = None) -> Target:
     """Import an ONNX file, its symbolic dims bound from ``given`` [(name or None, dims)] and
     ``batch``; when they cannot be bound, the error lists the file's inputs."""
     _require_file(path)
@@ -184,8 +186,8 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, spelling
         graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch),
                              device="meta" if str(device) == "meta" else None)
     except InputShapeError as exc:
-        hint = _onnx_hint(path, spelling, example=not given and batch is None)
-        raise errors.ShapeError(f"{os.path.basename(path)}: {exc}; {hint}") from exc
+        hint = _onnx_hint(path, example=not given and batch is None)
+        raise option_error(errors.ShapeError, f"{os.path.basename(path)}: {exc}; ", *hint) from exc
     except errors.FlopcountError as exc:
         if str(exc).startswith(path):
             raise
@@ -194,16 +196,16 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, spelling
     return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True, path=path)
 
 
-def _onnx_hint(path: str, spelling: Spelling, example: bool) -> str:
-    # what the file takes, and (when nothing was given) a line to paste: unknown dims shown as 1
+def _onnx_hint(path: str, example: bool) -> tuple:
+    # what the file takes, and (when nothing was given) the shapes to give: unknown dims shown as 1
     from .runtime import onnx as onnx_io
 
     declared = onnx_io.inputs(path)
     listed = ", ".join(f"{i.name} [{', '.join('?' if d is None else str(d) for d in i.dims or [])}]" for i in declared)
     shapes = [(i.name, tuple(d if isinstance(d, int) else 1 for d in i.dims)) for i in declared if i.dims]
     if example and shapes:
-        return f"the file's inputs are {listed}; give their shapes, e.g. {spelling.example(shapes)}"
-    return f"the file's inputs are {listed}"
+        return f"the file's inputs are {listed}; give their shapes, e.g. ", Option("input_shape", shapes)
+    return (f"the file's inputs are {listed}",)
 
 
 def onnx_binding(path: str, given: list, batch: int | None):
@@ -217,7 +219,7 @@ def onnx_binding(path: str, given: list, batch: int | None):
         if not given:
             return None
         if named and positional:
-            raise errors.ShapeError("for an ONNX model give every input shape by name (name=1x128) or none by name")
+            raise errors.ShapeError("for an ONNX model give every input shape by name or none by name")
         return named or positional
     shapes = {}
     for i, declared in enumerate(onnx_io.inputs(path)):

@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 import json
-import re
 
 import click
 
-from .. import __version__
+from .. import __version__, api
 from . import compare as compare_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
-from .run import RunOptions, check_device, profile
+from .options import profile_options, run_options
 
 SORT_KEYS = ("macs", "flops", "params", "latency", "memory")
 VIEWS = ("module", "op", "op-type")
@@ -27,67 +26,6 @@ MODEL is one of:
 FILE.py:FACTORY RUNS that Python file, exactly like `python FILE.py` would: use it only for
 code you trust. Model files (.onnx, native) are only read; nothing in them is executed.
 """
-
-
-def _device(ctx, param, value: str) -> str:
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", value):
-        raise click.BadParameter(f"{value!r} is not cpu, cuda or cuda:N", ctx=ctx, param=param)
-    return value
-
-
-def _given(ctx: click.Context, name: str) -> bool:
-    return ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)
-
-
-def run_options(func):
-    """The options every profiling command shares (what to measure and how)."""
-    options = [
-        click.option("-i", "--input-shape", "input_shapes", multiple=True, metavar="[NAME=]SHAPE",
-                     help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
-                          "input. Repeat for several inputs. Default: the zoo's or the file's input."),
-        click.option("--dtype", "dtypes", multiple=True, metavar="[NAME=]DTYPE",
-                     help="Dtype of the inputs built from --input-shape (int64 for token ids); name=int64 "
-                          "for one input. Zoo and file models know theirs."),
-        click.option("-b", "--batch", type=click.IntRange(min=1), help="Batch size: the first dimension of "
-                     "every input."),
-        click.option("--mode", type=click.Choice(["graph", "eager"]), default="graph", show_default=True,
-                     help="graph: trace and count every op; eager: module hooks on a real run."),
-        click.option("--device", default="cpu", show_default=True, callback=_device, metavar="cpu|cuda",
-                     help="Where to run (cuda needs: pip install 'flopcount[cuda12]'). Without --latency "
-                          "or --device, zoo models are counted on the meta device (shapes only)."),
-        click.option("--latency", is_flag=True, help="Measure latency per layer and op (runs the model)."),
-        click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
-                     help="Timed runs with --latency (the median is shown)."),
-        click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
-                     help="Untimed runs before timing with --latency."),
-        click.option("--backward", is_flag=True, help="Also count (and with --latency time) the backward pass "
-                     "of a training step."),
-        click.option("--convention", type=click.Choice(["flopcount", "ptflops"]), default="flopcount",
-                     show_default=True, help="Counting rules: flopcount, or ptflops to match published "
-                     "ptflops/flowflops tables."),
-        click.option("--factory-arg", "factory_args", multiple=True, metavar="KEY=VALUE",
-                     help="Keyword argument for FILE.py:FACTORY; the value is a Python literal (64, 0.5, "
-                          "'relu', (3, 3)) or else a string."),
-        click.option("--strict", is_flag=True, help="Fail (exit 2) when an op or module has no rule in the "
-                     "convention, instead of counting it as 0."),
-        click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) "
-                     "instead of stdout."),
-        click.option("-q", "--quiet", is_flag=True, help="No progress bar and no notes on stderr."),
-        click.option("--debug", is_flag=True, help="Show the traceback of an error."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def _options(ctx, kwargs: dict) -> RunOptions:
-    if not kwargs["latency"] and (_given(ctx, "repeat") or _given(ctx, "warmup")):
-        raise CliError("--repeat and --warmup apply to --latency runs; add --latency")
-    if kwargs["device"] != "cpu":
-        check_device(kwargs["device"])
-    keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args")
-    return RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
 
 
 def _start(ctx, debug: bool, output: str | None) -> None:
@@ -139,7 +77,7 @@ def main() -> None:
 @click.option("-f", "--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
               help="json, csv and trace (Chrome/Perfetto) hold every row and go to stdout clean.")
 @click.pass_context
-def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, output, quiet, debug, **kwargs) -> None:
+def profile_command(ctx, model: str, depth, top, sort, by, fmt, **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
     This is also what 'flopcount MODEL' runs.
@@ -157,11 +95,12 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
     """
-    _start(ctx, debug, output)
-    opts = _options(ctx, kwargs)
+    output, quiet = kwargs["output"], kwargs["quiet"]
+    _start(ctx, kwargs["debug"], output)
+    options = profile_options(ctx, kwargs)
     with progress.Steps(progress.wanted(quiet)) as steps:
-        report, target = profile(model, list(input_shapes), opts, steps)
-    for note in target.notes:
+        report = api.profile(model, progress=steps.start, **options)
+    for note in report.notes:
         _note(note, quiet)
     if depth is None and by == "module":
         depth = 2
@@ -184,8 +123,7 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, input_shapes, ou
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
               show_default=True)
 @click.pass_context
-def compare_command(ctx, model_a: str, model_b, input_shapes, shapes_a, shapes_b, depth, fmt, output, quiet, debug,
-                    **kwargs) -> None:
+def compare_command(ctx, model_a: str, model_b, shapes_a, shapes_b, depth, fmt, **kwargs) -> None:
     """Compare two models, or one model on two inputs, side by side (B / A ratios).
 
     --input-shape applies to both sides; --input-shape-a and --input-shape-b to one.
@@ -197,16 +135,18 @@ def compare_command(ctx, model_a: str, model_b, input_shapes, shapes_a, shapes_b
       flopcount compare bert_base gpt2 -i 1x256 --format markdown
       flopcount compare a.onnx b.onnx --latency
     """
-    _start(ctx, debug, output)
+    output, quiet = kwargs["output"], kwargs["quiet"]
+    _start(ctx, kwargs["debug"], output)
     if model_b is None:
         if not shapes_b:
             raise CliError("compare needs two models (compare A B), or one model and --input-shape-b "
                            "(compare A --input-shape-b 1x3x448x448)")
         model_b = model_a
-    opts = _options(ctx, kwargs)
+    options_a = profile_options(ctx, {**kwargs, "input_shape": kwargs["input_shape"] + shapes_a})
+    options_b = profile_options(ctx, {**kwargs, "input_shape": kwargs["input_shape"] + shapes_b})
     with progress.Steps(progress.wanted(quiet)) as steps:
-        a, _ = profile(model_a, list(input_shapes) + list(shapes_a), opts, steps)
-        b, _ = profile(model_b, list(input_shapes) + list(shapes_b), opts, steps)
+        a = api.profile(model_a, progress=steps.start, **options_a)
+        b = api.profile(model_b, progress=steps.start, **options_b)
     if fmt == "table" and output is None and render.stdout_is_terminal():
         render.print_rich(compare_view.render(a, b, "rich", depth))
         return

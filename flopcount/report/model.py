@@ -190,7 +190,8 @@ class Report:
     Attributes: ``rows`` (list of :class:`Row`, tree order, root first), ``ops`` (list of
     :class:`OpRecord`), ``totals`` (dict), ``convention``, ``mode``, ``device``, ``dtype``,
     ``input_shapes``, ``unsupported`` (list of :class:`Unsupported`), ``seen_not_counted``
-    (ops observed but outside the convention's total), ``folded`` (eager: ops computed from
+    (ops observed but outside the convention's total), ``notes`` (remarks on how the model was
+    loaded or captured), ``folded`` (eager: ops computed from
     constants only, which a graph folds away; in no total), ``memory`` (:class:`Memory`),
     ``latency_ms`` (whole forward, median, timed without per-module or per-op
     synchronization; a row's ``latency_ms`` comes from the per-module or per-node runs, so the
@@ -202,7 +203,8 @@ class Report:
                  unsupported: list | None = None, seen_not_counted: list | None = None,
                  folded: list | None = None, memory: Memory | None = None, latency_ms: float | None = None,
                  latency_min_ms: float | None = None, backward: bool = False,
-                 backward_latency_ms: float | None = None, model: str = "", op_lists=None):
+                 backward_latency_ms: float | None = None, model: str = "", op_lists=None,
+                 notes: list | None = None):
         self.rows = list(rows)
         # op_lists: a function giving (ops, seen_not_counted, folded), called on first use of
         # any of them, so a profile whose op lists nobody reads does not build them
@@ -222,6 +224,7 @@ class Report:
         self.backward = backward
         self.backward_latency_ms = backward_latency_ms
         self.model = model
+        self.notes = list(notes or [])   # remarks on how the model was loaded (a capture's fallback...)
         self._by_name = OrderedDict((r.name, r) for r in self.rows)
         self._children: dict = {}
         for r in self.rows:
