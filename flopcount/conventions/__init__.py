@@ -27,24 +27,23 @@ class FlopcountConvention(Convention):
         super().__init__(flopcount_modules.MODULE_RULES)
 
     def op_rule(self, op):
-        return op.cost if op.cost is not None else None
+        return op.cost
 
     def op_cost(self, op, out, inputs, attrs, own=None):
-        if op.cost is None:
-            return None
         return own if own is not None else op.cost(out, *inputs, **attrs)
 
-    def op_costs(self, events, own_costs: list) -> list:
+    def op_costs(self, calls, own_costs: list) -> list:
         if type(self).op_cost is not FlopcountConvention.op_cost:  # a subclass prices ops its own way
-            return super().op_costs(events, own_costs)
+            return super().op_costs(calls, own_costs)
         # an op's cost here is its own cost: nothing to compute again
-        return [None if e.op.cost is None else own for e, own in zip(events, own_costs)]
+        return list(own_costs)
 
 
 class PtflopsConvention(Convention):
     """ptflops' module hooks (eager) and flowflops' graph-mode op rules (graph)."""
 
     name = "ptflops"
+    counts_functional = False  # ptflops' hooks never see an op run directly in a forward
 
     def __init__(self):
         super().__init__(ptflops_modules.MODULE_RULES)

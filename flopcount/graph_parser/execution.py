@@ -11,12 +11,12 @@ from __future__ import annotations
 import statistics
 import time
 
-from ..report.model import OpRecord
+from ..recording import pricing
+from ..recording.steps import training_step
 from ..runtime.device import backend
 from ..runtime.dispatch import no_grad, observe
 from ..runtime.graph.tree import tensor_leaves
 from ..runtime.registry import Cost
-from ..recording.steps import training_step
 
 TAG = "#"
 
@@ -51,7 +51,8 @@ class _Collector:
 
         ins = tuple(None if t is None else Spec(t.shape, t.dtype, t.device) for t in event.inputs)
         outs = tuple(Spec(t.shape, t.dtype, t.device) for t in event.outputs)
-        self.events.append((event.op, ins, outs, event.attrs, node_of(event.module), event.elapsed))
+        call = pricing.OpCall(event.op, outs if len(outs) > 1 else outs[0], ins, event.attrs)
+        self.events.append((call, node_of(event.module), event.elapsed))
 
 
 def _grad_state(graph) -> list:
@@ -105,7 +106,7 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     finally:
         for t, g in saved:
             t.grad = g
-    own = [e.op.cost(e.output_spec, *e.inputs, **e.attrs) if e.op.cost else Cost() for e in recorder.events]
+    own = pricing.own_costs(recorder.events)
     grad_bytes = sum(p.dtype.nbytes(p.numel()) for p in index.params if p.requires_grad)
     memory["predicted"] = mem.predicted_training_peak(recorder.events, own, grad_bytes, outputs)
     events = runs[0]
@@ -113,30 +114,21 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     per_node = [Cost() for _ in range(n)]
     latency = [0.0] * n if timing else None
     records = []
-    for k, (op, ins, outs, attrs, node, _) in enumerate(events):
-        out = outs if len(outs) > 1 else outs[0]
-        cost = convention.op_cost(op, out, ins, attrs)
-        own = op.cost(out, *ins, **attrs) if op.cost is not None else Cost()
+    costs, owns = pricing.price([call for call, _, _ in events], convention)
+    for k, ((call, node, _), cost, own) in enumerate(zip(events, costs, owns)):
         ms = None
         if timing and all(len(r) == len(events) for r in runs):
-            samples = [r[k][5] for r in runs if r[k][5] is not None]
+            samples = [r[k][2] for r in runs if r[k][2] is not None]
             ms = statistics.median(samples) * 1e3 if samples else None
-        scope, name = "", op.name
+        scope, name = "", call.op.name
         if node is not None and node < n:
-            if cost is not None:
-                per_node[node] = per_node[node] + Cost(cost.macs, cost.flops)
+            per_node[node] = per_node[node] + pricing.macs_flops(cost)
             if ms is not None:
                 latency[node] += ms
             gnode = graph.nodes[node]
-            scope, name = gnode.scope, f"{gnode.scope}/{gnode.name}/grad/{op.name}"
-        records.append(OpRecord(
-            name=name, op=op.name, scope=scope, phase="backward",
-            macs=cost.macs if cost else 0, flops=cost.flops if cost else 0,
-            bytes_read=own.bytes_read, bytes_written=own.bytes_written,
-            input_shapes=[None if s is None else tuple(s.shape) for s in ins],
-            input_dtypes=[None if s is None else s.dtype.name for s in ins],
-            output_shapes=[tuple(s.shape) for s in outs], output_dtypes=[s.dtype.name for s in outs],
-            counted=cost is not None, latency_ms=ms))
+            scope, name = gnode.scope, f"{gnode.scope}/{gnode.name}/grad/{call.op.name}"
+        records.append(pricing.op_record(call, cost, own, name=name, scope=scope, phase="backward",
+                                         counted=cost is not None, latency_ms=ms))
     return per_node, latency, records, memory
 
 

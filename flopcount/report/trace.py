@@ -12,7 +12,6 @@ flopcount's own numbers sit next to them: ``macs``, ``flops``, ``scope``, ``phas
 
 from __future__ import annotations
 
-import json
 import os
 
 # onnxruntime's element type names for the dtypes the runtime has
@@ -67,8 +66,3 @@ def chrome_trace(report) -> dict:
             },
         })
     return {"traceEvents": events, "displayTimeUnit": "ms"}
-
-
-def write_chrome_trace(report, path: str) -> None:
-    with open(path, "w") as f:
-        json.dump(chrome_trace(report), f)

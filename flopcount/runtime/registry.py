@@ -7,8 +7,9 @@
         def vjp(g, out, x): ...            # gradients, written with registered ops
         def cost(out, x): ...              # shape-only Cost (macs, flops, bytes)
 
-A rule that an op deliberately lacks is declared ``None`` with a comment (``vjp = None`` for
-argmax). ``register_op`` refuses a duplicate name and an op that leaves a rule out.
+A kernel or gradient that an op deliberately lacks is declared ``None`` with a comment (``vjp =
+None`` for argmax); the shape and cost rules are never ``None``, so whoever prices an op can call
+its cost rule. ``register_op`` refuses a duplicate name and an op that leaves a rule out.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .dtypes import DType
 from .device import Device
 
 RULES = ("shape", "forward", "vjp", "cost")
+REQUIRED_RULES = ("shape", "cost")  # never None: every op has shapes and a price
 
 
 class Spec:
@@ -136,6 +138,10 @@ def register_op(name: str):
         if missing:
             raise TypeError(f"op {name!r} ({cls.__qualname__}) lacks rule(s) {missing}; "
                             f"define them, or set one to None on purpose with a comment")
+        absent = [rule for rule in REQUIRED_RULES if getattr(cls, rule) is None]
+        if absent:
+            raise TypeError(f"op {name!r} ({cls.__qualname__}) sets {absent} to None; an op always has a "
+                            f"shape rule and a cost rule (a view's cost is registry.no_cost)")
         if cls.forward is None and "cpu" not in cls.kernels:
             raise TypeError(f"op {name!r} has no forward kernel")
         for rule in RULES:

@@ -47,10 +47,6 @@ class Liveness:
         """(birth, last use) of a value."""
         return self.birth[name], self.death[name]
 
-    def live_at(self, step: int) -> list:
-        """Activation storages alive while node ``step`` runs."""
-        return [o for o in self.activations if self.intervals[o][0] <= step <= self.intervals[o][1]]
-
     def __repr__(self) -> str:
         return (f"Liveness(peak_bytes={self.peak_bytes}, peak_step={self.peak_step}, "
                 f"values={len(self.birth)})")
