@@ -123,6 +123,9 @@ class Op:
     # float8, int4 on numpy) reach its kernel widened (Backend.compute_dtypes), and the result
     # is rounded back; False for ops that only move or select elements, which take any storage
     computes: bool = True
+    # attention: how many sweeps of the (Lq, Lk) score matrix its MACs are (0: not attention); a
+    # counting policy that leaves out a causal mask's hidden half reads it
+    score_contractions: int = 0
 
 
 _REGISTRY: dict[str, type] = {}
