@@ -28,6 +28,7 @@ from .report.units import macs_to_string, params_to_string
 from .runtime import errors
 from .runtime.graph import Graph
 from .runtime.nn.modules.module import Module
+from .runtime import torch as rt_torch
 
 MODES = ("eager", "graph")
 
@@ -182,15 +183,21 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, dtype=No
         say(f"loading {os.fspath(model)}")
     target = loading.load(model, device, zoo_device=zoo_device, given=given, batch=batch,
                           factory_args=factory_args)
-    net = target.model
-    if mode == "eager" and isinstance(net, Graph):
+    if mode == "eager" and isinstance(target.model, Graph):
         raise option_error(errors.FlopcountError, Option("mode", "eager"), f" runs a model's Python modules; "
                            f"{target.name} is a graph (a model file), profile it with ", Option("mode", "graph"))
+    if target.kind == loading.TORCH and (inputs or named_inputs):
+        # captured for the inputs given, the graph then takes inputs made from their shapes
+        target = loading.specialize(target, examples=(inputs, named_inputs), train=backward)
+        inputs, named_inputs = (), {}
+    net = target.model
     specs = None
     if inputs or named_inputs:
         args, kwargs = bind_inputs(net, inputs, named_inputs)
     else:
         specs = resolve_inputs(target.expected, given, batch, given_dtypes(dtype), model=target.name)
+        target = loading.specialize(target, specs, train=backward)  # a PyTorch module: captured for them
+        net = target.model
         loading.check_fixed(target, specs)
         args, kwargs = inputs_for(net, specs, _input_device(target, device, zoo_device),
                                   keyword=target.kind != loading.ZOO)
@@ -254,6 +261,26 @@ def _inputs_from(model, input_res, input_constructor) -> tuple:
     return (factories.ones(*tuple(input_res), dtype=dtype, device=device),), {}
 
 
+def _torch_graph(module, input_res, input_constructor) -> tuple:
+    """(Graph, args, kwargs) for a ``torch.nn.Module``: captured on flowflops' input (a tensor of
+    ones of shape ``input_res`` in the parameters' dtype, or ``input_constructor(input_res)``),
+    and run on inputs of the same shapes made from the graph's specs."""
+    from .inputs import inputs_for
+
+    if input_constructor is not None:
+        value = input_constructor(input_res)
+        args, kwargs = ((), value) if isinstance(value, dict) else ((value if isinstance(value, tuple) else (value,)), {})
+    else:
+        import torch
+
+        first = next(module.parameters(), None)
+        dtype, device = (first.dtype, first.device) if first is not None else (torch.float32, "cpu")
+        args, kwargs = (torch.ones(*tuple(input_res), dtype=dtype, device=device),), {}
+    target = loading.specialize(loading.load(module), examples=(args, kwargs))
+    graph = target.model
+    return (graph,) + tuple(inputs_for(graph, target.expected, target.device or graph.device))
+
+
 def per_layer_listing(report: Report, model, ost=sys.stdout, flops_units=None, param_units=None,
                       precision: int = 2) -> None:
     """The model's repr, each module annotated as ptflops and flowflops print it:
@@ -307,11 +334,15 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     """
     if mode not in MODES:
         raise ValueError(f"get_model_complexity_info: mode must be one of {MODES}, got {mode!r}")
-    if not isinstance(model, (Module, Graph)):
-        raise TypeError(f"get_model_complexity_info: model must be a Module (or a Graph), got {type(model).__name__}")
+    if rt_torch.is_module(model):
+        model, args, kwargs = _torch_graph(model, input_res, input_constructor)
+    elif not isinstance(model, (Module, Graph)):
+        raise TypeError(f"get_model_complexity_info: model must be a Module (flopcount or torch) or a Graph, "
+                        f"got {type(model).__name__}")
+    else:
+        args, kwargs = _inputs_from(model, input_res, input_constructor)
     custom = {cls: _custom_rule(hook) for cls, hook in (custom_modules_hooks or {}).items()}
     conv = conventions.get(convention).with_modules(custom, ignore_modules)
-    args, kwargs = _inputs_from(model, input_res, input_constructor)
     report = _run_view(mode, model, args, kwargs, convention=conv)
     if verbose:
         for item in report.unsupported:

@@ -31,8 +31,10 @@ from .runtime import errors
 from .runtime.dispatch import default_device
 from .runtime.graph import Graph
 from .runtime.nn.modules.module import Module
+from .runtime import torch as rt_torch
 
 OBJECT, FACTORY, ONNX, NATIVE, ZOO = "object", "factory", "onnx", "native", "zoo"
+TORCH, PT2 = "torch", "pt2"   # a torch.nn.Module (see torch_loading.py), a torch.export archive
 ONNX_INSTALL = "pip install 'flopcount[onnx]'"
 
 
@@ -72,6 +74,8 @@ def kind_of(spec: str) -> str:
         return FACTORY
     if spec.lower().endswith(".onnx"):
         return ONNX
+    if spec.lower().endswith(".pt2"):
+        return PT2
     if spec in models.names():
         return ZOO
     if "/" in spec or os.sep in spec or "." in spec or os.path.exists(spec):
@@ -85,6 +89,10 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
     built on ``zoo_device`` (the meta device when only counting), models from files on
     ``device``; an ONNX file's symbolic dims are bound from ``given`` [(name or None, dims)]
     and ``batch``."""
+    if rt_torch.is_module(spec):
+        if factory_args:
+            raise errors.FlopcountError("factory_args apply to 'file.py:factory' models, not to a model object")
+        return torch_loading().load_module(spec)
     if isinstance(spec, (Module, Graph)):
         if factory_args:
             raise errors.FlopcountError("factory_args apply to 'file.py:factory' models, not to a model object")
@@ -94,7 +102,8 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
     if isinstance(spec, os.PathLike):
         spec = os.fspath(spec)
     if not isinstance(spec, str):
-        raise TypeError(f"model must be a Module, a Graph, a zoo name or a file path, got {type(spec).__name__}")
+        raise TypeError(f"model must be a Module (flopcount or torch), a Graph, a zoo name or a file path, "
+                        f"got {type(spec).__name__}")
     kind = kind_of(spec)
     if kind == FACTORY:
         return load_factory(spec, device, factory_args or {})
@@ -103,9 +112,27 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
                            f"not to {spec}")
     if kind == ONNX:
         return load_onnx(spec, device, list(given), batch)
+    if kind == PT2:
+        _require_file(spec)
+        return torch_loading().load_pt2(spec, device, list(given), batch)
     if kind == NATIVE:
         return load_native(spec, device)
     return load_zoo(spec, zoo_device or device)
+
+
+def torch_loading():
+    """``flopcount.torch_loading`` (PyTorch modules, .pt2 archives, pickles refused)."""
+    from . import torch_loading as module
+
+    return module
+
+
+def specialize(target: Target, specs: list | None = None, **options) -> Target:
+    """A PyTorch module's Target captured for its inputs (see ``torch_loading.specialize``);
+    any other Target as it is."""
+    if target.kind != TORCH:
+        return target
+    return torch_loading().specialize(target, specs, **options)
 
 
 def _require_file(path: str) -> None:
@@ -145,8 +172,14 @@ def load_zoo(name: str, device) -> Target:
 
 def load_native(path: str, device) -> Target:
     from .runtime.io import load as load_graph
+    from .runtime.io import sniff
 
     _require_file(path)
+    kind = sniff.sniff(path)
+    if kind in (sniff.TORCH_PICKLE, sniff.PICKLE):
+        torch_loading().refuse_pickle(path, kind)
+    if kind == sniff.PT2:
+        return torch_loading().load_pt2(path, device, [])
     graph = load_graph(path)
     target = Target(graph, os.path.basename(path), NATIVE, graph_inputs(graph), fixed=True, path=path)
     if any(graph.tensors[name].data is None for name in graph.parameters):
@@ -264,11 +297,13 @@ def load_factory(spec: str, device, factory_args: dict) -> Target:
     except (Exception, SystemExit) as exc:
         raise errors.ModelFileError(f"{spec} raised {_describe(exc)}") from exc
     label = f"{os.path.basename(path)}:{attr}"
+    if rt_torch.is_module(model):
+        return torch_loading().load_module(model, label)
     if isinstance(model, Graph):
         return Target(model, label, FACTORY, graph_inputs(model), fixed=True)
     if not isinstance(model, Module):
         raise errors.ModelFileError(f"{spec} returned {type(model).__name__}, not a flopcount.runtime.nn.Module "
-                                    f"(build the model with flopcount.runtime.nn)")
+                                    f"or a torch.nn.Module")
     return Target(model, label, FACTORY)
 
 
@@ -309,5 +344,5 @@ def check_fixed(target: Target, specs: list) -> None:
             + (", ".join(s.describe() for s in specs) or "none"))
 
 
-__all__ = ["Target", "kind_of", "load", "file_errors", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
+__all__ = ["Target", "kind_of", "load", "specialize", "file_errors", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
            "graph_inputs", "onnx_binding", "onnx_module"]

@@ -42,9 +42,11 @@ class FlopcountConvention(Convention):
         super().__init__(flopcount_modules.MODULE_RULES if causal == "full" else flopcount_modules.causal_half_rules())
 
     def op_rule(self, op):
-        return op.cost
+        return op.cost if op.priced else None
 
     def op_cost(self, op, out, inputs, attrs, own=None):
+        if not op.priced:
+            return None
         cost = own if own is not None else op.cost(out, *inputs, **attrs)
         return self._causal(op, attrs, cost) if self.causal == "half" else cost
 
@@ -52,7 +54,7 @@ class FlopcountConvention(Convention):
         if type(self).op_cost is not FlopcountConvention.op_cost or self.causal != "full":
             return super().op_costs(calls, own_costs)
         # an op's cost here is its own cost: nothing to compute again
-        return list(own_costs)
+        return [own if c.op.priced else None for c, own in zip(calls, own_costs)]
 
     @staticmethod
     def _causal(op, attrs, cost: Cost) -> Cost:

@@ -63,7 +63,9 @@ def param_scopes(graph, scopes) -> dict:
     transpose ``onnx::MatMul_354``, and exporters merge equal tensors into one initializer under
     one of their names (a tied embedding read only by ``wte`` may be called
     ``lm_head.weight``). Such a parameter goes to the deepest scope holding every node that
-    reads it.
+    reads it. A name whose module part is a module the importer recorded
+    (``graph.module_types``: torch.export's module tree) belongs to that module, read there or
+    not (MultiheadAttention reads ``out_proj.weight`` without calling ``out_proj``).
     """
     readers: dict = {}
     for n in graph.nodes:
@@ -76,7 +78,9 @@ def param_scopes(graph, scopes) -> dict:
             continue
         owner = name.rpartition(".")[0]
         read_in = readers.get(name, [])
-        named = owner in scopes and (not read_in or any(s == owner or s.startswith(owner + ".") for s in read_in))
+        # a module the importer knows (graph.module_types) owns its parameters, as a Module would
+        named = owner in scopes and (owner in graph.module_types or not read_in
+                                     or any(s == owner or s.startswith(owner + ".") for s in read_in))
         out[name] = owner if owner and named else common_scope(read_in)
     return out
 
@@ -107,6 +111,8 @@ class NodeRows:
         if self.module is not None:
             for path, m in self.module.named_modules():
                 scope_types[path] = type(m).__name__
+        else:
+            scope_types.update(graph.module_types)  # what an importer knows of the model's modules
         children: dict = {}
 
         def scope_row(path: str) -> Row:
@@ -124,9 +130,8 @@ class NodeRows:
             return row
 
         scope_row("")
-        if self.module is not None:
-            for path, _ in self.module.named_modules():
-                scope_row(path)
+        for path in scope_types:  # every module in order, also those no op ran in
+            scope_row(path)
         for n in graph.nodes:
             scope_row(n.scope)
             if n.module_type and not scopes[n.scope].type:

@@ -42,14 +42,15 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
          "params": int, "param_bytes": int, "input_shapes": [[int, ...] | null], "input_dtypes": [str | null],
          "output_shapes": [[int, ...]], "output_dtypes": [str],
          "counted": bool, "latency_ms": float | null, "start_ms": float | null,
-         "source": str}                  # the ONNX node name ("" unless imported from ONNX)
+         "source": str}                  # the ONNX or torch.export node it came from ("" if traced)
       ],
       "by_op_type": [{"op": str, "calls": int, "macs": int, "flops": int, "bytes_read": int,
                       "bytes_written": int, "counted_calls": int, "latency_ms": float | null}],
       "unsupported": [{"kind": "module" | "op", "name": str, "calls": int,
                        "latency_share": float | null}],
       "seen_not_counted": [ op records as in "ops" ],
-      "folded": [ op records as in "ops" ]   # eager: computed from constants only
+      "folded": [ op records as in "ops" ],  # eager: computed from constants only
+      "notes": [str]                     # how the model was loaded or captured
     }
 """
 
@@ -89,6 +90,7 @@ def to_dict(report) -> dict:
                         for u in report.unsupported],
         "seen_not_counted": [o.to_dict() for o in report.seen_not_counted],
         "folded": [o.to_dict() for o in report.folded],
+        "notes": list(report.notes),
     }
 
 

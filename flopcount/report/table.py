@@ -148,6 +148,7 @@ def _footer(report) -> list:
         lines.append(f"folded: {len(report.folded)} ops on constants only (not counted; a graph folds them)")
     if report.unsupported:
         lines.append("no rule: " + "; ".join(str(u) for u in report.unsupported))
+    lines.extend(f"note: {note}" for note in report.notes)
     if any(r.counted_by == "covered" for r in report.rows):
         lines.append("* inside a module with a module rule: shown, not added again")
     return lines

@@ -40,6 +40,7 @@ from .nn import functional
 from .graph import Graph, get_mode, set_mode, trace
 from .io import load, load_state_dict, save
 from . import onnx  # rt.onnx.load / rt.onnx.export (the onnx package is needed only when called)
+from . import torch  # rt.torch.to_graph / rt.torch.load (torch is needed only when called)
 
 clip = clamp
 float = float32

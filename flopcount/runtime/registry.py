@@ -126,6 +126,9 @@ class Op:
     # attention: how many sweeps of the (Lq, Lk) score matrix its MACs are (0: not attention); a
     # counting policy that leaves out a causal mask's hidden half reads it
     score_contractions: int = 0
+    # False for an op whose arithmetic nobody knows (an imported op with no mapping): no
+    # convention has a rule for it, so reports count it as zero and list it as unsupported
+    priced: bool = True
 
 
 _REGISTRY: dict[str, type] = {}

@@ -136,6 +136,8 @@ class Graph:
         self.tensors: dict = {}                  # name -> Tensor, for parameters and constants
         self.nodes: list[Node] = []
         self.memory_plan = None                  # set by passes.plan_memory; the executor uses it
+        self.module_types: dict = {}             # scope -> module class name, from an importer
+        self.notes: list = []                    # an importer's remarks (how it captured the model)
         self._names: set = set()
         self._suffix: dict = {}
         self._cache: dict = {}                   # executor program, per-device copies
@@ -197,6 +199,8 @@ class Graph:
         g.constants = dict(self.constants)
         g.tensors = dict(self.tensors)
         g.nodes = [n.copy() for n in self.nodes]
+        g.module_types = dict(self.module_types)
+        g.notes = list(self.notes)
         g._names = set(self._names)
         g._suffix = dict(self._suffix)
         return g

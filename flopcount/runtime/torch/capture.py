@@ -1,0 +1,128 @@
+"""Capturing a ``torch.nn.Module`` as an ATen graph, ready for the importer.
+
+1. ``torch.export.export`` (non-strict), then ``run_decompositions({})``: functional ATen
+   (no in-place ops, no aliasing) with the high-level ops kept (``linear``, ``conv2d``,
+   ``scaled_dot_product_attention``, ``layer_norm``), each node with its ``nn_module_stack``;
+2. where export refuses (data-dependent Python control flow, ``.item()``, untraceable
+   objects), one eager run of the model on the example inputs is recorded op by op at the ATen
+   level (``record.py``): the graph is then specialized to the example's values, and a note
+   says so and why export failed.
+
+Either way the model is left as it was: training flag, parameters, buffers (a recorded
+training-mode run would update batch-norm statistics: they are put back).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from ..errors import FlopcountError
+
+
+@dataclass
+class Captured:
+    """An ATen graph and what the importer needs around it.
+
+    ``graph``: a ``torch.fx.Graph``; ``params``: {placeholder name: (state-dict name, torch
+    tensor, "param" | "buffer" | "const")}; ``inputs``: the placeholder names of the model's
+    inputs, in order, with ``input_specs`` their Specs; ``outputs``: the FX values the model
+    returns (flat); ``module_types``: {module path: class name} of every module the nodes ran
+    in; ``notes``: how the graph was captured, when the user should know.
+    """
+
+    graph: object
+    params: dict
+    inputs: list
+    input_specs: list
+    outputs: list
+    name: str = "model"
+    module_types: dict = field(default_factory=dict)
+    notes: list = field(default_factory=list)
+    how: str = "torch.export"
+
+
+def require_torch():
+    """``torch``, or a one-line error saying what to install."""
+    try:
+        import torch
+    except ImportError:
+        raise FlopcountError("PyTorch models need torch: pip install 'flopcount[torch]'") from None
+    return torch
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    line = text.splitlines()[0] if text else ""
+    return f"{type(exc).__name__}: {line[:200]}" if line else type(exc).__name__
+
+
+def capture(module, args: tuple, kwargs: dict, *, train: bool = False) -> Captured:
+    """The ATen graph of ``module(*args, **kwargs)`` (torch tensors), in train or eval mode."""
+    torch = require_torch()
+    name = type(module).__name__
+    was_training = module.training
+    module.train(train)
+    try:
+        try:
+            program = torch.export.export(module, tuple(args), dict(kwargs), strict=False)
+            program = program.run_decompositions({})
+        except Exception as exc:  # export refused the model: record an eager run instead
+            from .record import record
+
+            reason = _first_line(exc)
+            captured = record(module, tuple(args), dict(kwargs))
+            captured.notes.insert(0, f"torch.export could not capture {name} ({reason}); captured instead by "
+                                     f"recording the ATen ops of one run on the example inputs, so the graph is "
+                                     f"specialized to their values")
+            return captured
+        captured = from_program(program, name)
+        # every module, in the model's order, also those no op ran in (an unused auxiliary head)
+        modules = {path: type(m).__name__ for path, m in module.named_modules()}
+        captured.module_types = {**modules, **captured.module_types}
+        return captured
+    finally:
+        module.train(was_training)
+
+
+def from_program(program, name: str = "model") -> Captured:
+    """Captured from a ``torch.export.ExportedProgram`` (functional ATen expected)."""
+    from torch.export.graph_signature import InputKind, OutputKind
+
+    from .importer import class_name, module_path, spec_of
+
+    signature = program.graph_signature
+    placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
+    params, inputs, specs = {}, [], []
+    for spec in signature.input_specs:
+        arg_name = spec.arg.name
+        if spec.kind == InputKind.USER_INPUT:
+            value = placeholders[arg_name].meta.get("val")
+            if not hasattr(value, "shape"):
+                raise FlopcountError(f"{name}: input {arg_name!r} is not a tensor ({type(value).__name__}); "
+                                     f"pass the model's tensor inputs only")
+            if any(not isinstance(d, int) for d in value.shape):
+                raise FlopcountError(f"{name}: input {arg_name!r} has symbolic dims {list(value.shape)}")
+            inputs.append(arg_name)
+            specs.append(spec_of(value))
+        elif spec.kind == InputKind.PARAMETER:
+            params[arg_name] = (spec.target, program.state_dict[spec.target], "param")
+        elif spec.kind == InputKind.BUFFER:
+            source = program.state_dict if spec.persistent else program.constants
+            params[arg_name] = (spec.target, source[spec.target], "buffer")
+        elif spec.kind == InputKind.CONSTANT_TENSOR:
+            params[arg_name] = (spec.target, program.constants[spec.target], "const")
+        else:
+            raise FlopcountError(f"{name}: the exported program takes a {spec.kind.name.lower()} input "
+                                 f"({arg_name!r}), which flopcount does not support")
+    output_node = next(n for n in program.graph.nodes if n.op == "output")
+    flat_outputs = list(output_node.args[0])
+    outputs = [value for value, spec in zip(flat_outputs, signature.output_specs)
+               if spec.kind == OutputKind.USER_OUTPUT]
+    types = {}
+    for node in program.graph.nodes:
+        for path, kind in (node.meta.get("nn_module_stack") or {}).values():
+            types.setdefault(module_path(path), class_name(kind))
+    return Captured(program.graph, params, inputs, specs, outputs, name, types)
+
+
+__all__ = ["Captured", "capture", "from_program", "require_torch"]

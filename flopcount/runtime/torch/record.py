@@ -1,0 +1,156 @@
+"""The capture of last resort: record the ATen ops of one eager run of a PyTorch model.
+
+``torch.export`` refuses models whose Python code reads tensor values (``if x.sum() > 0``,
+``.item()``, ``.tolist()``). Such a model still runs, and a ``TorchDispatchMode`` sees every
+ATen op it makes, with its real inputs and outputs; module hooks say which module is running.
+The ops are written into an FX graph in the form ``torch.export`` gives (placeholders for
+parameters, buffers and inputs, ``call_function`` nodes with ``val`` and ``nn_module_stack``
+metadata), so the importer treats both captures alike. The graph is specialized to the
+example's values: the branches taken are the ones this run took.
+
+In-place ops are recorded as their out-of-place form (``relu_`` as ``relu``), the written
+tensor then standing for the result; an in-place write into a view of another tensor cannot be
+expressed that way and is refused, naming the op.
+"""
+
+from __future__ import annotations
+
+import operator
+
+from ..errors import UnsupportedOpError
+from .capture import Captured
+from .importer import class_name
+
+
+def _in_place(func) -> bool:
+    return func._schema.is_mutable and func.overloadpacket.__name__.endswith("_")
+
+
+def _functional(func):
+    """The out-of-place overload of an in-place ATen op (``aten.add_.Tensor`` ->
+    ``aten.add.Tensor``), or ``func`` itself when it has none (``bernoulli_.float``: the
+    importer's fallback op then runs it on a copy)."""
+    import torch
+
+    if not _in_place(func):
+        return func
+    packet = getattr(torch.ops.aten, func.overloadpacket.__name__[:-1], None)
+    return getattr(packet, func._overloadname, func) if packet is not None else func
+
+
+class _Recorder:
+    def __init__(self, module):
+        import torch
+
+        self.torch = torch
+        self.graph = torch.fx.Graph()
+        self.nodes: dict = {}        # id(tensor) -> fx.Node standing for its current value
+        self.alive: list = []        # every tensor seen, so no id is reused during the run
+        self.params: dict = {}
+        self.stack: list = []        # (path, class) of the modules running now
+        self.paths = {id(m): path for path, m in module.named_modules()}
+        self.types = {path: class_name(type(m)) for path, m in module.named_modules()}
+        for kind, named in (("param", module.named_parameters()), ("buffer", module.named_buffers())):
+            for name, t in named:
+                if id(t) not in self.nodes:
+                    self._placeholder(f"{'p' if kind == 'param' else 'b'}_{name.replace('.', '_')}", t,
+                                      (name, t, kind))
+
+    def _placeholder(self, name: str, t, param=None):
+        node = self.graph.placeholder(name)
+        node.meta["val"] = t.detach().to("meta")
+        self.nodes[id(t)] = node
+        self.alive.append(t)
+        if param is not None:
+            self.params[node.name] = param
+        return node
+
+    def node_of(self, t):
+        node = self.nodes.get(id(t))
+        if node is None:  # a tensor made outside the recorded run: a constant of the graph
+            node = self._placeholder(f"c_{len(self.params)}", t, (f"constant_{len(self.params)}", t, "const"))
+        return node
+
+    # --- module scopes ---------------------------------------------------------------------------
+    def enter(self, module, *_):
+        path = self.paths.get(id(module))
+        if path:
+            self.stack.append((path, type(module)))
+
+    def leave(self, module, *_):
+        if self.stack and self.paths.get(id(module)) == self.stack[-1][0]:
+            self.stack.pop()
+
+    # --- ops --------------------------------------------------------------------------------------
+    def op(self, func, args, kwargs, out):
+        torch = self.torch
+        target = _functional(func)
+        mutated = _in_place(func)
+        if mutated and args and getattr(args[0], "_base", None) is not None:
+            raise UnsupportedOpError(f"{func} writes into a view of another tensor; a recorded graph cannot "
+                                     f"follow that write (torch.export could, if the model allowed it)")
+
+        def arg(a):
+            return self.node_of(a) if isinstance(a, torch.Tensor) else a
+
+        fx_args = torch.utils._pytree.tree_map(arg, args)
+        fx_kwargs = torch.utils._pytree.tree_map(arg, kwargs)
+        node = self.graph.call_function(target, tuple(fx_args), dict(fx_kwargs))
+        node.meta["val"] = torch.utils._pytree.tree_map(
+            lambda t: t.detach().to("meta") if isinstance(t, torch.Tensor) else t, out)
+        node.meta["nn_module_stack"] = {f"m{i}": entry for i, entry in enumerate(self.stack)}
+        if isinstance(out, (tuple, list)):
+            for i, t in enumerate(out):
+                if isinstance(t, torch.Tensor):
+                    item = self.graph.call_function(operator.getitem, (node, i))
+                    item.meta["val"] = t.detach().to("meta")
+                    self.nodes[id(t)] = item
+                    self.alive.append(t)
+        elif isinstance(out, torch.Tensor):
+            self.nodes[id(out)] = node
+            self.alive.append(out)
+        if mutated:  # the written tensor now holds the result
+            self.nodes[id(args[0])] = self.nodes.get(id(out), node)
+
+
+def record(module, args: tuple, kwargs: dict) -> Captured:
+    """The Captured ATen graph of one run of ``module(*args, **kwargs)``."""
+    import torch
+    from torch.utils._python_dispatch import TorchDispatchMode
+
+    from .importer import spec_of
+
+    recorder = _Recorder(module)
+    flat, _ = torch.utils._pytree.tree_flatten((args, kwargs))
+    placeholders = [recorder._placeholder(f"input_{i}", t)
+                    for i, t in enumerate(x for x in flat if isinstance(x, torch.Tensor))]
+
+    class Mode(TorchDispatchMode):
+        def __torch_dispatch__(self, func, types, a=(), kw=None):
+            kw = kw or {}
+            out = func(*a, **kw)
+            recorder.op(func, a, kw, out)
+            return out
+
+    saved = {name: b.detach().clone() for name, b in module.named_buffers()}
+    hooks = (torch.nn.modules.module.register_module_forward_pre_hook(recorder.enter),
+             torch.nn.modules.module.register_module_forward_hook(recorder.leave))
+    grad = torch.enable_grad() if module.training else torch.no_grad()
+    try:
+        with grad, Mode():
+            result = module(*args, **kwargs)
+    finally:
+        for handle in hooks:
+            handle.remove()
+        with torch.no_grad():  # a training-mode run updates batch-norm statistics: undo it
+            for name, b in module.named_buffers():
+                if name in saved:
+                    b.copy_(saved[name])
+    leaves, _ = torch.utils._pytree.tree_flatten(result)
+    outputs = [recorder.node_of(t) for t in leaves if isinstance(t, torch.Tensor)]
+    return Captured(recorder.graph, recorder.params, [p.name for p in placeholders],
+                    [spec_of(p.meta["val"]) for p in placeholders], outputs, type(module).__name__,
+                    recorder.types, how="recorded")
+
+
+__all__ = ["record"]

@@ -1,0 +1,287 @@
+"""Every ATen converter against PyTorch: small modules exercise the ops torchvision, timm and
+transformers models produce, each captured three ways (torch.export's functional ATen, the
+core ATen opset it decomposes to, and the recorded eager run of the fallback), converted, run
+on the same values and compared with torch's outputs. Ops only CUDA exports produce (the
+flash, efficient and cuDNN attention kernels) are built as FX graphs by hand. A last test
+walks the converter table: every entry is exercised here.
+"""
+
+from __future__ import annotations
+
+import operator
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import flopcount.runtime as rt  # noqa: E402
+from flopcount.runtime.errors import UnsupportedOpError  # noqa: E402
+from flopcount.runtime.torch.capture import Captured  # noqa: E402
+from flopcount.runtime.torch.converters import CONVERTERS, packet_name  # noqa: E402
+from flopcount.runtime.torch.importer import convert, spec_of  # noqa: E402
+
+from torch_check import CAPTURES, capture_as, compare  # noqa: E402
+
+F = torch.nn.functional
+SEEN: set = set()   # converter keys the captured graphs used
+
+
+class Fn(torch.nn.Module):
+    """``fn(*inputs)`` with optional parameters, as a module."""
+
+    def __init__(self, fn, **params):
+        super().__init__()
+        self.fn = fn
+        for name, value in params.items():
+            if isinstance(value, torch.nn.Module):
+                self.add_module(name, value)
+            else:
+                self.register_parameter(name, torch.nn.Parameter(value))
+
+    def forward(self, *xs):
+        return self.fn(self, *xs)
+
+
+def r(*shape, low=None):
+    g = torch.Generator().manual_seed(sum(shape) + len(shape))
+    x = torch.randn(*shape, generator=g)
+    return x.abs() + 0.5 if low == "positive" else x
+
+
+def ids(*shape, high=10):
+    return torch.randint(0, high, shape, generator=torch.Generator().manual_seed(1))
+
+
+CASES = {
+    # arithmetic and comparisons
+    "add_sub_mul_div": (lambda m, a, b: (a + 2 * b - b / 3) * a - torch.sub(a, b, alpha=2), [r(2, 3), r(2, 3)]),
+    "rsub_pow_square": (lambda m, a: (1 - a) + a.pow(2) + torch.square(a) + 2 ** a, [r(4)]),
+    "div_modes": (lambda m, a, b: (torch.div(a, b, rounding_mode="floor"), torch.div(a, b, rounding_mode="trunc"),
+                                   torch.floor_divide(a, b), torch.remainder(a, b)), [r(6) * 5, r(6, low="positive")]),
+    "max_min_clamp": (lambda m, a, b: (torch.maximum(a, b), torch.minimum(a, b), a.clamp(-0.5, 0.5),
+                                       a.clamp(min=0.1), a.clamp(max=0.2), torch.clip(a, -1, 1)), [r(3, 4), r(3, 4)]),
+    "compare_logic": (lambda m, a, b: ((a > b) & (a < 1) | (a == b) ^ (b >= 0), (a != b) | ~(a <= 0),
+                                       torch.logical_not(a > 0), torch.logical_or(a > 0, b > 0),
+                                       torch.logical_xor(a > 0, b > 0), torch.logical_and(a > 0, b > 0)),
+                      [r(5), r(5)]),
+    "clamp_min_max": (lambda m, a: (torch.clamp_min(a, 0.1), torch.clamp_max(a, 0.2)), [r(6)]),
+    "where_masked_fill": (lambda m, a, b: (torch.where(a > 0, a, b), torch.where(a > 0, a, 0.0),
+                                           a.masked_fill(b > 0, -1.0)), [r(3, 3), r(3, 3)]),
+    "unary_math": (lambda m, a: (a.exp(), (a.abs() + 1).log(), (a.abs() + 1).sqrt(), (a.abs() + 1).rsqrt(), a.sin(),
+                                 a.cos(), a.tanh(), torch.erf(a), (a.abs() + 1).reciprocal(), a.floor(), a.ceil(),
+                                 a.round(), a.sign(), a.neg(), +a, torch.isnan(a), torch.isinf(a)), [r(7)]),
+    "casts": (lambda m, a, b: (a.to(torch.float64), a.long(), a.type_as(b), a.half().float()),
+              [r(4), r(4).double()]),
+    # activations
+    "activations": (lambda m, a: (F.relu(a), F.relu6(a * 4), F.gelu(a), F.gelu(a, approximate="tanh"), F.silu(a),
+                                  F.mish(a), F.hardsigmoid(a), F.hardswish(a), F.leaky_relu(a, 0.2), F.elu(a),
+                                  F.selu(a), F.celu(a, 0.5), F.softplus(a), F.hardtanh(a), torch.sigmoid(a),
+                                  F.logsigmoid(a), F.glu(a, -1)), [r(3, 8)]),
+    "softmax": (lambda m, a: (a.softmax(-1), a.log_softmax(1), F.softmax(a, 0, dtype=torch.float64)), [r(3, 5)]),
+    "prelu": (lambda m, a: m.p(a), [r(2, 3, 4)], {"p": torch.nn.PReLU(3)}),
+    # matrix products
+    "linear": (lambda m, a: m.fc(a), [r(2, 5, 8)], {"fc": torch.nn.Linear(8, 4)}),
+    "linear_2d_no_bias": (lambda m, a: m.fc(a), [r(3, 8)], {"fc": torch.nn.Linear(8, 4, bias=False)}),
+    "matmul_bmm_mm": (lambda m, a, b, c: (a @ b, torch.bmm(a, b), torch.mm(a[0], b[0]), a[0, 0] @ b[0],
+                                          torch.mv(a[0], c), torch.dot(c, c)), [r(2, 3, 4), r(2, 4, 5), r(4)]),
+    "addmm_baddbmm": (lambda m, a, b, c: (torch.addmm(c[0], a[0], b[0], beta=0.5, alpha=2),
+                                          torch.baddbmm(c, a, b, alpha=3)), [r(2, 3, 4), r(2, 4, 5), r(2, 3, 5)]),
+    "einsum": (lambda m, a, b: torch.einsum("bij,bjk->bik", a, b), [r(2, 3, 4), r(2, 4, 5)]),
+    # convolutions
+    "conv1d_2d_3d": (lambda m, a, b, c: (m.c1(a), m.c2(b), m.c3(c)), [r(1, 2, 9), r(1, 3, 8, 8), r(1, 2, 5, 5, 5)],
+                     {"c1": torch.nn.Conv1d(2, 4, 3, padding=1), "c2": torch.nn.Conv2d(3, 6, 3, stride=2, groups=3),
+                      "c3": torch.nn.Conv3d(2, 2, 3, dilation=2, padding="same")}),
+    "conv_transpose": (lambda m, a, b, c: (m.t1(a), m.t2(b), m.t3(c)), [r(1, 2, 7), r(1, 4, 5, 5), r(1, 2, 3, 3, 3)],
+                       {"t1": torch.nn.ConvTranspose1d(2, 3, 3, stride=2), "t2": torch.nn.ConvTranspose2d(
+                           4, 2, 3, stride=2, padding=1, output_padding=1, groups=2),
+                        "t3": torch.nn.ConvTranspose3d(2, 2, 2, stride=2)}),
+    # normalization
+    "batch_norm_eval": (lambda m, a: m.bn(a), [r(2, 3, 4, 4)], {"bn": torch.nn.BatchNorm2d(3).eval()}),
+    "layer_group_rms_instance_norm": (
+        lambda m, a: (m.ln(a.transpose(1, 3)), m.gn(a), F.rms_norm(a, (4,), eps=1e-6), m.inn(a)),
+        [r(2, 4, 3, 4)], {"ln": torch.nn.LayerNorm(4), "gn": torch.nn.GroupNorm(2, 4),
+                          "inn": torch.nn.InstanceNorm2d(4, affine=True)}),
+    # pooling and resampling
+    "pools": (lambda m, a, b: (F.max_pool2d(a, 3, 2, 1), F.avg_pool2d(a, 2), F.avg_pool2d(a, 3, 1, 1, count_include_pad=False),
+                               F.adaptive_avg_pool2d(a, (2, 3)), F.adaptive_max_pool2d(a, 2), F.max_pool1d(b, 2),
+                               F.avg_pool1d(b, 3), F.adaptive_avg_pool1d(b, 4), F.adaptive_max_pool1d(b, 2),
+                               a.mean((2, 3), keepdim=True),
+                               F.max_pool2d(a, 2, ceil_mode=True)), [r(1, 2, 7, 7), r(1, 3, 8)]),
+    "pools_3d": (lambda m, a: (F.max_pool3d(a, 2), F.avg_pool3d(a, 2), F.adaptive_avg_pool3d(a, 2),
+                               F.adaptive_max_pool3d(a, 2)), [r(1, 2, 4, 4, 4)]),
+    "upsample": (lambda m, a: (F.interpolate(a, scale_factor=2), F.interpolate(a, size=(5, 7), mode="bilinear"),
+                               F.interpolate(a, scale_factor=2, mode="bilinear", align_corners=True),
+                               F.interpolate(a, size=(6, 6), mode="nearest-exact")), [r(1, 2, 3, 4)]),
+    "upsample_1d_3d": (lambda m, a, b: (F.interpolate(a, scale_factor=2), F.interpolate(a, size=7, mode="linear"),
+                                        F.interpolate(a, size=6, mode="nearest-exact"), F.interpolate(b, scale_factor=2),
+                                        F.interpolate(b, size=(3, 4, 5), mode="trilinear"),
+                                        F.interpolate(b, size=(4, 4, 4), mode="nearest-exact")),
+                       [r(1, 2, 5), r(1, 2, 2, 3, 2)]),
+    # attention, embedding, dropout (eval)
+    "sdpa": (lambda m, q, k, v, mask: (F.scaled_dot_product_attention(q, k, v),
+                                       F.scaled_dot_product_attention(q, k, v, is_causal=True),
+                                       F.scaled_dot_product_attention(q, k, v, attn_mask=mask > 0, scale=0.3)),
+             [r(1, 2, 5, 4), r(1, 2, 6, 4), r(1, 2, 6, 4), r(5, 6)]),
+    "multihead_attention": (lambda m, a: m.mha(a, a, a, need_weights=False)[0], [r(2, 5, 8)],
+                            {"mha": torch.nn.MultiheadAttention(8, 2, batch_first=True)}),
+    "embedding_dropout": (lambda m, i: m.drop(m.emb(i)), [ids(2, 5)],
+                          {"emb": torch.nn.Embedding(10, 4, padding_idx=0), "drop": torch.nn.Dropout(0.5)}),
+    # views, joins, indexing
+    "views": (lambda m, a: (a.view(4, 6), a.reshape(-1), a.permute(2, 0, 1), a.transpose(0, 1), a[0].t(), a.mT,
+                            a.unsqueeze(1).squeeze(1), a[:, None].squeeze(), a.flatten(1), a.unflatten(2, (2, 2)),
+                            a[1], a[:, 1:3], a[..., ::2], a.narrow(2, 1, 2), a.expand(3, 2, 3, 4),
+                            a[0, :1].expand_as(a[0]), a.contiguous(), a.clone(), a.detach()), [r(2, 3, 4)]),
+    "split_join": (lambda m, a: (*a.split(2, dim=1), *a.split([1, 4], dim=1), *a.chunk(2, dim=0), *a.unbind(0),
+                                 torch.cat([a, a], 1), torch.stack([a, a]), a.roll(1, 1), a.flip(0), a.repeat(1, 2),
+                                 F.pad(a, (1, 2)), F.pad(a[None], (1, 1), mode="reflect"),
+                                 F.pad(a[None], (2, 0), mode="replicate")), [r(2, 5)]),
+    "pads_2d_3d": (lambda m, a, b: (F.pad(a, (1, 2, 2, 1), mode="reflect"), F.pad(a, (1, 1, 0, 2), mode="replicate"),
+                                    F.pad(b, (1, 1, 1, 1, 1, 1), mode="reflect"),
+                                    F.pad(b, (0, 1, 1, 0, 2, 0), mode="replicate")), [r(1, 2, 4, 5), r(1, 1, 3, 4, 3)]),
+    "indexing": (lambda m, a, i: (a[i], a[:, i], a.index_select(1, i), a.gather(1, i.expand(2, 2)),
+                                  a[torch.tensor([0, 1]), torch.tensor([1, 0])], torch.tril(a), torch.triu(a, 1)),
+                 [r(2, 4), torch.tensor([1, 0])]),
+    "writes": (lambda m, a, b: _writes(a, b), [r(3, 4), r(3)]),
+    "factories": (lambda m, a: (torch.zeros(2, 3) + a.new_ones(3), torch.arange(6).float() * 2,
+                                torch.arange(1, 7, 2), torch.full((2,), 3.0), a.new_zeros(3), torch.ones_like(a),
+                                torch.zeros_like(a) + 1, a.new_full((2,), 5.0), torch.full_like(a, 2.0),
+                                torch.tensor(2.0) * a, torch.ones(2, 3) * a, torch.empty_like(a).fill_(1) * a,
+                                a.new_empty(a.shape).zero_() + a, torch.empty_strided((2, 3), (3, 1)).fill_(2) * a,
+                                a.new_empty_strided((2, 3), (3, 1)).zero_() + a), [r(2, 3)]),
+    "cumsum_diff": (lambda m, a: (a.cumsum(1), torch.diff(a, dim=1), a.long().cumsum(0)), [r(3, 4)]),
+    # reductions
+    "reductions": (lambda m, a: (a.sum(), a.sum(1), a.sum((0, 1), keepdim=True), a.mean(), a.mean(-1), a.amax(0),
+                                 a.amin(1), a.max(), a.max(1)[0], a.max(1)[1], a.min(0)[0], a.argmax(1), a.argmin(),
+                                 (a.abs() + 1).prod(1), a.var(1), a.std(), torch.var(a, 0, unbiased=False),
+                                 torch.var_mean(a, 1)[0], (a > 0).any(1), (a > -3).all(), torch.logsumexp(a, 1),
+                                 torch.linalg.vector_norm(a, dim=1), a.norm(), a.norm(p=1, dim=0)), [r(3, 5)]),
+}
+
+
+def _writes(a, b):
+    """In-place writes into fresh tensors: functional slice_scatter/select_scatter/index_put."""
+    c = a.clone()
+    c[:, 1] = b
+    c[0] = 2.0
+    d = a.clone()
+    d[torch.tensor([2, 0])] = 0.0
+    e = torch.zeros(3, 4)
+    e[1:, 2:] = 1.0
+    return c, d, e + a
+
+
+@pytest.mark.parametrize("how", CAPTURES)
+@pytest.mark.parametrize("case", list(CASES))
+def test_converted_ops_compute_what_torch_computes(case, how):
+    fn, inputs, *modules = CASES[case]
+    module = Fn(fn, **(modules[0] if modules else {})).eval()
+    if case == "writes" and how == "recorded":
+        # a write into a view of another tensor: torch.export functionalizes it, a recording cannot
+        with pytest.raises(UnsupportedOpError, match=r"aten.copy_.default writes into a view"):
+            capture_as(how, module, tuple(inputs))
+        return
+    graph = capture_as(how, module, tuple(inputs))
+    assert not graph.notes, graph.notes   # every op had a converter
+    compare(graph, module, tuple(inputs), rtol=1e-5, atol=1e-5)
+    SEEN.update(_used(module, inputs, how))
+
+
+def _used(module, inputs, how) -> set:
+    """Converter keys the captured FX graph's nodes look up."""
+    if how == "recorded":
+        from flopcount.runtime.torch.record import record
+
+        graph = record(module, tuple(inputs), {}).graph
+    else:
+        program = torch.export.export(module, tuple(inputs), strict=False)
+        graph = program.run_decompositions({} if how == "export" else None).graph
+    return {packet_name(n.target) for n in graph.nodes if n.op == "call_function" and n.target is not operator.getitem}
+
+
+# --- attention kernels only CUDA exports produce: FX graphs written by hand ---------------------
+
+class _In:
+    def __init__(self, index):
+        self.index = index
+
+
+def _cuda_only_kernels():
+    """(name, target, args) of the SDPA kernels CUDA exports produce (and the math kernel, which
+    no CPU export of ours reaches): the outputs are compared with F.scaled_dot_product_attention."""
+    aten = torch.ops.aten
+    q, k, v = _In(0), _In(1), _In(2)
+    return [
+        ("flash", aten._scaled_dot_product_flash_attention.default, (q, k, v, 0.0, True, False)),
+        ("efficient", aten._scaled_dot_product_efficient_attention.default, (q, k, v, None, False, 0.0, True)),
+        ("cudnn", aten._scaled_dot_product_cudnn_attention.default, (q, k, v, None, False, 0.0, True, False)),
+        ("overrideable", aten._scaled_dot_product_fused_attention_overrideable.default, (q, k, v, None, 0.0, True)),
+        ("math", aten._scaled_dot_product_attention_math.default, (q, k, v, None, 0.0, True)),
+    ]
+
+
+@pytest.mark.parametrize("name,target,args", _cuda_only_kernels(), ids=lambda v: v if isinstance(v, str) else "")
+def test_cuda_attention_kernels_convert_to_the_attention_op(name, target, args):
+    q, k, v = r(1, 2, 4, 8), r(1, 2, 6, 8), r(1, 2, 6, 8)
+    metas = [t.to("meta") for t in (q, k, v)]
+    graph = torch.fx.Graph()
+    nodes = [graph.placeholder(f"x{i}") for i in range(3)]
+    for node, t in zip(nodes, metas):
+        node.meta["val"] = t
+    call = graph.call_function(target, tuple(nodes[a.index] if isinstance(a, _In) else a for a in args))
+    # the output metadata a CUDA export records: the attention output first, then statistics
+    out_meta = torch.empty(1, 2, 4, 8, device="meta")
+    n_out = len(target._schema.returns)
+    call.meta["val"] = (out_meta,) + tuple(torch.empty(1, device="meta") for _ in range(n_out - 1))
+    item = graph.call_function(operator.getitem, (call, 0))
+    graph.output(item)
+    captured = Captured(graph, {}, [n.name for n in nodes], [spec_of(t) for t in metas], [item], "hand")
+    converted, notes = convert(captured)
+    assert not notes and [n.op_name for n in converted.nodes] == ["scaled_dot_product_attention"]
+    got = converted(*[rt.tensor(t.numpy()) for t in (q, k, v)]).numpy()
+    np.testing.assert_allclose(got, F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy(), rtol=1e-5,
+                               atol=1e-6)
+    SEEN.add(packet_name(target))
+
+
+# --- training mode ---------------------------------------------------------------------------
+
+class _TrainBlock(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.bn = torch.nn.BatchNorm2d(3)
+        self.drop = torch.nn.Dropout(0.5)
+
+    def forward(self, x):
+        y = self.bn(x)
+        return y, self.drop(y)
+
+
+def test_training_mode_batch_norm_and_dropout():
+    """Exported in training mode: batch norm on batch statistics (the values torch computes;
+    the running-statistics update is not part of the forward's outputs), dropout active."""
+    module, x = _TrainBlock().train(), r(4, 3, 5, 5)
+    graph = rt.torch.to_graph(module, x, train=True)
+    assert module.training and not graph.notes
+    assert [n.op_name for n in graph.nodes if n.op_name in ("batch_norm", "dropout")] == ["batch_norm", "dropout"]
+    normed, dropped = graph(rt.tensor(x.numpy()))
+    with torch.no_grad():
+        expected = F.batch_norm(x, None, None, module.bn.weight, module.bn.bias, training=True)
+    np.testing.assert_allclose(normed.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
+    kept = dropped.numpy() != 0
+    assert 0.3 < kept.mean() < 0.7   # half of the elements, each scaled by 1 / (1 - p)
+    np.testing.assert_allclose(dropped.numpy()[kept], 2 * normed.numpy()[kept], rtol=1e-5)
+    program = torch.export.export(module, (x,)).run_decompositions({})
+    SEEN.update(packet_name(n.target) for n in program.graph.nodes if n.op == "call_function"
+                and n.target is not operator.getitem)
+
+
+# --- the table ------------------------------------------------------------------------------------
+
+def test_every_converter_is_exercised():
+    """Runs last in this file (pytest keeps file order): every table entry met a case above,
+    except ``_assert_tensor_metadata``, which transformers' models bring (tests/models)."""
+    if len(SEEN) < 50:
+        pytest.skip("run with the cases above (a selection of this file's tests ran)")
+    missing = sorted(set(CONVERTERS) - SEEN - {"aten._assert_tensor_metadata"})
+    assert not missing, f"converters no case reaches: {missing}"
