@@ -93,10 +93,10 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
         memory.activations = sum(own.bytes_written for e, own in zip(events, priced.own_cost)
                                  if e.phase == "forward")
         holds = mem.call_holds(recorder.calls)
-        memory.predicted_peak = mem.predicted_peak(events, priced.own_cost, output_ids, holds)
+        memory.predicted_peak = mem.predicted_peak(events, output_ids, holds)
         if backward:
             grad_bytes = sum(p.dtype.nbytes(p.numel()) for p in index.params if p.requires_grad)
-            memory.training_predicted_peak = mem.predicted_training_peak(events, priced.own_cost, grad_bytes,
+            memory.training_predicted_peak = mem.predicted_training_peak(events, grad_bytes,
                                                                          output_ids, holds)
         del out
         if real and measure_memory:

@@ -106,6 +106,10 @@ def io_cost(out, inputs: Iterable, macs: int = 0, flops: int = 0) -> Cost:
 
 ZERO_COST = Cost()
 
+# what an op's ``view`` rule says of its output: a new array, a contiguous view of input 0, or a
+# view of it that is not contiguous (permuted, broadcast, sliced with a step)
+COPY, VIEW, STRIDED = "copy", "view", "strided"
+
 
 def no_cost(out, *inputs, **attrs) -> Cost:
     """Cost rule of a view (reshape, transpose, expand): no arithmetic and no bytes moved."""
@@ -129,6 +133,12 @@ class Op:
     # False for an op whose arithmetic nobody knows (an imported op with no mapping): no
     # convention has a rule for it, so reports count it as zero and list it as unsupported
     priced: bool = True
+    # a gradient op, dispatched only by another op's vjp (max_pool_backward, conv_weight_grad)
+    backward: bool = False
+    # whether output 0 shares input 0's storage, as numpy and CuPy make it: None (never: a new
+    # array), or a function (x_contiguous, x, out, **attrs) -> COPY, VIEW (a contiguous view) or
+    # STRIDED (a view that is not contiguous). Liveness and the eager memory prediction read it.
+    view = None
 
 
 _REGISTRY: dict[str, type] = {}

@@ -155,6 +155,7 @@ def _attention_macs(q, k, v, attn_mask, enable_gqa) -> tuple:
 class ScaledDotProductAttentionBackward(Op):
     """(dq, dk, dv[, d_mask]) of attention, given the output gradient ``g``. Recomputes the
     probabilities from q and k (as memory-efficient kernels do) and reuses the dropout mask."""
+    backward = True  # dispatched by a vjp
 
     vjp = None  # no double backward through fused attention (as PyTorch's fused kernels)
     score_contractions = 2  # dP and dV, then dQ and dK: twice the forward's sweeps of the scores
