@@ -35,6 +35,7 @@ from .runtime import torch as rt_torch
 
 OBJECT, FACTORY, ONNX, NATIVE, ZOO = "object", "factory", "onnx", "native", "zoo"
 TORCH, PT2 = "torch", "pt2"   # a torch.nn.Module (see torch_loading.py), a torch.export archive
+HF = "hf"                     # a Hugging Face model folder (config.json, *.safetensors)
 ONNX_INSTALL = "pip install 'flopcount[onnx]'"
 
 
@@ -78,6 +79,8 @@ def kind_of(spec: str) -> str:
         return PT2
     if spec in models.names():
         return ZOO
+    if os.path.isdir(spec):
+        return HF
     if "/" in spec or os.sep in spec or "." in spec or os.path.exists(spec):
         return NATIVE
     return ZOO
@@ -116,7 +119,9 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
         _require_file(spec)
         return torch_loading().load_pt2(spec, device, list(given), batch)
     if kind == NATIVE:
-        return load_native(spec, device)
+        return load_native(spec, device, zoo_device)
+    if kind == HF:
+        return load_hf_folder(spec, zoo_device or device)
     return load_zoo(spec, zoo_device or device)
 
 
@@ -170,7 +175,7 @@ def load_zoo(name: str, device) -> Target:
 
 # --- native files ----------------------------------------------------------------------------
 
-def load_native(path: str, device) -> Target:
+def load_native(path: str, device, zoo_device=None) -> Target:
     from .runtime.io import load as load_graph
     from .runtime.io import sniff
 
@@ -180,6 +185,8 @@ def load_native(path: str, device) -> Target:
         torch_loading().refuse_pickle(path, kind)
     if kind == sniff.PT2:
         return torch_loading().load_pt2(path, device, [])
+    if kind == sniff.SAFETENSORS and sniff.safetensors_metadata(path).get("format") not in (None, "flopcount"):
+        return _weights_file(path, device, zoo_device)
     graph = load_graph(path)
     target = Target(graph, os.path.basename(path), NATIVE, graph_inputs(graph), fixed=True, path=path)
     if any(graph.tensors[name].data is None for name in graph.parameters):
@@ -189,6 +196,47 @@ def load_native(path: str, device) -> Target:
             target.notes.append(f"{target.label} was saved without weights: counted on the meta device, not run")
     else:
         _placed(graph, device)
+    return target
+
+
+# --- Hugging Face folders --------------------------------------------------------------------
+
+def load_hf_folder(path: str, device) -> Target:
+    """A folder with ``config.json`` (see ``models/_hf_folder.py``): built natively on meta to
+    count (``device="meta"``), with its weights otherwise; other architectures as a PyTorch
+    module, captured once the inputs are known."""
+    from .models import _hf_folder
+
+    if not _hf_folder.is_folder(path):
+        raise errors.ModelFileError(f"{path}: is a directory, not a model file (a Hugging Face model folder "
+                                    f"has a config.json)")
+    folder = _hf_folder.load(path, weights=str(device) != "meta")
+    label = os.path.basename(os.path.normpath(path))
+    expected = [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in folder.inputs]
+    if folder.torch:
+        target = torch_loading().load_module(folder.model, label, path)
+        target.expected, target.notes = expected, list(folder.notes)
+        return target
+    target = Target(folder.model, label, HF, expected, notes=list(folder.notes), path=path)
+    if any(p.data is None for p in folder.model.parameters()):
+        target.device = "meta"
+    return target
+
+
+def _weights_file(path: str, device, zoo_device) -> Target:
+    """A safetensors file of weights alone (``save_pretrained``'s): its folder when that is a
+    Hugging Face folder, else one line saying what is missing."""
+    from .models import _hf_folder
+
+    folder = os.path.dirname(os.path.abspath(path))
+    if not _hf_folder.is_folder(folder):
+        raise errors.ModelFileError(
+            f"{path}: holds weights only (safetensors written by PyTorch or save_pretrained), not a model; "
+            f"flopcount needs the architecture too: the config.json beside it (a Hugging Face folder), or "
+            f"the model itself (flopcount.profile(model, example_input))")
+    target = load_hf_folder(folder, zoo_device or device)
+    target.notes.insert(0, f"{os.path.basename(path)} holds weights only: profiling its folder "
+                           f"{os.path.basename(folder)}, which has a config.json")
     return target
 
 
@@ -344,5 +392,5 @@ def check_fixed(target: Target, specs: list) -> None:
             + (", ".join(s.describe() for s in specs) or "none"))
 
 
-__all__ = ["Target", "kind_of", "load", "specialize", "file_errors", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
+__all__ = ["Target", "kind_of", "load", "specialize", "load_hf_folder", "file_errors", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
            "graph_inputs", "onnx_binding", "onnx_module"]

@@ -43,7 +43,7 @@ def specialize(target: Target, specs: list | None = None, *, given: list = (), e
         args, kwargs = examples
     else:
         if specs is None:
-            specs = resolve_inputs(None, list(given), model=name)
+            specs = resolve_inputs(target.expected, list(given), model=name)
         args, kwargs = example_tensors(module, specs)
     try:
         graph = rt_torch.to_graph(module, *args, train=train, **kwargs)

@@ -20,11 +20,14 @@ MODEL_HELP = """\b
 MODEL is one of:
   a zoo name            resnet50, bert_base, llama2_7b ... (see: flopcount models)
   an ONNX file          model.onnx
+  a torch.export file   model.pt2 (written by torch.export.save)
+  a Hugging Face folder path/to/folder with config.json (and *.safetensors)
   a native model file   model.safetensors (written by flopcount.runtime.save)
-  FILE.py:FACTORY       a function in a Python file that returns a Module
+  FILE.py:FACTORY       a function in a Python file that returns a Module (flopcount or torch)
 
 FILE.py:FACTORY RUNS that Python file, exactly like `python FILE.py` would: use it only for
-code you trust. Model files (.onnx, native) are only read; nothing in them is executed.
+code you trust. Model files (.onnx, .pt2, folders, native) are only read; nothing in them is
+executed, and pickled checkpoints (.pt, .pth, .bin from torch.save) are refused, never unpickled.
 """
 
 

@@ -148,6 +148,8 @@ def attention(q, k, v, mask, *, scaling: float, implementation: str = "eager", c
     k, v = repeat_kv(k, kv_groups), repeat_kv(v, kv_groups)
     scores = rt.matmul(q, k.transpose(-2, -1)) * scaling
     if mask is not None:
+        if mask.dtype is not scores.dtype:  # a float32 mask on bfloat16 scores: in their dtype, as transformers
+            mask = mask.to(scores.dtype)
         scores = scores + mask
     weights = F.softmax(scores, dim=-1)
     if dropout_p > 0:

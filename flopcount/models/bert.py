@@ -21,7 +21,7 @@ from ._registry import register_model, token_input
 from ._text import (activation, attention, build_mask, check_implementation, config_from, init_weights,
                     materialize, merge_heads, skeleton, split_heads, SwitchableAttention)
 
-__all__ = ["BertConfig", "BertModel", "bert_base"]
+__all__ = ["BertConfig", "BertModel", "BertForMaskedLM", "BertForSequenceClassification", "bert_base"]
 
 
 @dataclass
@@ -42,6 +42,8 @@ class BertConfig:
     layer_norm_eps: float = 1e-12
     pad_token_id: int = 0
     add_pooling_layer: bool = True
+    num_labels: int = 2
+    classifier_dropout: float | None = None
     attn_implementation: str = "eager"
 
     def __post_init__(self):
@@ -198,13 +200,15 @@ class BertModel(nn.Module, SwitchableAttention):
     ``attention_mask`` is (B, L) with 1 for tokens to attend and 0 for padding.
     """
 
-    def __init__(self, config: BertConfig | None = None):
+    def __init__(self, config: BertConfig | None = None, add_pooling_layer: bool | None = None,
+                 embeddings: type | None = None):
         super().__init__()
         self.config = config or BertConfig()
+        pooling = self.config.add_pooling_layer if add_pooling_layer is None else add_pooling_layer
         with skeleton() as device:
-            self.embeddings = BertEmbeddings(self.config)
+            self.embeddings = (embeddings or BertEmbeddings)(self.config)
             self.encoder = BertEncoder(self.config)
-            self.pooler = BertPooler(self.config) if self.config.add_pooling_layer else None
+            self.pooler = BertPooler(self.config) if pooling else None
         materialize(self, device)
         init_weights(self, self.config.initializer_range)
 
@@ -217,6 +221,94 @@ class BertModel(nn.Module, SwitchableAttention):
         hidden = self.encoder(hidden, mask)
         pooled = self.pooler(hidden) if self.pooler is not None else None
         return hidden, pooled
+
+
+class BertPredictionHeadTransform(nn.Module):
+    """dense, activation, LayerNorm: the masked-LM head's transform."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.dense = nn.Linear(config.hidden_size, config.hidden_size)
+        self.transform_act_fn = activation(config.hidden_act)
+        self.LayerNorm = nn.LayerNorm(config.hidden_size, eps=config.layer_norm_eps)
+
+    def forward(self, hidden_states):
+        return self.LayerNorm(self.transform_act_fn(self.dense(hidden_states)))
+
+
+class BertLMPredictionHead(nn.Module):
+    """The transform, then the decoder to the vocabulary; its weight is the word embedding and its
+    bias the head's ``bias`` (both tied, as in transformers)."""
+
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.transform = BertPredictionHeadTransform(config)
+        self.decoder = nn.Linear(config.hidden_size, config.vocab_size)
+        self.bias = self.decoder.bias
+
+    def forward(self, hidden_states):
+        return self.decoder(self.transform(hidden_states))
+
+
+class BertOnlyMLMHead(nn.Module):
+    def __init__(self, config: BertConfig):
+        super().__init__()
+        self.predictions = BertLMPredictionHead(config)
+
+    def forward(self, sequence_output):
+        return self.predictions(sequence_output)
+
+
+class _HeadModel(nn.Module, SwitchableAttention):
+    """An encoder ``self.<base_name>`` (built by ``base``) under a task head built by ``head``;
+    weights initialized as transformers' ``post_init`` does, the decoder tied to the word
+    embedding when ``tie``."""
+
+    base_name = "bert"
+
+    def __init__(self, config, base, head, tie: str | None = None):
+        super().__init__()
+        self.config = config
+        with skeleton() as device:
+            setattr(self, self.base_name, base(config))
+            head(self)
+        materialize(self, device)
+        init_weights(self, config.initializer_range)
+        if tie is not None:
+            decoder = self.get_submodule(tie)
+            decoder.weight = getattr(self, self.base_name).embeddings.word_embeddings.weight
+
+
+class BertForMaskedLM(_HeadModel):
+    """BERT with its masked-LM head: ``forward(input_ids, attention_mask=None, token_type_ids=None,
+    position_ids=None)`` -> logits (B, L, vocab_size)."""
+
+    def __init__(self, config: BertConfig | None = None):
+        def head(model):
+            model.cls = BertOnlyMLMHead(model.config)
+
+        super().__init__(config or BertConfig(), lambda c: BertModel(c, add_pooling_layer=False), head,
+                         tie="cls.predictions.decoder")
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None):
+        hidden, _ = self.bert(input_ids, attention_mask, token_type_ids, position_ids)
+        return self.cls(hidden)
+
+
+class BertForSequenceClassification(_HeadModel):
+    """BERT, its pooler, dropout and a linear classifier: ``forward(...)`` -> logits (B, num_labels)."""
+
+    def __init__(self, config: BertConfig | None = None):
+        def head(model):
+            c = model.config
+            model.dropout = nn.Dropout(c.hidden_dropout_prob if c.classifier_dropout is None else c.classifier_dropout)
+            model.classifier = nn.Linear(c.hidden_size, c.num_labels)
+
+        super().__init__(config or BertConfig(), lambda c: BertModel(c, add_pooling_layer=True), head)
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None):
+        _, pooled = self.bert(input_ids, attention_mask, token_type_ids, position_ids)
+        return self.classifier(self.dropout(pooled))
 
 
 @register_model("bert_base", family="bert", inputs=token_input(128, 30522), params=109_482_240,

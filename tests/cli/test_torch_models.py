@@ -119,3 +119,23 @@ def test_the_api_refuses_the_same_way(tmp_path):
     with pytest.raises(ModelFileError, match=r"model\.bin: a pickle; flopcount never unpickles"):
         flopcount.profile(str(path))
     assert not marker.exists()
+
+
+def test_a_hugging_face_folder(run, tmp_path):
+    torch = pytest.importorskip("torch")
+    transformers = pytest.importorskip("transformers")
+    torch.manual_seed(0)
+    config = transformers.BertConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
+                                     intermediate_size=64, vocab_size=100)
+    folder = tmp_path / "tiny-bert"
+    transformers.BertForMaskedLM(config).save_pretrained(str(folder))
+    result = run(folder, "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["device"] == "meta" and report["input_shapes"] == [[1, 128]]
+    longer = json.loads(run(folder, "-i", "input_ids=1x256", "--format", "json").stdout)
+    assert longer["input_shapes"] == [[1, 256]] and longer["totals"]["params"] == report["totals"]["params"]
+    timed = run(folder, "--latency", "--repeat", "1", "--format", "json")
+    assert timed.exit_code == 0, timed.stderr
+    assert json.loads(timed.stdout)["device"] == "cpu"
+    assert_bad_input(run(tmp_path), "is a directory", "config.json")

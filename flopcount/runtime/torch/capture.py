@@ -39,6 +39,7 @@ class Captured:
     module_types: dict = field(default_factory=dict)
     notes: list = field(default_factory=list)
     how: str = "torch.export"
+    constants: dict = field(default_factory=dict)   # placeholder -> a Python input the graph is specialized to
 
 
 def require_torch():
@@ -62,6 +63,7 @@ def capture(module, args: tuple, kwargs: dict, *, train: bool = False) -> Captur
     name = type(module).__name__
     was_training = module.training
     module.train(train)
+    kwargs = _without_cache(module, kwargs)
     try:
         try:
             program = torch.export.export(module, tuple(args), dict(kwargs), strict=False)
@@ -84,6 +86,20 @@ def capture(module, args: tuple, kwargs: dict, *, train: bool = False) -> Captur
         module.train(was_training)
 
 
+def _without_cache(module, kwargs: dict) -> dict:
+    """A transformers decoder returns its KV cache, an object torch.export cannot return; the
+    forward is captured without one (``use_cache=False``), as a single call computes the same."""
+    import inspect
+
+    try:
+        takes = "use_cache" in inspect.signature(module.forward).parameters
+    except (TypeError, ValueError):
+        return kwargs
+    if takes and "use_cache" not in kwargs and getattr(getattr(module, "config", None), "use_cache", False):
+        return {**kwargs, "use_cache": False}
+    return kwargs
+
+
 def from_program(program, name: str = "model") -> Captured:
     """Captured from a ``torch.export.ExportedProgram`` (functional ATen expected)."""
     from torch.export.graph_signature import InputKind, OutputKind
@@ -92,14 +108,15 @@ def from_program(program, name: str = "model") -> Captured:
 
     signature = program.graph_signature
     placeholders = {n.name: n for n in program.graph.nodes if n.op == "placeholder"}
-    params, inputs, specs = {}, [], []
+    params, inputs, specs, constants = {}, [], [], {}
     for spec in signature.input_specs:
-        arg_name = spec.arg.name
+        arg_name = getattr(spec.arg, "name", None)
         if spec.kind == InputKind.USER_INPUT:
-            value = placeholders[arg_name].meta.get("val")
-            if not hasattr(value, "shape"):
-                raise FlopcountError(f"{name}: input {arg_name!r} is not a tensor ({type(value).__name__}); "
-                                     f"pass the model's tensor inputs only")
+            value = placeholders[arg_name].meta.get("val") if arg_name in placeholders else None
+            if not hasattr(value, "shape"):   # a Python value (use_cache=False): the graph is specialized to it
+                if arg_name in placeholders:
+                    constants[arg_name] = getattr(spec.arg, "value", value)
+                continue
             if any(not isinstance(d, int) for d in value.shape):
                 raise FlopcountError(f"{name}: input {arg_name!r} has symbolic dims {list(value.shape)}")
             inputs.append(arg_name)
@@ -122,7 +139,7 @@ def from_program(program, name: str = "model") -> Captured:
     for node in program.graph.nodes:
         for path, kind in (node.meta.get("nn_module_stack") or {}).values():
             types.setdefault(module_path(path), class_name(kind))
-    return Captured(program.graph, params, inputs, specs, outputs, name, types)
+    return Captured(program.graph, params, inputs, specs, outputs, name, types, constants=constants)
 
 
 __all__ = ["Captured", "capture", "from_program", "require_torch"]

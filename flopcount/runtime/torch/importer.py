@@ -249,6 +249,7 @@ def _placeholders(captured) -> tuple[dict, dict]:
 def convert(captured, name: str | None = None) -> tuple[Graph, list]:
     """(Graph, notes) for a captured program; notes name the ATen ops that have no converter."""
     values, params = _placeholders(captured)
+    values.update(captured.constants)
     walk = _Walk(captured, values)
     tracer = _TorchTracer(walk, list(captured.inputs), params)
     walk.tracer = tracer

@@ -12,7 +12,6 @@ from math import prod
 import numpy as np
 import pytest
 
-import flopcount.runtime as rt
 from cuda_signatures import argument_problems, signatures
 from fake_cupy import installed
 from flopcount.runtime.cuda import limits
@@ -20,14 +19,10 @@ from flopcount.runtime.cuda.kernels import _source, attention, cache, catalog, c
 from op_examples import load_examples, run_cuda_kernels
 
 EXAMPLES = load_examples()
-try:
-    from ml_dtypes import bfloat16
-except ImportError:  # ml_dtypes comes with onnx, which the test extra installs
-    bfloat16 = None
-# the kernels' dtypes; the op examples run in those the runtime has (bfloat16 arrays reach the
-# kernels directly until it has that dtype too)
-DTYPES = tuple(d for d in (np.float16, bfloat16, np.float32, np.float64) if d is not None)
-EXAMPLE_DTYPES = tuple(d for d in DTYPES if hasattr(rt, np.dtype(d).name))
+from ml_dtypes import bfloat16
+
+# the kernels' dtypes, every one of which the runtime has: the op examples run in all four
+DTYPES = (np.float16, bfloat16, np.float32, np.float64)
 
 
 def _generic(*args, **kwargs):
@@ -35,13 +30,9 @@ def _generic(*args, **kwargs):
 
 
 def _specializations(fake):
-    """Calls reaching the kernel variants the op examples do not: SDPA with each mask kind, a
-    depthwise convolution, in each dtype; every kernel family in the dtypes the op examples
-    cannot run in (the runtime has no bfloat16 yet)."""
+    """Calls reaching the kernel variants the op examples do not: SDPA with each mask kind and
+    a depthwise convolution, in each dtype."""
     rng = np.random.default_rng(0)
-    for dtype in [d for d in DTYPES if d not in EXAMPLE_DTYPES]:
-        for family, args, attrs in _family_calls(dtype):
-            family(_generic)(fake, *args, **attrs)
     sdpa, convolution = attention.forward(_generic), conv.convolution(_generic)
     for dtype in DTYPES:
         q, k, v = (rng.standard_normal((2, 3, 5, 4)).astype(dtype) for _ in range(3))
@@ -55,7 +46,7 @@ def _specializations(fake):
 def recorded():
     """(stand-in CuPy with every launch, the kernel cache as the launchers left it)."""
     with installed() as fake:
-        run_cuda_kernels(fake, EXAMPLES, EXAMPLE_DTYPES)
+        run_cuda_kernels(fake, EXAMPLES, DTYPES)
         _specializations(fake)
         built = dict(cache._CACHE)  # the kernel objects, not only their keys
     assert fake.launches and fake.elementwise

@@ -276,6 +276,24 @@ def test_training_mode_batch_norm_and_dropout():
                 and n.target is not operator.getitem)
 
 
+def test_a_constant_mask_that_masks_nothing_is_no_mask():
+    """transformers builds an all-True mask while exporting (it cannot look at the padding then)
+    and skips it in its own runs: the converted attention has no mask, and costs what it costs
+    unmasked; a real constant mask (causal, as a tensor) stays."""
+    q = r(1, 2, 5, 4)
+
+    def attend(m, q, keep):
+        return F.scaled_dot_product_attention(q, q, q, attn_mask=keep)
+
+    full = rt.torch.to_graph(Fn(lambda m, x: attend(m, x, torch.ones(5, 5, dtype=torch.bool))), q)
+    causal = rt.torch.to_graph(Fn(lambda m, x: attend(m, x, torch.ones(5, 5, dtype=torch.bool).tril())), q)
+    none = rt.torch.to_graph(Fn(lambda m, x: attend(m, x, None)), q)
+    [op_full], [op_causal], [op_none] = ([n for n in g.nodes if n.op_name == "scaled_dot_product_attention"]
+                                         for g in (full, causal, none))
+    assert op_full.inputs[3] is None and op_causal.inputs[3] is not None
+    assert full.cost().flops == none.cost().flops < causal.cost().flops
+
+
 # --- the table ------------------------------------------------------------------------------------
 
 def test_every_converter_is_exercised():

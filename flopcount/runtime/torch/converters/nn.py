@@ -10,6 +10,8 @@ op, a graph that does read one.
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...nn import functional as F
 from ...ops import elementwise as ew
 from ...ops import linalg, movement
@@ -202,6 +204,23 @@ def adaptive_max_pool(ctx, self, output_size):
 # Every variant computes softmax(q·kᵀ·scale + mask)·v; they differ in their extra outputs
 # (log-sum-exp, RNG state, debug masks), which a forward graph does not read.
 
+def _mask(mask):
+    """``mask``, or None when it is a constant that masks nothing (all True, or all zero added):
+    transformers builds such a mask while exporting (it cannot look at the padding then) and
+    skips it in its own runs, so the model's real attention has no mask."""
+    if mask is None or mask.data is None:
+        return mask
+    values = np.asarray(mask.data)
+    if (values.dtype == np.bool_ and values.all()) or (values.dtype != np.bool_ and not values.any()):
+        return None
+    return mask
+
+
+def _gqa(query, key) -> bool:
+    """Fewer key/value heads than query heads: grouped-query attention (the kernels share them)."""
+    return query.ndim >= 3 and key.ndim >= 3 and query.shape[-3] != key.shape[-3]
+
+
 def _outputs(ctx, out) -> tuple:
     """``out`` followed by a None for each further output the op declares."""
     n = len(ctx.out) if isinstance(ctx.out, tuple) else 1
@@ -210,14 +229,15 @@ def _outputs(ctx, out) -> tuple:
 
 @converter("scaled_dot_product_attention")
 def sdpa(ctx, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False):
-    return F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
+    return F.scaled_dot_product_attention(query, key, value, attn_mask=_mask(attn_mask), dropout_p=dropout_p,
                                           is_causal=is_causal, scale=scale, enable_gqa=enable_gqa)
 
 
 @converter("_scaled_dot_product_flash_attention_for_cpu")
 def sdpa_flash_cpu(ctx, query, key, value, dropout_p=0.0, is_causal=False, *, attn_mask=None, scale=None):
-    return _outputs(ctx, F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
-                                                        is_causal=is_causal, scale=scale))
+    return _outputs(ctx, F.scaled_dot_product_attention(query, key, value, attn_mask=_mask(attn_mask),
+                                                        dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                                                        enable_gqa=_gqa(query, key)))
 
 
 @converter("_scaled_dot_product_flash_attention", "_scaled_dot_product_fused_attention_overrideable")
@@ -228,15 +248,17 @@ def sdpa_flash(ctx, query, key, value, *args, scale=None, **kwargs):
         attn_bias, args = args[0], args[1:]
     dropout_p = args[0] if len(args) > 0 else 0.0
     is_causal = args[1] if len(args) > 1 else False
-    return _outputs(ctx, F.scaled_dot_product_attention(query, key, value, attn_mask=attn_bias, dropout_p=dropout_p,
-                                                        is_causal=is_causal, scale=scale))
+    return _outputs(ctx, F.scaled_dot_product_attention(query, key, value, attn_mask=_mask(attn_bias),
+                                                        dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                                                        enable_gqa=_gqa(query, key)))
 
 
 @converter("_scaled_dot_product_efficient_attention", "_scaled_dot_product_cudnn_attention")
 def sdpa_efficient(ctx, query, key, value, attn_bias, compute_log_sumexp, dropout_p=0.0, is_causal=False, *args,
                    scale=None, **kwargs):
-    return _outputs(ctx, F.scaled_dot_product_attention(query, key, value, attn_mask=attn_bias, dropout_p=dropout_p,
-                                                        is_causal=is_causal, scale=scale))
+    return _outputs(ctx, F.scaled_dot_product_attention(query, key, value, attn_mask=_mask(attn_bias),
+                                                        dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                                                        enable_gqa=_gqa(query, key)))
 
 
 @converter("_scaled_dot_product_attention_math")
@@ -244,8 +266,9 @@ def sdpa_math(ctx, query, key, value, attn_mask=None, dropout_p=0.0, is_causal=F
               scale=None, enable_gqa=False):
     if dropout_mask is not None:
         raise ctx.unsupported("an explicit dropout_mask")
-    return _outputs(ctx, F.scaled_dot_product_attention(query, key, value, attn_mask=attn_mask, dropout_p=dropout_p,
-                                                        is_causal=is_causal, scale=scale, enable_gqa=enable_gqa))
+    return _outputs(ctx, F.scaled_dot_product_attention(query, key, value, attn_mask=_mask(attn_mask),
+                                                        dropout_p=dropout_p, is_causal=is_causal, scale=scale,
+                                                        enable_gqa=enable_gqa))
 
 
 @converter("_native_multi_head_attention")

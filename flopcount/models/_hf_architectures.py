@@ -1,0 +1,117 @@
+"""The Hugging Face architectures the zoo builds natively, and ``config.json`` -> their configs.
+
+A folder's ``config.json`` names its class in ``architectures`` (``"BertForMaskedLM"``); each
+entry here maps that name to the zoo's class of the same structure and parameter names, its
+config dataclass (whose fields are transformers' config field names, so most of the mapping is
+copying them), the kind of input it takes, and the settings it does not implement: a config
+using one of those is not built natively (the loader then takes the PyTorch path).
+
+    arch = ARCHITECTURES["BertForMaskedLM"]
+    model = arch.build(json.load(open("bert/config.json")))
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, fields
+from typing import Callable
+
+from . import bert, distilbert, gpt2, llama, roberta, vit_hf
+
+TEXT, IMAGE = "text", "image"
+
+
+class NotNative(Exception):
+    """A config this zoo class does not implement (the message says which setting)."""
+
+
+@dataclass(frozen=True)
+class HFArchitecture:
+    """``model(config)`` builds the architecture called ``name``; ``config`` is the dataclass of
+    transformers' field names; ``inputs`` is ``text`` (token ids) or ``image`` (pixels);
+    ``requires`` maps a config.json field to the values this class implements (a missing field
+    counts as its first value); ``renames`` are (regex, replacement) pairs from older
+    checkpoints' parameter names to the class's; ``adapt`` turns config.json fields the
+    dataclass spells otherwise into its own."""
+
+    name: str
+    model: Callable
+    config: type
+    inputs: str
+    requires: dict = field(default_factory=dict)
+    renames: tuple = ()
+    adapt: Callable | None = None
+
+    def config_from(self, data: dict):
+        """The config dataclass for a ``config.json``; NotNative when a setting is not implemented."""
+        data = dict(data)
+        if self.adapt is not None:
+            data = self.adapt(data)
+        for key, allowed in self.requires.items():
+            value = data.get(key, allowed[0])
+            if value not in allowed:
+                raise NotNative(f"{key}={value!r}")
+        if "id2label" in data and isinstance(data["id2label"], dict):
+            data.setdefault("num_labels", len(data["id2label"]))
+        known = {f.name for f in fields(self.config)} - {"attn_implementation"}
+        return self.config(**{k: v for k, v in data.items() if k in known})
+
+    def build(self, data: dict):
+        return self.model(self.config_from(data))
+
+
+def _rope(data: dict) -> dict:
+    """transformers 5 keeps rope_theta and the rope type in ``rope_parameters``; 4.x has
+    ``rope_theta`` and ``rope_scaling``."""
+    rope = data.get("rope_parameters") or data.get("rope_scaling") or {}
+    if isinstance(rope, dict):
+        data["rope_type"] = rope.get("rope_type", rope.get("type", "default"))
+        if "rope_theta" in rope:
+            data["rope_theta"] = rope["rope_theta"]
+    return data
+
+
+_ENCODER = {"position_embedding_type": ("absolute", None), "is_decoder": (False,), "add_cross_attention": (False,)}
+_GPT2 = {"add_cross_attention": (False,), "reorder_and_upcast_attn": (False,)}
+_LLAMA = {"rope_type": ("default", None), "pretraining_tp": (1, None)}
+
+
+def _square(data: dict) -> dict:
+    """ViT's image and patch sizes as one int each (the zoo's ViT takes square ones)."""
+    for key in ("image_size", "patch_size"):
+        value = data.get(key)
+        if isinstance(value, (list, tuple)):
+            if len(set(value)) != 1:
+                raise NotNative(f"{key}={list(value)!r}")
+            data[key] = value[0]
+    return data
+
+
+_TABLE = [
+    HFArchitecture("BertModel", bert.BertModel, bert.BertConfig, TEXT, _ENCODER),
+    HFArchitecture("BertForMaskedLM", bert.BertForMaskedLM, bert.BertConfig, TEXT, _ENCODER),
+    HFArchitecture("BertForSequenceClassification", bert.BertForSequenceClassification, bert.BertConfig, TEXT,
+                   _ENCODER),
+    HFArchitecture("RobertaModel", roberta.RobertaModel, roberta.RobertaConfig, TEXT, _ENCODER),
+    HFArchitecture("RobertaForMaskedLM", roberta.RobertaForMaskedLM, roberta.RobertaConfig, TEXT, _ENCODER),
+    HFArchitecture("RobertaForSequenceClassification", roberta.RobertaForSequenceClassification,
+                   roberta.RobertaConfig, TEXT, _ENCODER),
+    HFArchitecture("DistilBertModel", distilbert.DistilBertModel, distilbert.DistilBertConfig, TEXT),
+    HFArchitecture("DistilBertForMaskedLM", distilbert.DistilBertForMaskedLM, distilbert.DistilBertConfig, TEXT),
+    HFArchitecture("DistilBertForSequenceClassification", distilbert.DistilBertForSequenceClassification,
+                   distilbert.DistilBertConfig, TEXT),
+    HFArchitecture("ViTModel", vit_hf.ViTModel, vit_hf.ViTConfig, IMAGE, renames=vit_hf.CHECKPOINT_RENAMES,
+                   adapt=_square),
+    HFArchitecture("ViTForImageClassification", vit_hf.ViTForImageClassification, vit_hf.ViTConfig, IMAGE,
+                   renames=vit_hf.CHECKPOINT_RENAMES, adapt=_square),
+    HFArchitecture("GPT2LMHeadModel", gpt2.GPT2LMHeadModel, gpt2.GPT2Config, TEXT, _GPT2),
+    HFArchitecture("LlamaForCausalLM", llama.LlamaForCausalLM, llama.LlamaConfig, TEXT, _LLAMA, adapt=_rope),
+]
+ARCHITECTURES: dict[str, HFArchitecture] = {a.name: a for a in _TABLE}
+
+
+def names() -> list[str]:
+    """The architectures built natively, sorted."""
+    return sorted(ARCHITECTURES)
+
+
+__all__ = ["HFArchitecture", "ARCHITECTURES", "NotNative", "TEXT", "IMAGE", "names"]
