@@ -19,6 +19,8 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import conventions, loading
+from .hardware import get as hardware_profile
+from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
 from .graph_parser import profile_graph
 from .inputs import bind_inputs, given_dtypes, given_shapes, inputs_for, resolve_inputs
@@ -132,13 +134,20 @@ def _does_not_fit(target, specs: list, exc: errors.ShapeError) -> errors.ShapeEr
         + (f" (its default input is {default})" if default else "") + f": {exc}")
 
 
+def _floats_in(dtype, values) -> tuple:
+    """The floating tensors among ``values`` cast to ``dtype``; anything else as it is."""
+    from .runtime.tensor import Tensor
+
+    return tuple(v.to(dtype) if isinstance(v, Tensor) and v.dtype.is_floating_point else v for v in values)
+
+
 # --- profile -------------------------------------------------------------------------------------
 
-def profile(model, *inputs, input_shape=None, batch: int | None = None, dtype=None, mode: str = "graph",
+def profile(model, *inputs, input_shape=None, batch: int | None = None, input_dtype=None, mode: str = "graph",
             device=None, latency: bool = False, repeat: int = 5, warmup: int = 1, backward: bool = False,
             measure_memory: bool = False, convention: str = "flopcount", strict: bool = False,
-            factory_args: dict | None = None, progress: Callable[[str], None] | None = None,
-            **named_inputs) -> Report:
+            factory_args: dict | None = None, hardware=None, dtype=None, weights=None,
+            progress: Callable[[str], None] | None = None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
@@ -148,8 +157,8 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, dtype=No
     ``inputs`` and ``named_inputs`` are the model's inputs: names are bound to ``forward``'s
     parameters (or a graph's input names), checked before anything runs. Without them
     ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
-    default input is used, with ``batch`` as every input's first dimension and ``dtype`` (a
-    dtype name for every input, or ``{input name: dtype name}``); an ONNX file's symbolic dims
+    default input is used, with ``batch`` as every input's first dimension and ``input_dtype``
+    (a dtype name for every input, or ``{input name: dtype name}``); an ONNX file's symbolic dims
     are bound from ``input_shape`` and ``batch`` (or from the inputs given). A Module is
     profiled where its parameters live; ``device`` places models built here and the inputs made
     here (``"meta"`` counts without allocating; left out, a zoo model that is only counted is
@@ -158,6 +167,17 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, dtype=No
     plus ``repeat`` synchronized runs; ``backward=True`` adds a training step's backward pass;
     ``measure_memory=True`` measures the activation peak beside the prediction. ``strict=True``
     raises UnsupportedOpError when anything ran that the convention has no rule for.
+    ``hardware`` (a name from ``flopcount.hardware.names()``, such
+    as ``"h100-sxm"``, or a Profile) prices every op on that device's roofline: each op's and
+    row's ``roofline_ms`` and ``bound``, and ``totals["roofline_ms"]`` (beside the measured
+    latency as ``roofline_fraction`` when timed). ``dtype`` (``"bfloat16"``, ``"bf16"``,
+    ``"float16"``...) runs the model's weights and activations in that floating dtype: its
+    floating parameters, buffers and inputs (a Module you pass is converted on a copy); integer
+    inputs such as token ids stay as they are. ``weights`` stores every Linear weight (but
+    ``lm_head`` and tied ones) in a weight format: ``"int8"`` (a float16 scale per output
+    channel), ``"int4"`` (a float16 scale per 128 weights: 4.125 bits each), ``"fp8"`` (e4m3, one
+    float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
+    (see :mod:`flopcount.runtime.quantization`).
     ``progress`` is called with the name of each step as it starts (``"loading resnet50"``,
     ``"counting"``). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
@@ -172,6 +192,9 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, dtype=No
     counting = conventions.get(convention)
     _check_device(device)
     say = progress or (lambda step: None)
+    profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
+    dtype = loading.float_dtype(dtype) if dtype is not None else None
+    weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
@@ -190,12 +213,17 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, dtype=No
         # captured for the inputs given, the graph then takes inputs made from their shapes
         target = loading.specialize(target, examples=(inputs, named_inputs), train=backward)
         inputs, named_inputs = (), {}
+    if dtype is not None:
+        target = loading.in_dtype(target, dtype)
+        inputs, named_inputs = _floats_in(dtype, inputs), dict(zip(named_inputs, _floats_in(dtype, named_inputs.values())))
+    if weight_format is not None:
+        target = loading.with_weights(target, weight_format)
     net = target.model
     specs = None
     if inputs or named_inputs:
         args, kwargs = bind_inputs(net, inputs, named_inputs)
     else:
-        specs = resolve_inputs(target.expected, given, batch, given_dtypes(dtype), model=target.name)
+        specs = resolve_inputs(target.expected, given, batch, given_dtypes(input_dtype), model=target.name)
         target = loading.specialize(target, specs, train=backward)  # a PyTorch module: captured for them
         net = target.model
         loading.check_fixed(target, specs)
@@ -215,6 +243,8 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, dtype=No
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))
+    if profile_of is not None:
+        report.with_hardware(profile_of)
     return report
 
 

@@ -79,7 +79,7 @@ def given_shapes(input_shape) -> list:
 
 
 def given_dtypes(dtype) -> list:
-    """``profile(dtype=...)`` as [(input name or None, dtype name)]: one dtype name for every
+    """``profile(input_dtype=...)`` as [(input name or None, dtype name)]: one dtype name for every
     input, or a dict ``{input name: dtype name}``.
 
     >>> given_dtypes("int64"), given_dtypes({"ids": "int32"})
@@ -93,7 +93,7 @@ def given_dtypes(dtype) -> list:
         try:
             out.append((name, get_dtype(value).name))
         except TypeError as exc:
-            raise option_error(FlopcountError, Option("dtype", dtype), f": {exc}") from None
+            raise option_error(FlopcountError, Option("input_dtype", dtype), f": {exc}") from None
     return out
 
 

@@ -23,11 +23,12 @@ import contextlib
 import importlib.util
 import os
 import sys
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from .inputs import InputSpec
 from .options import Option, option_error
 from .runtime import errors
+from .runtime.dtypes import get_dtype
 from .runtime.dispatch import default_device
 from .runtime.graph import Graph
 from .runtime.nn.modules.module import Module
@@ -138,6 +139,65 @@ def specialize(target: Target, specs: list | None = None, **options) -> Target:
     if target.kind != TORCH:
         return target
     return torch_loading().specialize(target, specs, **options)
+
+
+def in_dtype(target: Target, dtype) -> Target:
+    """``target`` with its model's floating parameters and buffers, and its floating inputs, in
+    ``dtype`` (a floating dtype or its name: ``"bf16"``); integer inputs such as token ids keep
+    theirs. A Module the caller handed in is converted on a copy, so theirs stays as it is. A
+    graph (a model file, a PyTorch capture) keeps the dtypes it was made with: refused.
+
+    >>> import flopcount.runtime as rt
+    >>> t = in_dtype(Target(rt.nn.Linear(2, 2), "", OBJECT), "bf16")
+    >>> t.model.weight.dtype
+    flopcount.bfloat16
+    """
+    dtype = float_dtype(dtype)
+    model = target.model
+    if isinstance(model, Graph) or target.kind in (TORCH, PT2):
+        raise errors.FlopcountError(
+            f"dtype {dtype.name}: {target.label or 'this model'} is a graph, which keeps the dtypes it was "
+            f"made with (convert the model before exporting it)")
+    if target.kind == OBJECT:
+        import copy
+
+        model = copy.deepcopy(model)
+    model.to(dtype)  # floating tensors only, as Module.to(dtype) in PyTorch
+    expected = None if target.expected is None else [
+        replace(s, dtype=dtype.name) if get_dtype(s.dtype).is_floating_point else s for s in target.expected]
+    return replace(target, model=model, expected=expected)
+
+
+def with_weights(target: Target, fmt) -> Target:
+    """``target`` with its Linear weights stored in weight format ``fmt`` (``"int4"``,
+    ``"int8"``, ``"fp8"``, ``"int4:g64"``: see ``flopcount.runtime.quantization``). A Module the
+    caller handed in is quantized on a copy; a graph keeps the weights it was made with."""
+    from .runtime.quantization import quantize_weights, weight_format
+
+    fmt = weight_format(fmt)  # a bad spec fails before anything is copied
+    model = target.model
+    if isinstance(model, Graph) or target.kind in (TORCH, PT2):
+        raise errors.FlopcountError(
+            f"weights {fmt}: {target.label or 'this model'} is a graph, whose weights are stored as they "
+            f"were exported (quantize the model before exporting it)")
+    if target.kind == OBJECT:
+        import copy
+
+        model = copy.deepcopy(model)
+    return replace(target, model=quantize_weights(model, fmt))
+
+
+def float_dtype(dtype):
+    """A floating DType from a DType or a name; anything else is a FlopcountError saying why."""
+    try:
+        value = get_dtype(dtype)
+    except TypeError as exc:
+        raise errors.FlopcountError(f"dtype: {exc}") from None
+    if not value.is_floating_point:
+        raise option_error(errors.FlopcountError, f"dtype {value.name}: the model's weights and activations need "
+                           f"a floating dtype (float32, bfloat16, float16...); the dtype of inputs such as token "
+                           f"ids is ", Option("input_dtype"))
+    return value
 
 
 def _require_file(path: str) -> None:

@@ -95,7 +95,7 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, **kwargs) -> Non
       flopcount vit_b_16 --backward
       flopcount gpt2 -i 1x512 --format csv -o gpt2.csv
       flopcount resnet50 --format trace -o trace.json    open in chrome://tracing or Perfetto
-      flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
+      flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --input-dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
     """
     output, quiet = kwargs["output"], kwargs["quiet"]

@@ -32,9 +32,15 @@ OPTIONS = [
     click.option("-i", "--input-shape", "input_shape", multiple=True, metavar="[NAME=]SHAPE",
                  help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
                       "input. Repeat for several inputs. Default: the zoo's or the file's input."),
-    click.option("--dtype", "dtype", multiple=True, metavar="[NAME=]DTYPE",
+    click.option("--input-dtype", "input_dtype", multiple=True, metavar="[NAME=]DTYPE",
                  help="Dtype of the inputs built from --input-shape (int64 for token ids); name=int64 "
                       "for one input. Zoo and file models know theirs."),
+    click.option("--dtype", metavar="DTYPE", help="Run the model's weights and activations in this floating "
+                 "dtype: bfloat16 (bf16), float16 (fp16)... Integer inputs such as token ids keep theirs."),
+    click.option("--weights", metavar="FORMAT", help="Store every Linear weight (but lm_head and tied ones) in "
+                 "a weight format: int8, int4, fp8, int4:g64 ..."),
+    click.option("--hardware", metavar="NAME", help="Price every op on this device's roofline (h100-sxm ...): "
+                 "roofline time and bound per op and row."),
     click.option("-b", "--batch", type=click.IntRange(min=1), help="Batch size: the first dimension of "
                  "every input."),
     click.option("--mode", type=click.Choice(api.MODES), default="graph", show_default=True,
@@ -96,8 +102,8 @@ def _input_shape(texts: tuple):
     return _by_name_or_position([parse_shape(t) for t in texts], "--input-shape")
 
 
-def _dtype(texts: tuple):
-    value = _by_name_or_position([parse_dtype(t) for t in texts], "--dtype")
+def _input_dtype(texts: tuple):
+    value = _by_name_or_position([parse_dtype(t) for t in texts], "--input-dtype")
     return value[-1] if isinstance(value, list) else value  # one dtype for every input: the last given
 
 
@@ -105,7 +111,7 @@ def _factory_args(texts: tuple):
     return dict(parse_factory_arg(t) for t in texts) or None
 
 
-_FROM_TEXT = {"input_shape": _input_shape, "dtype": _dtype, "factory_args": _factory_args}
+_FROM_TEXT = {"input_shape": _input_shape, "input_dtype": _input_dtype, "factory_args": _factory_args}
 
 
 def _given(ctx: click.Context, name: str) -> bool:

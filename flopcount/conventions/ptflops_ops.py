@@ -25,6 +25,11 @@ def linear(out, x, weight, bias=None):
     return macs_only(rows * (weight.shape[1] * weight.shape[0] + (weight.shape[0] if bias is not None else 0)))
 
 
+def quantized_linear(out, x, q, scale, bias=None):
+    # a Linear layer whose weight is stored quantized: ptflops' Linear formula
+    return linear(out, x, q, bias)
+
+
 def matmul(out, a, b):
     # batch·m·k·n over the broadcast batch
     return macs_only(prod(out.shape[:-2]) * a.shape[-2] * a.shape[-1] * b.shape[-1])
@@ -104,7 +109,8 @@ _ZERO = ("reshape", "permute", "expand", "contiguous", "cat", "flip", "repeat", 
          "tril", "triu", "argmax", "argmin")
 
 OP_RULES = {
-    "linear": linear, "matmul": matmul, "conv": conv, "conv_transpose": conv_transpose,
+    "linear": linear, "quantized_linear": quantized_linear, "matmul": matmul, "conv": conv,
+    "conv_transpose": conv_transpose,
     "scaled_dot_product_attention": attention,
     "batch_norm": batch_norm, "group_norm": group_norm, "instance_norm": group_norm, "layer_norm": layer_norm,
     **{name: numel_out for name in _ARITHMETIC + _ACTIVATIONS},

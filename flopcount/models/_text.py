@@ -21,14 +21,18 @@ import math
 from dataclasses import fields
 from typing import Iterator
 
+import ml_dtypes
 import numpy as np
 
 from .. import runtime as rt
 from ..runtime import nn
 from ..runtime.nn import functional as F
 
-# transformers masks with torch.finfo(dtype).min rather than -inf, so a fully masked row stays finite.
-MASK_MIN = float(np.finfo(np.float32).min)
+def mask_min(dtype) -> float:
+    """The most negative finite value of ``dtype``: what a masked score gets in that dtype
+    (transformers masks with ``torch.finfo(dtype).min`` rather than -inf, so a fully masked
+    row stays finite)."""
+    return float(ml_dtypes.finfo(rt.get_dtype(dtype).np).min)
 
 IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -115,19 +119,23 @@ def keep_mask(attention_mask, length: int, device, causal: bool):
     return keep
 
 
-def additive_mask(keep):
-    """Bool "may attend" -> float32 0 / float32 minimum, added to the scores (eager path)."""
-    return None if keep is None else rt.where(keep, 0.0, MASK_MIN)
+def additive_mask(keep, dtype=rt.float32):
+    """Bool "may attend" -> 0 / the minimum of ``dtype``, in ``dtype`` (the scores'), added to the
+    scores (eager path): a float32 mask would promote half-precision scores to float32."""
+    if keep is None:
+        return None
+    return rt.where(keep, 0.0, mask_min(dtype)).to(dtype)
 
 
-def build_mask(attention_mask, length: int, device, causal: bool, implementation: str):
-    """What ``attention`` takes as ``mask`` for this implementation: additive float (eager),
-    boolean (sdpa), or None (sdpa, causal, no padding: the op's ``is_causal`` flag does it)."""
+def build_mask(attention_mask, length: int, device, causal: bool, implementation: str, dtype=rt.float32):
+    """What ``attention`` takes as ``mask`` for this implementation: additive in ``dtype``, the
+    activations' (eager), boolean (sdpa), or None (sdpa, causal, no padding: the op's
+    ``is_causal`` flag does it)."""
     if implementation == "sdpa":
         if causal and attention_mask is None:
             return None
         return keep_mask(attention_mask, length, device, causal)
-    return additive_mask(keep_mask(attention_mask, length, device, causal))
+    return additive_mask(keep_mask(attention_mask, length, device, causal), dtype)
 
 
 # --- attention --------------------------------------------------------------------------------

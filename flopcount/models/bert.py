@@ -217,7 +217,7 @@ class BertModel(nn.Module, SwitchableAttention):
         mask = None
         if attention_mask is not None:
             mask = build_mask(attention_mask, input_ids.shape[1], hidden.device, causal=False,
-                              implementation=self.config.attn_implementation)
+                              implementation=self.config.attn_implementation, dtype=hidden.dtype)
         hidden = self.encoder(hidden, mask)
         pooled = self.pooler(hidden) if self.pooler is not None else None
         return hidden, pooled

@@ -153,7 +153,7 @@ class GPT2Model(nn.Module):
             hidden = hidden + self.wte(token_type_ids)  # transformers reuses wte for token types
         hidden = self.drop(hidden)
         mask = build_mask(attention_mask, length, hidden.device, causal=True,
-                          implementation=self.config.attn_implementation)
+                          implementation=self.config.attn_implementation, dtype=hidden.dtype)
         for block in self.h:
             hidden = block(hidden, mask)
         return self.ln_f(hidden)

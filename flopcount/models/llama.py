@@ -183,7 +183,7 @@ class LlamaModel(nn.Module):
         if position_ids is None:
             position_ids = rt.arange(length, device=input_ids.device).unsqueeze(0)
         mask = build_mask(attention_mask, length, hidden.device, causal=True,
-                          implementation=self.config.attn_implementation)
+                          implementation=self.config.attn_implementation, dtype=hidden.dtype)
         position_embeddings = self.rotary_emb(hidden, position_ids)
         for layer in self.layers:
             hidden = layer(hidden, position_embeddings, mask)

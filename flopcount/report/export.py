@@ -17,7 +17,10 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
         "seen_not_counted_macs": int, "seen_not_counted_flops": int,
         # with backward=True also:
         "backward_macs": int, "backward_flops": int, "backward_latency_ms": float | null,
-        "training_macs": int, "training_flops": int
+        "training_macs": int, "training_flops": int,
+        # with a hardware profile (profile(hardware=...)) also:
+        "roofline_ms": float, "roofline_bound": "compute" | "memory" | null,
+        "roofline_fraction": float | null   # roofline_ms / latency_ms, when timed
       },
       "memory": {"parameters": {dtype: bytes}, "buffers": {dtype: bytes},
                  "parameter_bytes": int, "buffer_bytes": int, "activations": int,
@@ -34,7 +37,9 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
          "calls": int, "latency_ms": float | null, "latency_min_ms": float | null,
          "backward_macs": int, "backward_flops": int, "backward_latency_ms": float | null,
          "functional_macs": int, "functional_flops": int,
-         "input_shapes": [[int, ...] | null], "output_shapes": [[int, ...]]}
+         "input_shapes": [[int, ...] | null], "output_shapes": [[int, ...]],
+         "roofline_ms": float | null, "bound": "compute" | "memory" | null,   # with hardware
+         "roofline_fraction": float | null}
       ],
       "ops": [                           # execution order; forward then backward
         {"name": str, "op": str, "scope": str, "phase": "forward" | "backward",
@@ -42,7 +47,9 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
          "params": int, "param_bytes": int, "input_shapes": [[int, ...] | null], "input_dtypes": [str | null],
          "output_shapes": [[int, ...]], "output_dtypes": [str],
          "counted": bool, "latency_ms": float | null, "start_ms": float | null,
-         "source": str}                  # the ONNX or torch.export node it came from ("" if traced)
+         "source": str,                  # the ONNX or torch.export node it came from ("" if traced)
+         "roofline_ms": float | null, "bound": "compute" | "memory" | null,   # with hardware
+         "roofline_fraction": float | null}
       ],
       "by_op_type": [{"op": str, "calls": int, "macs": int, "flops": int, "bytes_read": int,
                       "bytes_written": int, "counted_calls": int, "latency_ms": float | null}],

@@ -55,6 +55,13 @@ class Row:
                                     # "unsupported" (an op with no rule in the convention: 0)
     input_shapes: list = field(default_factory=list)
     output_shapes: list = field(default_factory=list)
+    roofline_ms: float | None = None  # with a hardware profile: the sum of its ops' rooflines
+    bound: str | None = None          # "compute" or "memory": the kind of op most of it waits on
+
+    @property
+    def roofline_fraction(self) -> float | None:
+        """The roofline time as a fraction of the measured latency (1.0: at the bound)."""
+        return self.roofline_ms / self.latency_ms if self.roofline_ms is not None and self.latency_ms else None
 
     @property
     def intensity(self) -> float | None:
@@ -76,6 +83,7 @@ class Row:
     def to_dict(self) -> dict:
         out = _fields_with_listed_shapes(self)
         out["intensity"] = self.intensity
+        out["roofline_fraction"] = self.roofline_fraction
         return out
 
 
@@ -106,13 +114,22 @@ class OpRecord:
     latency_ms: float | None = None
     start_ms: float | None = None   # offset from the start of the timed run (for the trace)
     source: str = ""                # the model file's node name (ONNX), when the graph came from one
+    roofline_ms: float | None = None  # with a hardware profile: max(compute, memory) time
+    bound: str | None = None          # "compute" or "memory"
 
     @property
     def output_bytes(self) -> int:
         return self.bytes_written
 
+    @property
+    def roofline_fraction(self) -> float | None:
+        """The roofline time as a fraction of the measured latency (1.0: at the bound)."""
+        return self.roofline_ms / self.latency_ms if self.roofline_ms is not None and self.latency_ms else None
+
     def to_dict(self) -> dict:
-        return _fields_with_listed_shapes(self)
+        out = _fields_with_listed_shapes(self)
+        out["roofline_fraction"] = self.roofline_fraction
+        return out
 
 
 @dataclass
@@ -204,6 +221,7 @@ class Report:
         self.backward = backward
         self.backward_latency_ms = backward_latency_ms
         self.model = model
+        self.hardware = None  # the hardware Profile the rooflines were priced on (report/roofline.py)
         self.notes = list(notes or [])   # remarks on how the model was loaded (a capture's fallback...)
         self._by_name = OrderedDict((r.name, r) for r in self.rows)
         self._children: dict = {}
@@ -265,6 +283,9 @@ class Report:
             "seen_not_counted_macs": sum(o.macs for o in self.seen_not_counted),
             "seen_not_counted_flops": sum(o.flops for o in self.seen_not_counted),
         }
+        if self.hardware is not None:
+            out.update(roofline_ms=r.roofline_ms, roofline_bound=r.bound,
+                       roofline_fraction=(r.roofline_ms / self.latency_ms if self.latency_ms else None))
         if self.backward:
             out.update(backward_macs=r.backward_macs, backward_flops=r.backward_flops,
                        backward_latency_ms=self.backward_latency_ms,
@@ -349,6 +370,19 @@ class Report:
         from .export import to_csv
 
         return to_csv(self, by=by)
+
+    def with_hardware(self, hardware) -> "Report":
+        """Price every forward op on ``hardware`` (a profile or its name: ``"h100-sxm"``):
+        each op's and each row's roofline time and bound, and the totals. Returns the report.
+
+        >>> import flopcount
+        >>> report = flopcount.profile("resnet18").with_hardware("a100-80gb")   # doctest: +SKIP
+        >>> report.totals["roofline_ms"], report.root.bound                      # doctest: +SKIP
+        """
+        from .roofline import add_roofline
+
+        add_roofline(self, hardware)
+        return self
 
     def chrome_trace(self) -> dict:
         """Per-op events in Chrome trace format, with onnxruntime's profiler field names."""

@@ -27,6 +27,7 @@ def _module_cells(report, depth, top, sort) -> tuple:
         headers += ["Latency", "Latency %"]
     if report.backward:
         headers += ["Bwd MACs", "Bwd FLOPs"]
+    headers += _roofline_headers(report)
     body = []
     flat = top is not None
     for row, indent in tree_rows(report, depth=depth, top=top, sort=sort):
@@ -46,8 +47,26 @@ def _module_cells(report, depth, top, sort) -> tuple:
             cells += [time_to_string(row.latency_ms), percent(row.latency_ms or 0.0, total.latency_ms or 0.0)]
         if report.backward:
             cells += [macs_to_string(row.backward_macs), flops_to_string(row.backward_flops)]
-        body.append(cells)
+        body.append(cells + _roofline_cells(report, row))
     return headers, body
+
+
+def _roofline_headers(report) -> list:
+    """With a hardware profile: the roofline time, its bound, and (when timed) the roofline as
+    a share of the measured latency."""
+    if report.hardware is None:
+        return []
+    return ["Roofline", "Bound"] + (["Roofline %"] if report.latency_ms is not None else [])
+
+
+def _roofline_cells(report, item) -> list:
+    if report.hardware is None:
+        return []
+    cells = [time_to_string(item.roofline_ms), item.bound or "-"]
+    if report.latency_ms is not None:
+        fraction = item.roofline_fraction
+        cells.append("-" if fraction is None else f"{100 * fraction:.1f}%")
+    return cells
 
 
 def _op_type_cells(report, top, sort) -> tuple:
@@ -87,6 +106,7 @@ def _op_cells(report, top, sort) -> tuple:
     headers = ["Node", "Op", "Scope", "Inputs", "Outputs", "MACs", "FLOPs", "Bytes R/W", "FLOP/B"]
     if timed:
         headers += ["Latency", "FLOP/s"]
+    headers += _roofline_headers(report)
     body = []
     for r in records:
         moved = r.bytes_read + r.bytes_written
@@ -98,7 +118,7 @@ def _op_cells(report, top, sort) -> tuple:
         if timed:
             rate = r.flops / (r.latency_ms / 1e3) if r.latency_ms else None
             cells += [time_to_string(r.latency_ms), rate_to_string(rate, "FLOP")]
-        body.append(cells)
+        body.append(cells + _roofline_cells(report, r))
     return headers, body
 
 
@@ -128,6 +148,12 @@ def _footer(report) -> list:
     if report.backward:
         lines.append(f"training step: {macs_to_string(t['training_macs'])}, {flops_to_string(t['training_flops'])} "
                      f"(backward {macs_to_string(t['backward_macs'])})")
+    if report.hardware is not None:
+        line = (f"roofline on {report.hardware.title}: {time_to_string(t['roofline_ms'])} forward, "
+                f"{t['roofline_bound'] or '-'}-bound")
+        if t["roofline_fraction"] is not None:
+            line += f"; measured latency {time_to_string(report.latency_ms)} ({100 * t['roofline_fraction']:.1f}% of it is the bound)"
+        lines.append(line)
     m = report.memory
     if m.predicted_peak is not None or m.measured_peak is not None:
         line = (f"memory: params {bytes_to_string(m.parameter_bytes)}, buffers {bytes_to_string(m.buffer_bytes)}, "

@@ -85,7 +85,7 @@ def test_version_and_help(run):
         text = run(command, "--help").stdout
         assert "Examples:" in text, command
     profile_help = run("profile", "--help").stdout
-    for option in ("--input-shape", "--dtype", "--batch", "--mode", "--device", "--latency", "--repeat",
+    for option in ("--input-shape", "--input-dtype", "--dtype", "--batch", "--mode", "--device", "--latency", "--repeat",
                    "--warmup", "--backward", "--convention", "--depth", "--top", "--sort", "--by", "--format",
                    "--output", "--strict", "--quiet", "--debug", "--factory-arg"):
         assert option in profile_help, option

@@ -105,8 +105,8 @@ def torchvision_model(name: str, input_shape: tuple | None = None):
     return model.eval()
 
 
-def calibrate_batch_norm(tv_model, input_shape: tuple) -> None:
-    """Set every batch norm's running statistics to those of one random batch.
+def calibrate_batch_norm(tv_model, input_shape: tuple, batch: int = 2) -> None:
+    """Set every batch norm's running statistics to those of one random batch of ``batch``.
 
     A fresh model's running statistics (mean 0, variance 1) make eval-mode activations grow
     layer after layer: deep ResNets reach 1e7 at the logits, where a float32 comparison can only
@@ -121,7 +121,8 @@ def calibrate_batch_norm(tv_model, input_shape: tuple) -> None:
         m.momentum = 1.0
     generator = torch.Generator().manual_seed(0)
     with torch.no_grad():
-        tv_model.train()(torch.randn(2, *input_shape, generator=generator))  # 2: per-channel variance
+        # at least 2 for a per-channel variance; more where the last maps are 1x1
+        tv_model.train()(torch.randn(batch, *input_shape, generator=generator))
     for m in norms:
         m.momentum = 0.1
 

@@ -15,5 +15,6 @@ from ..ops.loss import *  # noqa: F401,F403
 from ..ops.movement import *  # noqa: F401,F403
 from ..ops.norm import *  # noqa: F401,F403
 from ..ops.pooling import *  # noqa: F401,F403
+from ..ops.quantized import *  # noqa: F401,F403
 from ..ops.reduction import *  # noqa: F401,F403
 from ..ops.sampling import *  # noqa: F401,F403

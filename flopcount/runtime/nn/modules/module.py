@@ -260,10 +260,10 @@ class Module:
         if params is None:
             raise AttributeError("cannot assign attributes before Module.__init__() is called")
         if isinstance(value, Parameter):
-            self._drop(name)
+            self._drop(name, keep="_parameters")
             params[name] = value
         elif isinstance(value, Module):
-            self._drop(name)
+            self._drop(name, keep="_modules")
             modules[name] = value
         elif isinstance(value, Buffer):
             self._drop(name)
@@ -285,11 +285,14 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _drop(self, name: str) -> None:
+    def _drop(self, name: str, keep: str = "") -> None:
+        """Forget ``name`` everywhere but in store ``keep``, where a new value of the same kind
+        replaces it in place (as in PyTorch: swapping a Sequential's layer keeps its position)."""
         d = self.__dict__
         d.pop(name, None)
         for store in ("_parameters", "_buffers", "_modules"):
-            d[store].pop(name, None)
+            if store != keep:
+                d[store].pop(name, None)
         d["_non_persistent_buffers"].discard(name)
 
     def __getattr__(self, name: str):

@@ -34,6 +34,13 @@ def einsum(b, node, ins, outs):
     b.add("Einsum", ins, outs, equation=node.attrs["equation"])
 
 
+@emitter("dequantize", "quantized_linear")
+def quantized(b, node, ins, outs):
+    # blockwise int4/float8 weights are DequantizeLinear with block_size from opset 21 on
+    raise unsupported(node, f"weights stored as {node.inputs[1 if node.op_name == 'quantized_linear' else 0].dtype.name} "
+                            f"with block scales have no export yet; export the model before quantize_weights")
+
+
 @emitter("embedding")
 def embedding(b, node, ins, outs):
     b.add("Gather", ins, outs, axis=0)

@@ -1,0 +1,45 @@
+"""A report's rooflines on a hardware profile: per op, then summed per row.
+
+Each forward op record is priced by ``hardware.roofline`` with MACs in its compute dtype
+(``hardware.compute_dtype`` of its inputs). A row (module, scope, or the graph node of the same
+name) gets the sum of the rooflines of the ops under it: ops run one after another, each bound
+by its own resource, so a layer's best time is the sum, not the roofline of its summed counts.
+Its ``bound`` is the kind of op that holds most of that time.
+"""
+
+from __future__ import annotations
+
+from .. import hardware as _hw
+
+
+def _prefixes(scope: str) -> list:
+    """'' and every dotted prefix of ``scope`` ('a.b' -> ['', 'a', 'a.b'])."""
+    out = [""]
+    if scope:
+        parts = scope.split(".")
+        out += [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
+    return out
+
+
+def add_roofline(report, profile) -> None:
+    """Set ``roofline_ms`` and ``bound`` on every forward op record and every row of ``report``,
+    and ``report.hardware`` to the profile (a Profile or a name)."""
+    profile = _hw.get(profile)
+    by_scope: dict = {}     # scope -> [compute-bound seconds, memory-bound seconds]
+    by_record: dict = {}
+    for record in report.by_op("forward"):
+        r = _hw.roofline(record, profile, _hw.compute_dtype(record.input_dtypes))
+        record.roofline_ms, record.bound = r.time_s * 1e3, r.bound
+        by_record[record.name] = record
+        slot = 0 if r.bound == "compute" else 1
+        for prefix in _prefixes(record.scope):
+            by_scope.setdefault(prefix, [0.0, 0.0])[slot] += r.time_s
+    for row in report.rows:
+        record = by_record.get(row.name) if row.kind == "op" else None
+        if record is not None:
+            row.roofline_ms, row.bound = record.roofline_ms, record.bound
+            continue
+        compute_s, memory_s = by_scope.get(row.name, (0.0, 0.0))
+        row.roofline_ms = (compute_s + memory_s) * 1e3
+        row.bound = None if compute_s + memory_s == 0 else ("compute" if compute_s > memory_s else "memory")
+    report.hardware = profile
