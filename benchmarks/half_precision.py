@@ -1,6 +1,6 @@
 """What half precision costs on the CPU, in one run, against PyTorch in the same dtype.
 
-    PYTHONPATH=/path/to/torchvision python benchmarks/half_precision.py [--repeat N]
+    python benchmarks/half_precision.py [--repeat N]
 
 numpy has no bfloat16 arithmetic and no float16 BLAS, so the dispatcher computes both in
 float32 and rounds each op's result once (``Backend.compute_dtypes``), as PyTorch's CPU kernels
@@ -86,6 +86,9 @@ def model_rows(repeat: int) -> list:
 def _torch_peer(torch, case: str, ours):
     """PyTorch's model with ``ours``' weights, in bfloat16, eval mode."""
     state = {k: torch.from_numpy(v.numpy().copy()) for k, v in ours.state_dict().items()}
+    from tests.torch_env import prepare
+
+    prepare()  # torchvision's CUDA wheel beside a CPU torch (tests/torch_env.py)
     if case.startswith("resnet18"):
         import torchvision
 

@@ -23,7 +23,7 @@ from .hardware import get as hardware_profile
 from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
 from .graph_parser import profile_graph
-from .inputs import bind_inputs, given_dtypes, given_shapes, inputs_for, resolve_inputs
+from .inputs import bind_inputs, given_shapes, inputs_for, resolve_inputs
 from .options import Option, option_error
 from .report import Report
 from .report.units import macs_to_string, params_to_string
@@ -143,7 +143,7 @@ def _floats_in(dtype, values) -> tuple:
 
 # --- profile -------------------------------------------------------------------------------------
 
-def profile(model, *inputs, input_shape=None, batch: int | None = None, input_dtype=None, mode: str = "graph",
+def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: str = "graph",
             device=None, latency: bool = False, repeat: int = 5, warmup: int = 1, backward: bool = False,
             measure_memory: bool = False, convention: str = "flopcount", strict: bool = False,
             factory_args: dict | None = None, hardware=None, dtype=None, weights=None,
@@ -157,8 +157,7 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, input_dt
     ``inputs`` and ``named_inputs`` are the model's inputs: names are bound to ``forward``'s
     parameters (or a graph's input names), checked before anything runs. Without them
     ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
-    default input is used, with ``batch`` as every input's first dimension and ``input_dtype``
-    (a dtype name for every input, or ``{input name: dtype name}``); an ONNX file's symbolic dims
+    default input is used, with ``batch`` as every input's first dimension; an ONNX file's symbolic dims
     are bound from ``input_shape`` and ``batch`` (or from the inputs given). A Module is
     profiled where its parameters live; ``device`` places models built here and the inputs made
     here (``"meta"`` counts without allocating; left out, a zoo model that is only counted is
@@ -173,7 +172,9 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, input_dt
     latency as ``roofline_fraction`` when timed). ``dtype`` (``"bfloat16"``, ``"bf16"``,
     ``"float16"``...) runs the model's weights and activations in that floating dtype: its
     floating parameters, buffers and inputs (a Module you pass is converted on a copy); integer
-    inputs such as token ids stay as they are. ``weights`` stores every Linear weight (but
+    inputs such as token ids stay as they are. An integer ``dtype`` (``"int64"``) is instead the
+    dtype of every input built from shapes, and ``{input name: dtype}`` that of one input (for a
+    model that cannot tell, such as a factory taking token ids). ``weights`` stores every Linear weight (but
     ``lm_head`` and tied ones) in a weight format: ``"int8"`` (a float16 scale per output
     channel), ``"int4"`` (a float16 scale per 128 weights: 4.125 bits each), ``"fp8"`` (e4m3, one
     float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
@@ -193,7 +194,7 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, input_dt
     _check_device(device)
     say = progress or (lambda step: None)
     profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
-    dtype = loading.float_dtype(dtype) if dtype is not None else None
+    dtype, input_dtypes = loading.split_dtype(dtype)
     weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
@@ -221,9 +222,13 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, input_dt
     net = target.model
     specs = None
     if inputs or named_inputs:
+        if input_dtypes:
+            named = ", ".join(f"{name}={value}" if name else value for name, value in input_dtypes)
+            raise errors.FlopcountError(f"dtype {named}: an integer or per-input dtype is for inputs built "
+                                        f"from shapes; the tensors given keep theirs (cast them)")
         args, kwargs = bind_inputs(net, inputs, named_inputs)
     else:
-        specs = resolve_inputs(target.expected, given, batch, given_dtypes(input_dtype), model=target.name)
+        specs = resolve_inputs(target.expected, given, batch, dtypes=input_dtypes, model=target.name)
         target = loading.specialize(target, specs, train=backward)  # a PyTorch module: captured for them
         net = target.model
         loading.check_fixed(target, specs)

@@ -78,25 +78,6 @@ def given_shapes(input_shape) -> list:
     return out
 
 
-def given_dtypes(dtype) -> list:
-    """``profile(input_dtype=...)`` as [(input name or None, dtype name)]: one dtype name for every
-    input, or a dict ``{input name: dtype name}``.
-
-    >>> given_dtypes("int64"), given_dtypes({"ids": "int32"})
-    ([(None, 'int64')], [('ids', 'int32')])
-    """
-    if dtype is None:
-        return []
-    pairs = list(dtype.items()) if isinstance(dtype, dict) else [(None, dtype)]
-    out = []
-    for name, value in pairs:
-        try:
-            out.append((name, get_dtype(value).name))
-        except TypeError as exc:
-            raise option_error(FlopcountError, Option("input_dtype", dtype), f": {exc}") from None
-    return out
-
-
 def _is_int(value) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool)
 
@@ -278,5 +259,5 @@ def _bind_graph(graph: Graph, args: tuple, kwargs: dict) -> tuple:
     return unflatten(tree, leaves)
 
 
-__all__ = ["InputSpec", "format_shape", "given_shapes", "given_dtypes", "resolve_inputs", "make_tensors",
+__all__ = ["InputSpec", "format_shape", "given_shapes", "resolve_inputs", "make_tensors",
            "inputs_for", "bind_inputs"]

@@ -23,6 +23,7 @@ import contextlib
 import importlib.util
 import os
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
 from .inputs import InputSpec
@@ -189,15 +190,39 @@ def with_weights(target: Target, fmt) -> Target:
 
 def float_dtype(dtype):
     """A floating DType from a DType or a name; anything else is a FlopcountError saying why."""
+    value = _dtype_named(dtype)
+    if not value.is_floating_point:
+        raise errors.FlopcountError(f"dtype {value.name}: the model's weights and activations need a floating "
+                                    f"dtype (float32, bfloat16, float16...); integer inputs keep theirs")
+    return value
+
+
+def split_dtype(dtype) -> tuple:
+    """``profile(dtype=...)`` (and ``--dtype``) in its two meanings: (the model's floating dtype
+    or None, [(input name or None, dtype name)] for the inputs built from shapes).
+
+    A floating dtype is the model's: its weights, activations and floating inputs (token ids stay
+    int64). An integer dtype is every input's, and ``{name: dtype}`` one input's: the inputs
+    built from shapes, for a model that cannot tell (a factory whose input is token ids).
+
+    >>> split_dtype("bf16")
+    (flopcount.bfloat16, [])
+    >>> split_dtype("int64"), split_dtype({"input_ids": "int64"})
+    ((None, [(None, 'int64')]), (None, [('input_ids', 'int64')]))
+    """
+    if dtype is None:
+        return None, []
+    if isinstance(dtype, Mapping):
+        return None, [(name, _dtype_named(value).name) for name, value in dtype.items()]
+    value = _dtype_named(dtype)
+    return (value, []) if value.is_floating_point else (None, [(None, value.name)])
+
+
+def _dtype_named(dtype):
     try:
-        value = get_dtype(dtype)
+        return get_dtype(dtype)
     except TypeError as exc:
         raise errors.FlopcountError(f"dtype: {exc}") from None
-    if not value.is_floating_point:
-        raise option_error(errors.FlopcountError, f"dtype {value.name}: the model's weights and activations need "
-                           f"a floating dtype (float32, bfloat16, float16...); the dtype of inputs such as token "
-                           f"ids is ", Option("input_dtype"))
-    return value
 
 
 def _require_file(path: str) -> None:

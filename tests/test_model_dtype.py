@@ -34,9 +34,27 @@ def test_a_module_passed_in_is_converted_on_a_copy():
     assert report.by_op("forward")[0].input_dtypes[0] == "bfloat16"     # the input given was cast
 
 
+def test_an_integer_or_per_input_dtype_is_the_inputs_dtype():
+    # a model that cannot tell its input is token ids: its default input is float32
+    class Tagger(rt.nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.embed = rt.nn.Embedding(10, 4)
+
+        def forward(self, ids):
+            return self.embed(ids)
+
+    for dtype, shape in (("int64", (2, 5)), ({"ids": "int64"}, {"ids": (2, 5)})):
+        report = flopcount.profile(Tagger(), input_shape=shape, dtype=dtype)
+        assert report.by_op("forward")[0].input_dtypes == ["float32", "int64"]
+    assert report.memory.parameters == {"float32": 4 * 10 * 4}  # the weights are untouched
+    with pytest.raises(FlopcountError, match="the tensors given keep theirs"):
+        flopcount.profile(Tagger(), rt.zeros(2, 5, dtype=rt.int64), dtype="int32")
+
+
 def test_bad_dtypes_and_graphs_are_one_line_errors(tmp_path):
     with pytest.raises(FlopcountError, match="need a floating dtype"):
-        flopcount.profile("resnet18", dtype="int8", device="meta")
+        flopcount.loading.in_dtype(flopcount.loading.load("resnet18", "meta"), "int8")
     with pytest.raises(FlopcountError, match="unknown dtype 'bf17'"):
         flopcount.profile("resnet18", dtype="bf17", device="meta")
     path = tmp_path / "lin.safetensors"

@@ -64,6 +64,8 @@ def main() -> None:
       flopcount resnet50 --format json -o cost.json      machine-readable, written atomically
       flopcount models                                   the model zoo
       flopcount compare resnet18 resnet50                two models side by side
+      flopcount llama2_7b -i 1x1 --dtype bf16 --hardware h100-sxm   bf16 weights on an H100's roofline
+      flopcount hardware                                 the hardware profiles
 
     Run 'flopcount profile --help' for every option of 'flopcount MODEL'.
     """
@@ -95,8 +97,9 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, **kwargs) -> Non
       flopcount vit_b_16 --backward
       flopcount gpt2 -i 1x512 --format csv -o gpt2.csv
       flopcount resnet50 --format trace -o trace.json    open in chrome://tracing or Perfetto
-      flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --input-dtype int64
+      flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
+      flopcount llama2_7b -i 1x1 --dtype bf16 --weights int4 --hardware h100-sxm
     """
     output, quiet = kwargs["output"], kwargs["quiet"]
     _start(ctx, kwargs["debug"], output)
@@ -206,6 +209,46 @@ def models_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
         render.print_rich(render.rich_table(headers, body, title="flopcount model zoo", footer=footer))
         return
     _finish(render.rows_text(headers, body, fmt, title="flopcount model zoo", footer=footer), output, quiet)
+
+
+def _tera(profile, key: str) -> str:
+    value = profile.peak_flops.get(key)
+    return "-" if value is None else f"{value / 1e12:g}"
+
+
+@main.command("hardware", context_settings=CONTEXT)
+@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
+              show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
+@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.pass_context
+def hardware_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
+    """List the hardware profiles for --hardware: dense peaks, memory and links (datasheet figures).
+
+    \b
+    Examples:
+      flopcount hardware
+      flopcount llama2_7b -i 1x1 --dtype bf16 --hardware h100-sxm
+    """
+    from .. import hardware
+
+    _start(ctx, debug, output)
+    profiles = [hardware.get(name) for name in hardware.names() if name != "cpu"]
+    footer = ["peaks are dense (a vendor's figure with sparsity, halved); links per device and direction",
+              "cpu: this machine, measured by a short GEMM and copy benchmark when --hardware cpu is given"]
+    if fmt == "json":
+        _finish(json.dumps([p.to_dict() for p in profiles], indent=2) + "\n", output, quiet)
+        return
+    headers = ["Name", "Device", "BF16 TFLOP/s", "FP8 TFLOP/s", "FP32 TFLOP/s", "Memory GB", "Bandwidth TB/s",
+               "Link GB/s", "Per node"]
+    body = [[p.name, p.title, _tera(p, "bfloat16"), _tera(p, "float8"), _tera(p, "float32"),
+             f"{p.memory_bytes / 1e9:g}", f"{p.memory_bandwidth / 1e12:g}", f"{p.intra_node_bandwidth / 1e9:g}",
+             p.devices_per_node] for p in profiles]
+    if fmt == "table" and output is None and render.stdout_is_terminal():
+        render.print_rich(render.rich_table(headers, body, title="flopcount hardware", footer=footer))
+        return
+    _finish(render.rows_text(headers, body, fmt, title="flopcount hardware", footer=footer), output, quiet)
 
 
 __all__ = ["main"]

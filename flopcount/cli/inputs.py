@@ -48,7 +48,7 @@ def parse_dtype(text: str) -> tuple:
     try:
         dtype = get_dtype(value.strip()).name
     except TypeError as exc:
-        raise FlopcountError(f"--input-dtype {text!r}: {exc}") from None
+        raise FlopcountError(f"--dtype {text!r}: {exc}") from None
     return (name.strip() or None), dtype
 
 

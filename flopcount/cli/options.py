@@ -32,15 +32,18 @@ OPTIONS = [
     click.option("-i", "--input-shape", "input_shape", multiple=True, metavar="[NAME=]SHAPE",
                  help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
                       "input. Repeat for several inputs. Default: the zoo's or the file's input."),
-    click.option("--input-dtype", "input_dtype", multiple=True, metavar="[NAME=]DTYPE",
-                 help="Dtype of the inputs built from --input-shape (int64 for token ids); name=int64 "
-                      "for one input. Zoo and file models know theirs."),
-    click.option("--dtype", metavar="DTYPE", help="Run the model's weights and activations in this floating "
-                 "dtype: bfloat16 (bf16), float16 (fp16)... Integer inputs such as token ids keep theirs."),
-    click.option("--weights", metavar="FORMAT", help="Store every Linear weight (but lm_head and tied ones) in "
-                 "a weight format: int8, int4, fp8, int4:g64 ..."),
-    click.option("--hardware", metavar="NAME", help="Price every op on this device's roofline (h100-sxm ...): "
-                 "roofline time and bound per op and row."),
+    click.option("--dtype", "dtype", multiple=True, metavar="[NAME=]DTYPE",
+                 help="A floating dtype (bf16, float16...) runs the model's weights and activations in it; "
+                      "token ids stay int64. An integer one (int64) is the dtype of every input built from "
+                      "--input-shape, name=int64 of one input: for a model that cannot tell (FILE.py:FACTORY)."),
+    click.option("--weights", metavar="FORMAT",
+                 help="Store the Linear weights (not lm_head, not tied ones) in a weight format: int8 (a "
+                      "float16 scale per output channel), int4 (a float16 scale per 128 weights), fp8 (e4m3), "
+                      "int4:g64 ... Parameter memory and the bytes each layer reads follow."),
+    click.option("--hardware", metavar="NAME",
+                 help="Price every op on this device's roofline, max(FLOPs / peak, bytes / bandwidth), "
+                      "with dense datasheet peaks: h100-sxm, a100-80gb, l4, mi300x ... (flopcount hardware "
+                      "lists them); cpu is this machine, measured."),
     click.option("-b", "--batch", type=click.IntRange(min=1), help="Batch size: the first dimension of "
                  "every input."),
     click.option("--mode", type=click.Choice(api.MODES), default="graph", show_default=True,
@@ -102,8 +105,8 @@ def _input_shape(texts: tuple):
     return _by_name_or_position([parse_shape(t) for t in texts], "--input-shape")
 
 
-def _input_dtype(texts: tuple):
-    value = _by_name_or_position([parse_dtype(t) for t in texts], "--input-dtype")
+def _dtype(texts: tuple):
+    value = _by_name_or_position([parse_dtype(t) for t in texts], "--dtype")
     return value[-1] if isinstance(value, list) else value  # one dtype for every input: the last given
 
 
@@ -111,7 +114,7 @@ def _factory_args(texts: tuple):
     return dict(parse_factory_arg(t) for t in texts) or None
 
 
-_FROM_TEXT = {"input_shape": _input_shape, "input_dtype": _input_dtype, "factory_args": _factory_args}
+_FROM_TEXT = {"input_shape": _input_shape, "dtype": _dtype, "factory_args": _factory_args}
 
 
 def _given(ctx: click.Context, name: str) -> bool:

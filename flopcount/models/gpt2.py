@@ -74,6 +74,15 @@ class Conv1D(nn.Module):
     def forward(self, x):
         return linear(x, self.weight.T, self.bias)
 
+    def as_linear(self) -> nn.Linear:
+        """The same layer as an ``nn.Linear`` (weight (out, in), the transposed view of this one's):
+        how weight formats (``rt.quantize_weights``) take it."""
+        with rt.meta():  # no weights drawn for a layer whose own are replaced at once
+            layer = nn.Linear(self.nx, self.nf)
+        layer.weight = nn.Parameter(self.weight.detach().T, requires_grad=self.weight.requires_grad)
+        layer.bias = self.bias
+        return layer
+
     def extra_repr(self) -> str:
         return f"nf={self.nf}, nx={self.nx}"
 

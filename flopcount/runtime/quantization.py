@@ -142,9 +142,9 @@ def quantize_linear(layer: Linear, fmt) -> QuantizedLinear:
 
 
 def quantize_weights(model, fmt, skip=("lm_head",)):
-    """Replace every Linear of ``model`` (in place) by a QuantizedLinear in format ``fmt``, but
-    those whose name (last part of the path) is in ``skip`` and those whose weight another layer
-    shares (a tied embedding). Returns the model.
+    """Replace every Linear of ``model`` (in place), and every layer offering ``as_linear()``, by
+    a QuantizedLinear in format ``fmt``, but those whose name (last part of the path) is in
+    ``skip`` and those whose weight another layer shares (a tied embedding). Returns the model.
 
     >>> import flopcount.runtime as rt
     >>> net = rt.quantize_weights(rt.nn.Sequential(rt.nn.Linear(256, 64)), "int4")
@@ -159,10 +159,20 @@ def quantize_weights(model, fmt, skip=("lm_head",)):
                 owners[id(p)] = owners.get(id(p), 0) + 1
     for path, module in list(model.named_modules()):
         for name, child in list(module._modules.items()):
-            if type(child) is not Linear or name in skip or owners.get(id(child.weight), 0) > 1:
+            linear = _as_linear(child)
+            if linear is None or name in skip or owners.get(id(child.weight), 0) > 1:
                 continue
-            setattr(module, name, quantize_linear(child, fmt))
+            setattr(module, name, quantize_linear(linear, fmt))
     return model
+
+
+def _as_linear(module) -> Linear | None:
+    """``module`` as a Linear: itself, or what its ``as_linear()`` gives (a layer that is a linear
+    one stored another way, such as GPT-2's Conv1D with its weight (in, out)); else None."""
+    if type(module) is Linear:
+        return module
+    convert = getattr(module, "as_linear", None)
+    return convert() if callable(convert) else None
 
 
 __all__ = ["WeightFormat", "weight_format", "quantize_weights", "quantize_linear"]

@@ -81,12 +81,12 @@ def test_version_and_help(run):
     top = run("--help").stdout
     assert "Examples:" in top and "flopcount models" in top and "flopcount compare" in top
     assert run().stdout == top                                  # no arguments: the help, exit 0
-    for command in ("profile", "models", "compare"):
+    for command in ("profile", "models", "compare", "hardware"):
         text = run(command, "--help").stdout
         assert "Examples:" in text, command
     profile_help = run("profile", "--help").stdout
-    for option in ("--input-shape", "--input-dtype", "--dtype", "--batch", "--mode", "--device", "--latency", "--repeat",
+    for option in ("--input-shape", "--dtype", "--batch", "--mode", "--device", "--latency", "--repeat",
                    "--warmup", "--backward", "--convention", "--depth", "--top", "--sort", "--by", "--format",
-                   "--output", "--strict", "--quiet", "--debug", "--factory-arg"):
+                   "--output", "--strict", "--quiet", "--debug", "--factory-arg", "--weights", "--hardware"):
         assert option in profile_help, option
     assert "RUNS that Python file" in profile_help and "nothing in them is executed" in profile_help

@@ -38,7 +38,7 @@ def test_not_an_onnx_file(run, tmp_path):
 def test_malformed_input_shapes(run):
     for text in ("1,3,a", "1x3x", "x=", "0x3x224x224"):
         assert_bad_input(run("resnet18", "--input-shape", text), f"--input-shape '{text}'")
-    assert_bad_input(run("resnet18", "--input-dtype", "float33"), "--input-dtype 'float33'")
+    assert_bad_input(run("resnet18", "--dtype", "float33"), "--dtype 'float33'")
     assert_bad_input(run("resnet18", "--batch", 0), "--batch")
 
 

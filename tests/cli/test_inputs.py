@@ -1,4 +1,4 @@
-"""--input-shape, --input-dtype and --factory-arg as text (what they become is tests/test_inputs.py)."""
+"""--input-shape, --dtype and --factory-arg as text (what they become is tests/test_inputs.py)."""
 
 from __future__ import annotations
 
@@ -32,7 +32,7 @@ def test_parse_shape_rejects_malformed_text_naming_it(text):
 def test_parse_dtype_and_factory_args():
     assert parse_dtype("int64") == (None, "int64")
     assert parse_dtype("input_ids = int32") == ("input_ids", "int32")
-    with pytest.raises(FlopcountError, match="--input-dtype 'int65'"):
+    with pytest.raises(FlopcountError, match="--dtype 'int65'"):
         parse_dtype("int65")
     assert parse_factory_arg("width=64") == ("width", 64)
     assert parse_factory_arg("kernel=(3, 3)") == ("kernel", (3, 3))

@@ -51,7 +51,7 @@ def test_choices_are_read_from_the_library():
      "-i ids=1x16 -i mask=1x16"),
     (Option("mode", "eager"), "mode='eager'", "--mode eager"),
     (Option("batch", 0), "batch=0", "--batch 0"),
-    (Option("input_dtype", {"ids": "int64"}), "input_dtype={'ids': 'int64'}", "--input-dtype ids=int64"),
+    (Option("dtype", {"ids": "int64"}), "dtype={'ids': 'int64'}", "--dtype ids=int64"),
     (Option("factory_args"), "factory_args", "--factory-arg"),
     (Option("latency", True), "latency=True", "--latency"),
 ])

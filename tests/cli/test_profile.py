@@ -190,7 +190,7 @@ def test_factory_args_and_named_inputs(run, factory_file):
 
 
 def test_dtype_for_integer_inputs(run, factory_file):
-    doc = _json(run(f"{factory_file}:tagger", "-i", "2x5", "--input-dtype", "int64", "--format", "json"))
+    doc = _json(run(f"{factory_file}:tagger", "-i", "2x5", "--dtype", "int64", "--format", "json"))
     assert doc["totals"]["macs"] == 2 * 5 * 6 * 3                # the embedding is a lookup: 0 MACs
     ops = [o["op"] for o in doc["ops"]]
     assert ops[0] == "embedding" and doc["ops"][0]["input_dtypes"][1] == "int64"

@@ -72,7 +72,7 @@ def test_a_factory_returning_a_torch_module(run, torch_factory):
 
 
 def test_a_torch_factory_takes_dtypes_and_needs_a_shape(run, torch_factory):
-    result = run(f"{torch_factory}:tagger", "-i", "input_ids=2x7", "--input-dtype", "int64", "--format", "json")
+    result = run(f"{torch_factory}:tagger", "-i", "input_ids=2x7", "--dtype", "int64", "--format", "json")
     assert result.exit_code == 0, result.stderr
     assert json.loads(result.stdout)["totals"]["macs"] == 2 * 7 * 6 * 3
     assert_bad_input(run(f"{torch_factory}:net"), "has no default input", "--input-shape")

@@ -41,6 +41,28 @@ def test_llama_decode_step_reads_every_weight_once_and_is_memory_bound():
     assert time_s == pytest.approx((weights - embedding) / 3.35e12, rel=0.01)
 
 
+def test_llama_prefill_weight_gemms_are_compute_bound_and_unfused_scores_memory_bound():
+    # one Llama-2-7B layer over a 2048-token prompt in bfloat16: every weight GEMM is above
+    # H100's ridge (about 295 FLOP per byte); q @ kᵀ per head (head size 128) writes the
+    # 2048 x 2048 scores and stays under it, at 2·L²·D / (2·(2·L·D + L²)) ≈ 114 FLOP per byte
+    heads, length, dim = 32, 2048, 128
+    with rt.meta():
+        net = models.get("llama2_7b", num_hidden_layers=1).bfloat16().eval()
+        ids = rt.zeros(1, length, dtype=rt.int64)
+    report = flopcount.profile(net, ids, hardware="h100-sxm")
+    h100 = hardware.get("h100-sxm")
+    ops = report.by_op("forward")
+    weight_gemms = [r for r in ops if r.op == "linear"]
+    assert len(weight_gemms) == 8  # q, k, v, o, gate, up, down, lm_head
+    assert all(r.bound == "compute" for r in weight_gemms)
+    matmuls = [r for r in ops if r.op == "matmul"]
+    assert len(matmuls) == 2  # q @ kᵀ and the probabilities @ v, unfused
+    scores = hardware.roofline(matmuls[0], h100, "bfloat16")
+    assert scores.intensity == pytest.approx(2 * length ** 2 * dim / (2 * (2 * length * dim + length ** 2)))
+    assert round(scores.intensity) == 114 and scores.bound == "memory" == matmuls[0].bound
+    assert matmuls[0].macs == heads * length * length * dim
+
+
 def test_measured_latency_goes_beside_the_bound():
     net = rt.nn.Sequential(rt.nn.Linear(32, 32), rt.nn.ReLU())
     report = flopcount.profile(net, rt.randn(4, 32), hardware="cpu", latency=True, repeat=2)

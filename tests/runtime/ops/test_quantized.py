@@ -128,3 +128,23 @@ def test_profile_weights_option_llama2_7b_in_int4():
     reads = sum(r.bytes_read for r in report.by_op("forward") if r.op == "quantized_linear")
     activations = sum(2 * r.input_shapes[0][-1] for r in report.by_op("forward") if r.op == "quantized_linear")
     assert reads - activations == quantized * 4.125 / 8
+
+
+def test_gpt2_conv1d_layers_are_quantized_as_the_linear_layers_they_are():
+    from flopcount.models.gpt2 import Conv1D
+
+    layer = Conv1D(16, 128)  # weight (in, out) = (128, 16)
+    net = rt.quantize_weights(rt.nn.Sequential(layer), "int8")
+    quantized = net[0]
+    assert type(quantized) is rt.nn.QuantizedLinear and tuple(quantized.weight.shape) == (16, 128)
+    w = layer.weight.numpy().T.astype(np.float64)  # (out, in)
+    back = rt.nn.functional.dequantize(quantized.weight, quantized.scale, rt.float64).numpy()
+    assert np.all(np.abs(back - w) <= quantized.scale.numpy().astype(np.float64) * (0.5 + 1e-2))
+    x = rt.randn(3, 128)
+    np.testing.assert_allclose(net(x).numpy(), x.numpy() @ back.T + layer.bias.numpy(), rtol=1e-5, atol=1e-5)
+    # GPT-2 small in int4: the 4 Conv1D layers of each of its 12 blocks, lm_head tied and kept
+    report = flopcount.profile("gpt2", weights="int4", device="meta", input_shape=(1, 8))
+    d, layers = 768, 12
+    quantized_weights = layers * (d * 3 * d + d * d + d * 4 * d + 4 * d * d)
+    assert report.memory.parameters["int4"] == quantized_weights // 2
+    assert report.memory.parameters["float16"] == 2 * quantized_weights // 128
