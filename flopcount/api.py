@@ -28,7 +28,7 @@ from .options import Option, option_error
 from .report import Report
 from .report.units import macs_to_string, params_to_string
 from .runtime import errors
-from .runtime.graph import Graph
+from .runtime.graph import Graph, LazyGraph
 from .runtime.nn.modules.module import Module
 from .runtime import torch as rt_torch
 
@@ -100,6 +100,12 @@ def _run_view(mode: str, model, args: tuple, kwargs: dict, **options) -> Report:
         return profile_graph(model, args, kwargs, **options)
 
 
+def _eager_form(model):
+    """``rt.Graph(module)`` is its module, compiled on each call for the inputs given: profiled
+    as that module (the graph view traces it for the same inputs)."""
+    return model.module if isinstance(model, LazyGraph) else model
+
+
 def _shapes_of(args: tuple, kwargs: dict) -> list:
     """[(name or None, shape)] of the tensors given: they bind an ONNX file's symbolic dims."""
     from .runtime.tensor import Tensor
@@ -150,7 +156,8 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
             progress: Callable[[str], None] | None = None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
-    ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
+    ``model`` is a Module (``rt.Graph(module)`` counts as its module), a Graph, a zoo name
+    (``"resnet50"``) or a model file: ``.onnx``, a
     native file, or ``file.py:factory`` (which RUNS that Python file and calls
     ``factory(**factory_args)``; model files are only read). A bare name that is both a zoo
     model and a file means the zoo model (``"./name"`` is the file); see :mod:`flopcount.loading`.
@@ -188,6 +195,7 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     >>> report.macs, report.flops, report.params
     (24, 56, 8)
     """
+    model = _eager_form(model)
     if mode not in MODES:
         raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
     counting = conventions.get(convention)
@@ -367,6 +375,7 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     >>> flopcount.get_model_complexity_info(rt.nn.Linear(3, 2), (3,), print_per_layer_stat=False)
     ('8 Mac', '8')
     """
+    model = _eager_form(model)
     if mode not in MODES:
         raise ValueError(f"get_model_complexity_info: mode must be one of {MODES}, got {mode!r}")
     if rt_torch.is_module(model):

@@ -1,9 +1,9 @@
 """Running a graph for what shapes cannot tell: per-node latency, backward work, peak memory.
 
-Everything runs through the graph's own executor. For the backward pass the graph is copied
-with each node's scope tagged by its index (``layer1.0.conv1#12``): the executor puts that
-scope on the dispatcher's stack, autograd remembers it for the node's gradient, and the
-backward ops then arrive at the observer naming the exact node they differentiate.
+Everything runs through the graph's own executor. For the backward pass the executor runs
+each node under its ``NodeScope`` (scope and node index): autograd remembers it for the node's
+gradient, and the backward ops then arrive at the observer naming the exact node they
+differentiate.
 """
 
 from __future__ import annotations
@@ -15,26 +15,15 @@ from ..recording import pricing
 from ..recording.steps import training_step
 from ..runtime.device import backend
 from ..runtime.dispatch import no_grad, observe
+from ..runtime.graph import executor
+from ..runtime.graph.executor import NodeScope
 from ..runtime.graph.tree import tensor_leaves
 from ..runtime.registry import Cost
 
-TAG = "#"
-
-
-def tagged_copy(graph):
-    """A copy of ``graph`` whose node scopes end in ``#<node index>``."""
-    g = graph.copy()
-    for i, node in enumerate(g.nodes):
-        node.scope = f"{node.scope}{TAG}{i}"
-    return g
-
 
 def node_of(module) -> int | None:
-    """The node index in a tagged scope (``None`` for anything else)."""
-    if not isinstance(module, str) or TAG not in module:
-        return None
-    tail = module.rpartition(TAG)[2]
-    return int(tail) if tail.isdigit() else None
+    """The index of the node an op came from, when the executor named it (``None`` otherwise)."""
+    return module.node if isinstance(module, NodeScope) else None
 
 
 class _Collector:
@@ -59,8 +48,9 @@ def _grad_state(graph) -> list:
     return [(t, t.grad) for t in graph.tensors.values()]
 
 
-def _backward_step(tagged, args, kwargs):
-    return training_step(lambda: tagged(*args, **kwargs), tagged.tensors.values())
+def _backward_step(graph, args, kwargs):
+    """A training step through the executor, each node under its NodeScope."""
+    return training_step(lambda: executor.run(graph, args, kwargs, node_scopes=True), graph.tensors.values())
 
 
 def _graph_index(graph):
@@ -81,7 +71,6 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     from ..recording import memory as mem
     from ..recording.recorder import Recorder
 
-    tagged = tagged_copy(graph)
     saved = _grad_state(graph)
     index = _graph_index(graph)
     recorder = Recorder(None, tensor_leaves((list(args), kwargs)), index=index)
@@ -94,15 +83,15 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
             with observe(collector):
                 if i == 0:
                     with recorder.attached(calls=False):
-                        out = _backward_step(tagged, args, kwargs)
+                        out = _backward_step(graph, args, kwargs)
                     outputs = [recorder.serial(t) for t in tensor_leaves(out)]
                     del out
                 else:
-                    _backward_step(tagged, args, kwargs)
+                    _backward_step(graph, args, kwargs)
             if i >= warmup:
                 runs.append(collector.events)
         if measure_on is not None:
-            memory["measured"] = _measure_step(tagged, args, kwargs, measure_on)
+            memory["measured"] = _measure_step(graph, args, kwargs, measure_on)
     finally:
         for t, g in saved:
             t.grad = g
@@ -131,7 +120,7 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     return per_node, latency, records, memory
 
 
-def _measure_step(tagged, args, kwargs, device) -> tuple:
+def _measure_step(graph, args, kwargs, device) -> tuple:
     """(tracker peak, most bytes held between two ops) of one more training step."""
     be = backend(device)
     held = [0]
@@ -140,10 +129,10 @@ def _measure_step(tagged, args, kwargs, device) -> tuple:
         def on_op(self, event):
             held.append(tracker.current())
 
-    for t in tagged.tensors.values():
+    for t in graph.tensors.values():
         t.grad = None
     with be.track_memory() as tracker, observe(Sampler()):
-        out = _backward_step(tagged, args, kwargs)
+        out = _backward_step(graph, args, kwargs)
         del out
     return tracker.peak, max(held)
 
@@ -196,10 +185,9 @@ def time_training_step(graph, args, kwargs, device, repeat: int) -> float | None
     """Median ms of forward + backward through the executor."""
     from ..recording.timing import median_min, time_calls
 
-    tagged = tagged_copy(graph)
     saved = _grad_state(graph)
     try:
-        return median_min(time_calls(lambda: _backward_step(tagged, args, kwargs), device, 1, repeat))[0]
+        return median_min(time_calls(lambda: _backward_step(graph, args, kwargs), device, 1, repeat))[0]
     finally:
         for t, g in saved:
             t.grad = g

@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ...dispatch import state
-from ...errors import ShapeError
+from ...errors import ShapeError, add_context
 from ...tensor import Tensor
 from ..parameter import Buffer, Parameter
 
@@ -119,6 +119,19 @@ def observe_module_calls(observer) -> Iterator:
         st.call_observer = None
 
 
+def _where_in(stack: list) -> str:
+    """The innermost running module, named by its path in the outermost one (as
+    ``named_modules`` spells it): ``in module 'layer1.0.conv1' (Conv2d) of ResNet``."""
+    modules = [m for m in stack if isinstance(m, Module)]
+    root, inner = modules[0], modules[-1]
+    if inner is root:
+        return f"in {type(root).__name__}"
+    path = next((p for p, m in root.named_modules() if m is inner), None)
+    if path is None:  # a module its callers do not own
+        return f"in {type(inner).__name__} called from {type(root).__name__}"
+    return f"in module '{path}' ({type(inner).__name__}) of {type(root).__name__}"
+
+
 class Module:
     """Base class of every layer and model.
 
@@ -168,6 +181,9 @@ class Module:
                 if observer is None:
                     return self.forward(*args, **kwargs)
                 return observer.record_call(self, args, kwargs)
+            except Exception as exc:
+                add_context(exc, _where_in(stack))
+                raise
             finally:
                 stack.pop()
         return self._call_with_hooks(stack, args, kwargs)
@@ -196,6 +212,9 @@ class Module:
                 observer = state.call_observer
                 output = (self.forward(*args, **kwargs) if observer is None
                           else observer.record_call(self, args, kwargs))
+            except Exception as exc:
+                add_context(exc, _where_in(stack))
+                raise
             finally:
                 stack.pop()
             for key, hook in list(_global_forward_hooks.items()) + list(self._forward_hooks.items()):

@@ -15,7 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ...errors import ShapeError, UnsupportedOpError
-from ...graph.trace import fold_limit
+from ...graph.folding import fold_limit
 from ...tensor import Tensor
 
 CONVERTERS: dict[str, Callable] = {}
