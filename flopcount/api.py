@@ -19,6 +19,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import conventions, loading
+from .engines import ENGINES, torch_engine
 from .hardware import get as hardware_profile
 from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
@@ -106,6 +107,14 @@ def _eager_form(model):
     return model.module if isinstance(model, LazyGraph) else model
 
 
+def _by_declared_name(path: str, args: tuple) -> dict:
+    """Positional tensors for an ONNX file, named as the file declares its inputs."""
+    declared = [i.name for i in loading.onnx_module(path).inputs(path)] if args else []
+    if len(args) > len(declared):
+        raise errors.ShapeError(f"{path} takes {len(declared)} input(s) {declared}, got {len(args)} tensors")
+    return dict(zip(declared, args))
+
+
 def _shapes_of(args: tuple, kwargs: dict) -> list:
     """[(name or None, shape)] of the tensors given: they bind an ONNX file's symbolic dims."""
     from .runtime.tensor import Tensor
@@ -140,6 +149,12 @@ def _does_not_fit(target, specs: list, exc: errors.ShapeError) -> errors.ShapeEr
         + (f" (its default input is {default})" if default else "") + f": {exc}")
 
 
+def _is_shape(value) -> bool:
+    """A tuple or list of non-negative ints (not bools): a shape given where an input goes."""
+    return (isinstance(value, (tuple, list)) and len(value) > 0
+            and all(isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in value))
+
+
 def _floats_in(dtype, values) -> tuple:
     """The floating tensors among ``values`` cast to ``dtype``; anything else as it is."""
     from .runtime.tensor import Tensor
@@ -152,8 +167,9 @@ def _floats_in(dtype, values) -> tuple:
 def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: str = "graph",
             device=None, latency: bool = False, repeat: int = 5, warmup: int = 1, backward: bool = False,
             measure_memory: bool = False, convention: str = "flopcount", strict: bool = False,
-            factory_args: dict | None = None, hardware=None, dtype=None, weights=None,
-            progress: Callable[[str], None] | None = None, **named_inputs) -> Report:
+            factory_args: dict | None = None, hardware=None, dtype=None, weights=None, engine: str = "flopcount",
+            input_values: dict | None = None, progress: Callable[[str], None] | None = None,
+            **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module (``rt.Graph(module)`` counts as its module), a Graph, a zoo name
@@ -165,11 +181,13 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     parameters (or a graph's input names), checked before anything runs. Without them
     ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
     default input is used, with ``batch`` as every input's first dimension; an ONNX file's symbolic dims
-    are bound from ``input_shape`` and ``batch`` (or from the inputs given). A Module is
-    profiled where its parameters live; ``device`` places models built here and the inputs made
-    here (``"meta"`` counts without allocating; left out, a zoo model that is only counted is
-    built on meta and anything that runs on the CPU). ``mode`` is ``"graph"`` (trace and parse
-    every op) or ``"eager"`` (module hooks on a real run). ``latency=True`` times ``warmup``
+    are bound from ``input_shape`` and ``batch`` (or from the inputs given). An ONNX file's inputs
+    that carry shapes (a Reshape target, TopK's k) take their values from ``input_values``
+    ``{name: values}`` or from the tensors given; the graph is specialized to them, as to shapes.
+    A Module is profiled where its parameters live; ``device`` places models built here and the
+    inputs made here (``"meta"`` counts without allocating; left out, a zoo model that is only
+    counted is built on meta and anything that runs on the CPU). ``mode`` is ``"graph"`` (trace
+    and parse every op) or ``"eager"`` (module hooks on a real run). ``latency=True`` times ``warmup``
     plus ``repeat`` synchronized runs; ``backward=True`` adds a training step's backward pass;
     ``measure_memory=True`` measures the activation peak beside the prediction. ``strict=True``
     raises UnsupportedOpError when anything ran that the convention has no rule for.
@@ -189,6 +207,9 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     ``progress`` is called with the name of each step as it starts (``"loading resnet50"``,
     ``"counting"``). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
+    ``engine="torch"`` measures a PyTorch model's latency with PyTorch itself, module by module
+    (warm-up, ``repeat`` runs, median; see :mod:`flopcount.engines.torch_engine`), beside
+    flopcount's counts; the default ``"flopcount"`` times flopcount's own run when ``latency``.
 
     >>> import flopcount, flopcount.runtime as rt
     >>> report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))
@@ -204,9 +225,26 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
     dtype, input_dtypes = loading.split_dtype(dtype)
     weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
+    if engine not in ENGINES:
+        raise errors.FlopcountError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
+    if engine == torch_engine.NAME and (dtype is not None or weight_format is not None):
+        # PyTorch would time the module as it is, beside counts of a converted copy
+        raise errors.FlopcountError(f"engine 'torch' times the PyTorch model as it is; dtype and weights "
+                                    f"convert flopcount's copy only (got dtype={getattr(dtype, 'name', None)!r}, weights={weights!r}): "
+                                    f"convert the torch module yourself, or use engine 'flopcount'")
+    if inputs and not named_inputs and input_shape is None and all(_is_shape(x) for x in inputs):
+        # profile(net, (1, 3, 224, 224)): a shape where a tensor goes, as peers take it
+        input_shape, inputs = (tuple(inputs[0]) if len(inputs) == 1 else [tuple(x) for x in inputs]), ()
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
+    values = dict(input_values or {})
+    onnx_file = isinstance(model, (str, os.PathLike)) and loading.kind_of(os.fspath(model)) == loading.ONNX
+    if onnx_file and (inputs or named_inputs):
+        # the tensors given bind the values of the inputs that carry shapes; by name from here on
+        named_inputs = {**_by_declared_name(os.fspath(model), inputs), **named_inputs}
+        inputs = ()
+        values.update((k, t.numpy()) for k, t in named_inputs.items() if k not in values and t.data is not None)
     # counting needs shapes only: a zoo model that nothing runs is built on the meta device
     only_counted = device is None and not (latency or measure_memory or inputs or named_inputs)
     device = device or "cpu"
@@ -214,7 +252,7 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     if isinstance(model, (str, os.PathLike)):
         say(f"loading {os.fspath(model)}")
     target = loading.load(model, device, zoo_device=zoo_device, given=given, batch=batch,
-                          factory_args=factory_args)
+                          factory_args=factory_args, values=values or None)
     if mode == "eager" and isinstance(target.model, Graph):
         raise option_error(errors.FlopcountError, Option("mode", "eager"), f" runs a model's Python modules; "
                            f"{target.name} is a graph (a model file), profile it with ", Option("mode", "graph"))
@@ -229,6 +267,9 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
         target = loading.with_weights(target, weight_format)
     net = target.model
     specs = None
+    if onnx_file and named_inputs:  # inputs whose values the graph took are no longer its inputs
+        kept = {v.name for v in net.inputs}
+        named_inputs = {k: v for k, v in named_inputs.items() if k in kept}
     if inputs or named_inputs:
         if input_dtypes:
             named = ", ".join(f"{name}={value}" if name else value for name, value in input_dtypes)
@@ -242,12 +283,15 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
         loading.check_fixed(target, specs)
         args, kwargs = inputs_for(net, specs, _input_device(target, device, zoo_device),
                                   keyword=target.kind != loading.ZOO)
-    say(f"timing {warmup} warm-up + {repeat} runs" if latency else "counting")
+    check_engine(engine, target)
+    timed = latency or engine != "flopcount"
+    say(f"timing {warmup} warm-up + {repeat} runs" if timed else "counting")
     try:
         with loading.file_errors(target):
-            report = _run_view(mode, net, tuple(args), kwargs, convention=counting, latency=latency,
-                               backward=backward, warmup=warmup, repeat=repeat, measure_memory=measure_memory,
-                               name=target.label)
+            report = _run_view(mode, net, tuple(args), kwargs, convention=counting,
+                               latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
+                               repeat=repeat, measure_memory=measure_memory, name=target.label)
+            run_engine(report, engine, target, warmup, repeat)
     except errors.ShapeError as exc:
         if specs is None or (not given and batch is None):
             raise
@@ -259,6 +303,22 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     if profile_of is not None:
         report.with_hardware(profile_of)
     return report
+
+
+# --- engines: who runs the model for its latency ---------------------------------------------------
+
+def check_engine(engine: str, target) -> None:
+    """Refuse, before anything runs, an engine that cannot run this model."""
+    if engine == torch_engine.NAME and target.torch_call is None:
+        raise errors.FlopcountError(f"engine 'torch' times a PyTorch model; {target.name} is not one "
+                                    f"(a {target.kind} model runs on flopcount's runtime: engine 'flopcount')")
+
+
+def run_engine(report: Report, engine: str, target, warmup: int, repeat: int) -> None:
+    """``engine="torch"``: the PyTorch model timed by PyTorch, its times put on the report's rows."""
+    if engine == torch_engine.NAME:
+        module, args, kwargs = target.torch_call
+        torch_engine.join(report, torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat))
 
 
 # --- ptflops / flowflops compatibility -----------------------------------------------------------
@@ -291,9 +351,17 @@ def _inputs_from(model, input_res, input_constructor) -> tuple:
 
     if input_constructor is not None:
         value = input_constructor(input_res)
-        if isinstance(value, dict):
+        # ptflops passes a dict as keyword arguments and anything else as the arguments; some
+        # of them may be flags, but at least one must be a tensor
+        if isinstance(value, dict) and any(_is_input(v) for v in value.values()):
             return (), value
-        return (value if isinstance(value, tuple) else (value,)), {}
+        if isinstance(value, (tuple, list)) and any(_is_input(v) for v in value):
+            return tuple(value), {}
+        if _is_input(value):
+            return (value,), {}
+        raise errors.FlopcountError(f"input_constructor returned {type(value).__name__} {_short(value)}; expected "
+                                    f"a Tensor, a tuple or list of Tensors, or a dict of them by forward's "
+                                    f"argument names")
     dtype, device = "float32", None
     if isinstance(model, Module):
         for p in model.parameters():
@@ -302,6 +370,17 @@ def _inputs_from(model, input_res, input_constructor) -> tuple:
     elif isinstance(model, Graph):
         device = model.device
     return (factories.ones(*tuple(input_res), dtype=dtype, device=device),), {}
+
+
+def _is_input(value) -> bool:
+    from .runtime.tensor import Tensor
+
+    return isinstance(value, Tensor) or rt_torch.is_tensor(value)
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _torch_graph(module, input_res, input_constructor) -> tuple:
@@ -362,7 +441,9 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
                               convention: str = "ptflops"):
     """``(macs, params)`` of ``model`` as ptflops/flowflops report them.
 
-    ``input_res`` is the whole input shape, batch included (flowflops' meaning); the model runs
+    ``input_res`` is the whole input shape, batch included (flowflops' meaning), or ptflops'
+    spelling without the batch: when the whole shape does not fit the model's shape rules, it
+    runs on ``(1, *input_res)`` and says so on ``ost``. The model runs
     once on a tensor of ones of that shape (or on ``input_constructor(input_res)``; a dict is
     passed as keyword arguments). ``macs`` follows ``convention`` (``ptflops`` by default);
     ``params`` counts trainable parameters once. With ``as_strings`` both are strings such as
@@ -370,6 +451,8 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     ``ignore_modules`` lists module types counted as zero; ``custom_modules_hooks`` maps a type to
     a ptflops-style hook (both act on module rules: the eager view). ``mode="graph"`` parses
     the traced graph instead of hooking modules, pricing every op with the convention's op rules.
+    A ``torch.nn.Module`` is captured (torch.export) and always counted in the graph view, so the
+    ops it runs outside modules count too (ResNet's residual adds, which ptflops' hooks miss).
 
     >>> import flopcount, flopcount.runtime as rt
     >>> flopcount.get_model_complexity_info(rt.nn.Linear(3, 2), (3,), print_per_layer_stat=False)
@@ -387,7 +470,18 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
         args, kwargs = _inputs_from(model, input_res, input_constructor)
     custom = {cls: _custom_rule(hook) for cls, hook in (custom_modules_hooks or {}).items()}
     conv = conventions.get(convention).with_modules(custom, ignore_modules)
-    report = _run_view(mode, model, args, kwargs, convention=conv)
+    try:
+        report = _run_view(mode, model, args, kwargs, convention=conv)
+    except errors.ShapeError:
+        # ptflops' spelling leaves the batch out (it runs on (1, *input_res)); ours includes it.
+        # The model's own shape rules decide: the spelling that fits is the one meant.
+        if input_constructor is not None or rt_torch.is_module(model) or not _is_shape(input_res):
+            raise
+        batched = (1, *input_res)
+        args, kwargs = _inputs_from(model, batched, None)
+        report = _run_view(mode, model, args, kwargs, convention=conv)
+        print(f"flopcount: input_res {tuple(input_res)} does not fit the model as a whole shape; read as "
+              f"ptflops' spelling without the batch, it ran on {batched}", file=ost)
     if verbose:
         for item in report.unsupported:
             print(f"Warning: {item.kind} {item.name} is treated as a zero-op.", file=ost)
@@ -403,4 +497,4 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     return macs, params
 
 
-__all__ = ["profile", "get_model_complexity_info", "per_layer_listing"]
+__all__ = ["profile", "get_model_complexity_info", "per_layer_listing", "check_engine", "run_engine"]

@@ -49,7 +49,8 @@ class Target:
     given); ``fixed`` means those shapes cannot change (a graph is specialized to them);
     ``device``, when set, is where its inputs must be made whatever was asked (``"meta"`` for
     a file saved without weights); ``notes`` are remarks for the user; ``path`` is the model
-    file's path (ONNX and native files).
+    file's path (ONNX and native files); ``torch_call`` is the PyTorch module a Graph was
+    captured from and the inputs it was captured on (``engine="torch"`` times that call).
     """
 
     model: object
@@ -60,6 +61,7 @@ class Target:
     notes: list = field(default_factory=list)
     device: str | None = None
     path: str = ""
+    torch_call: tuple | None = None   # a captured PyTorch model: (module, args, kwargs) it was captured on
 
     @property
     def name(self) -> str:
@@ -89,11 +91,12 @@ def kind_of(spec: str) -> str:
 
 
 def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = None,
-         factory_args: dict | None = None) -> Target:
+         factory_args: dict | None = None, values: dict | None = None) -> Target:
     """The Target named by ``spec`` (a Module, a Graph, a path or a zoo name). Zoo models are
     built on ``zoo_device`` (the meta device when only counting), models from files on
     ``device``; an ONNX file's symbolic dims are bound from ``given`` [(name or None, dims)]
-    and ``batch``."""
+    and ``batch``, and the inputs that carry shapes (a Reshape target, TopK's k) from
+    ``values`` {name: array}."""
     if rt_torch.is_module(spec):
         if factory_args:
             raise errors.FlopcountError("factory_args apply to 'file.py:factory' models, not to a model object")
@@ -116,7 +119,7 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
         raise option_error(errors.FlopcountError, Option("factory_args"), f" applies to file.py:factory models, "
                            f"not to {spec}")
     if kind == ONNX:
-        return load_onnx(spec, device, list(given), batch)
+        return load_onnx(spec, device, list(given), batch, values)
     if kind == PT2:
         _require_file(spec)
         return torch_loading().load_pt2(spec, device, list(given), batch)
@@ -154,15 +157,8 @@ def in_dtype(target: Target, dtype) -> Target:
     flopcount.bfloat16
     """
     dtype = float_dtype(dtype)
-    model = target.model
-    if isinstance(model, Graph) or target.kind in (TORCH, PT2):
-        raise errors.FlopcountError(
-            f"dtype {dtype.name}: {target.label or 'this model'} is a graph, which keeps the dtypes it was "
-            f"made with (convert the model before exporting it)")
-    if target.kind == OBJECT:
-        import copy
-
-        model = copy.deepcopy(model)
+    model = _module_to_change(target, f"dtype {dtype.name}", "which keeps the dtypes it was made with "
+                                                             "(convert the model before exporting it)")
     model.to(dtype)  # floating tensors only, as Module.to(dtype) in PyTorch
     expected = None if target.expected is None else [
         replace(s, dtype=dtype.name) if get_dtype(s.dtype).is_floating_point else s for s in target.expected]
@@ -176,16 +172,22 @@ def with_weights(target: Target, fmt) -> Target:
     from .runtime.quantization import quantize_weights, weight_format
 
     fmt = weight_format(fmt)  # a bad spec fails before anything is copied
+    model = _module_to_change(target, f"weights {fmt}", "whose weights are stored as they were exported "
+                                                        "(quantize the model before exporting it)")
+    return replace(target, model=quantize_weights(model, fmt))
+
+
+def _module_to_change(target: Target, what: str, why_not: str):
+    """The Module that ``in_dtype``/``with_weights`` may convert: a copy of one the caller handed
+    in (theirs stays as it is), the one built here otherwise; a graph is refused with ``why_not``."""
     model = target.model
     if isinstance(model, Graph) or target.kind in (TORCH, PT2):
-        raise errors.FlopcountError(
-            f"weights {fmt}: {target.label or 'this model'} is a graph, whose weights are stored as they "
-            f"were exported (quantize the model before exporting it)")
+        raise errors.FlopcountError(f"{what}: {target.label or 'this model'} is a graph, {why_not}")
     if target.kind == OBJECT:
         import copy
 
         model = copy.deepcopy(model)
-    return replace(target, model=quantize_weights(model, fmt))
+    return model
 
 
 def float_dtype(dtype):
@@ -340,17 +342,22 @@ def onnx_module(path: str):
     return onnx_io
 
 
-def load_onnx(path: str, device, given: list, batch: int | None = None) -> Target:
+def load_onnx(path: str, device, given: list, batch: int | None = None, values: dict | None = None) -> Target:
     """Import an ONNX file, its symbolic dims bound from ``given`` [(name or None, dims)] and
-    ``batch``; when they cannot be bound, the error lists the file's inputs."""
+    ``batch``, its shape-carrying inputs from ``values``; when they cannot be bound, the error
+    lists the file's inputs (or says which values are needed)."""
     _require_file(path)
     onnx_io = onnx_module(path)
-    from .runtime.onnx.symbolic import InputShapeError
+    from .runtime.onnx.symbolic import InputShapeError, InputValueError
 
     try:
         # on meta, the importer makes no arrays for the weights at all
         graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch),
-                             device="meta" if str(device) == "meta" else None)
+                             device="meta" if str(device) == "meta" else None, input_values=values)
+    except InputValueError as exc:
+        what = str(exc).rsplit("; bind them", 1)[0]
+        raise option_error(errors.ShapeError, f"{os.path.basename(path)}: {what}; give their values: ",
+                           Option("input_values", {n: ... for n in exc.names})) from exc
     except InputShapeError as exc:
         hint = _onnx_hint(path, example=not given and batch is None)
         raise option_error(errors.ShapeError, f"{os.path.basename(path)}: {exc}; ", *hint) from exc
@@ -359,7 +366,8 @@ def load_onnx(path: str, device, given: list, batch: int | None = None) -> Targe
             raise
         raise type(exc)(f"{path}: {exc}") from exc   # a node's error: name the file too
     graph = _placed(graph, device)
-    return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True, path=path)
+    return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True,
+                  notes=list(graph.notes), path=path)
 
 
 def _onnx_hint(path: str, example: bool) -> tuple:

@@ -25,7 +25,7 @@ class Option:
     """An option of ``profile()`` inside a message: its name and, optionally, the value to give.
 
     ``input_shape``'s value is a list of (input name or None, shape), the other options' a
-    plain value."""
+    plain value; in a dict value, ``...`` stands for a value the user must fill in."""
 
     __slots__ = ("name", "value")
 
@@ -54,7 +54,14 @@ def python_spelling(option: Option) -> str:
             dims = [tuple(d) for _, d in shapes]
             return f"input_shape={dims[0] if len(dims) == 1 else dims}"
         return "input_shape={" + ", ".join(f"{name!r}: {tuple(dims)}" for name, dims in shapes) + "}"
+    if isinstance(option.value, dict):
+        return f"{option.name}={{" + ", ".join(f"{key!r}: {shown(item)}" for key, item in option.value.items()) + "}"
     return f"{option.name}={option.value!r}"
+
+
+def shown(value) -> str:
+    """A value in a message: ``...`` for one the user must fill in, else its repr."""
+    return "..." if value is ... else repr(value)
 
 
 def option_error(cls: type, *parts) -> FlopcountError:
@@ -73,4 +80,4 @@ def spelled(exc: BaseException, spell: Callable[[Option], str]) -> str:
     return "".join(spell(p) if isinstance(p, Option) else str(p) for p in parts)
 
 
-__all__ = ["Option", "option_error", "spelled", "python_spelling"]
+__all__ = ["Option", "option_error", "spelled", "python_spelling", "shown"]

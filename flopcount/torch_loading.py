@@ -55,7 +55,8 @@ def specialize(target: Target, specs: list | None = None, *, given: list = (), e
             from exc
     graph.name = name
     out = Target(graph, target.label, TORCH, graph_inputs(graph), fixed=True,
-                 notes=list(target.notes) + list(graph.notes), path=target.path)
+                 notes=list(target.notes) + list(graph.notes), path=target.path,
+                 torch_call=(module, tuple(args), dict(kwargs)))
     if any(graph.tensors[n].data is None for n in graph.parameters):
         out.device = "meta"   # a model on torch's meta device: counted from shapes
     return out

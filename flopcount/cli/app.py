@@ -11,6 +11,7 @@ from . import compare as compare_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
 from .options import profile_options, run_options
+from .phases import chosen_phase, phase_options, run_phase
 
 SORT_KEYS = ("macs", "flops", "params", "latency", "memory")
 VIEWS = ("module", "op", "op-type")
@@ -48,6 +49,19 @@ def _finish(text: str, output: str | None, quiet: bool) -> None:
         _note(f"wrote {output}", quiet)
 
 
+def listing_options(f):
+    """The options of the commands that list a table (``models``, ``hardware``)."""
+    for option in reversed([
+        click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]),
+                     default="table", show_default=True),
+        click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically)."),
+        click.option("-q", "--quiet", is_flag=True, help="No notes on stderr."),
+        click.option("--debug", is_flag=True, help="Show the traceback of an error."),
+    ]):
+        f = option(f)
+    return f
+
+
 @click.group(cls=DefaultGroup, context_settings=CONTEXT)
 @click.version_option(__version__, "-V", "--version", prog_name="flopcount", message="%(prog)s %(version)s")
 def main() -> None:
@@ -81,8 +95,10 @@ def main() -> None:
               help="Rows: the module tree, every op, or one row per op type.")
 @click.option("-f", "--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
               help="json, csv and trace (Chrome/Perfetto) hold every row and go to stdout clean.")
+@phase_options
 @click.pass_context
-def profile_command(ctx, model: str, depth, top, sort, by, fmt, **kwargs) -> None:
+def profile_command(ctx, model: str, depth, top, sort, by, fmt, prefill, decode, context, generate,
+                    **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
     This is also what 'flopcount MODEL' runs.
@@ -100,10 +116,16 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, **kwargs) -> Non
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
       flopcount llama2_7b -i 1x1 --dtype bf16 --weights int4 --hardware h100-sxm
+      flopcount llama2_7b --decode --context 2048 --dtype bf16 --hardware h100-sxm
+      flopcount mixtral_8x7b --generate 2048:256 --dtype bf16 --batch 8
     """
     output, quiet = kwargs["output"], kwargs["quiet"]
     _start(ctx, kwargs["debug"], output)
     options = profile_options(ctx, kwargs)
+    phase = chosen_phase(prefill, decode, context, generate)
+    if phase is not None:
+        _finish(run_phase(model, phase, options, fmt), output, quiet)
+        return
     with progress.Steps(progress.wanted(quiet)) as steps:
         report = api.profile(model, progress=steps.start, **options)
     for note in report.notes:
@@ -170,11 +192,7 @@ def _inputs_text(inputs: list) -> str:
 
 
 @main.command("models", context_settings=CONTEXT)
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
-@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
-@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@listing_options
 @click.pass_context
 def models_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
     """List the model zoo: names, default inputs and parameter counts.
@@ -217,11 +235,7 @@ def _tera(profile, key: str) -> str:
 
 
 @main.command("hardware", context_settings=CONTEXT)
-@click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
-              show_default=True)
-@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
-@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
-@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@listing_options
 @click.pass_context
 def hardware_command(ctx, fmt: str, output, quiet: bool, debug: bool) -> None:
     """List the hardware profiles for --hardware: dense peaks, memory and links (datasheet figures).

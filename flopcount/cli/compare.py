@@ -40,6 +40,9 @@ def _metrics(report) -> list:
         out.append(("Training step MACs", t["training_macs"], macs_to_string(t["training_macs"])))
     if report.latency_ms is not None:
         out.append(("Latency (ms)", report.latency_ms, time_to_string(report.latency_ms)))
+    if report.hardware is not None:
+        out.append((f"Roofline ({report.hardware.name})", t["roofline_ms"],
+                    f"{time_to_string(t['roofline_ms'])}, {t['roofline_bound'] or '-'}-bound"))
     return out
 
 

@@ -42,6 +42,24 @@ def parse_shape(text: str) -> tuple:
     return name, dims
 
 
+def parse_value(text: str) -> tuple:
+    """``'name=1,3,-1'`` -> (name, [numbers]): the values of an input that carries a shape.
+
+    >>> parse_value("k=5"), parse_value("scales=1,1,2.5,2.5")
+    (('k', [5]), ('scales', [1, 1, 2.5, 2.5]))
+    """
+    name, sep, raw = (part.strip() for part in text.partition("="))
+    if not sep or not _NAME.match(name):
+        raise FlopcountError(f"--input-value {text!r}: write name=values, e.g. shape=1,3,-1")
+    try:
+        values = [ast.literal_eval(v.strip()) for v in raw.split(",")] if raw else []
+    except (ValueError, SyntaxError):
+        values = None
+    if values is None or not all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values):
+        raise FlopcountError(f"--input-value {text!r}: the values must be numbers separated by commas")
+    return name, values
+
+
 def parse_dtype(text: str) -> tuple:
     """``'int64'`` (every input) or ``'input_ids=int64'`` -> (name or None, dtype name)."""
     name, _, value = text.rpartition("=")

@@ -13,10 +13,10 @@ import re
 
 import click
 
-from .. import api, conventions
+from .. import api, conventions, engines
 from ..inputs import format_shape
 from ..options import Option
-from .inputs import parse_dtype, parse_factory_arg, parse_shape
+from .inputs import parse_dtype, parse_factory_arg, parse_shape, parse_value
 
 # options of the command line alone: where the output goes and how much it says
 CLI_ONLY = ("output", "quiet", "debug")
@@ -32,6 +32,9 @@ OPTIONS = [
     click.option("-i", "--input-shape", "input_shape", multiple=True, metavar="[NAME=]SHAPE",
                  help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
                       "input. Repeat for several inputs. Default: the zoo's or the file's input."),
+    click.option("--input-value", "input_values", multiple=True, metavar="NAME=V1,V2,...",
+                 help="Values of an ONNX file's input that carries a shape (a Reshape target, TopK's "
+                      "k), flattened: shape=1,3,-1. The graph is specialized to them."),
     click.option("--dtype", "dtype", multiple=True, metavar="[NAME=]DTYPE",
                  help="A floating dtype (bf16, float16...) runs the model's weights and activations in it; "
                       "token ids stay int64. An integer one (int64) is the dtype of every input built from "
@@ -52,6 +55,9 @@ OPTIONS = [
                  help="Where to run (cuda needs: pip install 'flopcount[cuda12]').  [default: cpu; a zoo "
                       "model that is only counted is built on the meta device (shapes only)]"),
     click.option("--latency", is_flag=True, help="Measure latency per layer and op (runs the model)."),
+    click.option("--engine", type=click.Choice(engines.ENGINES), default="flopcount", show_default=True,
+                 help="Who runs the model for its latency: flopcount's runtime (with --latency), or torch: "
+                      "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module."),
     click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
                  help="Timed runs with --latency (the median is shown)."),
     click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
@@ -114,7 +120,12 @@ def _factory_args(texts: tuple):
     return dict(parse_factory_arg(t) for t in texts) or None
 
 
-_FROM_TEXT = {"input_shape": _input_shape, "dtype": _dtype, "factory_args": _factory_args}
+def _input_values(texts: tuple):
+    return dict(parse_value(t) for t in texts) or None
+
+
+_FROM_TEXT = {"input_shape": _input_shape, "dtype": _dtype, "factory_args": _factory_args,
+              "input_values": _input_values}
 
 
 def _given(ctx: click.Context, name: str) -> bool:
@@ -123,7 +134,8 @@ def _given(ctx: click.Context, name: str) -> bool:
 
 def profile_options(ctx: click.Context, values: dict) -> dict:
     """``profile()``'s keyword arguments from the command's option values (CLI_ONLY left out)."""
-    if not values["latency"] and (_given(ctx, "repeat") or _given(ctx, "warmup")):
+    timed = values["latency"] or values["engine"] != "flopcount"   # engine torch times the model itself
+    if not timed and (_given(ctx, "repeat") or _given(ctx, "warmup")):
         raise click.UsageError("--repeat and --warmup apply to --latency runs; add --latency", ctx=ctx)
     return {name: _FROM_TEXT.get(name, lambda v: v)(value) for name, value in values.items()
             if name not in CLI_ONLY}
@@ -146,7 +158,7 @@ def spell(option: Option) -> str:
     if value is True:
         return flag
     if isinstance(value, dict):
-        return " ".join(f"{flag} {key}={item}" for key, item in value.items())
+        return " ".join(f"{flag} {key}={'...' if item is ... else item}" for key, item in value.items())
     return f"{flag} {value}"
 
 

@@ -60,6 +60,8 @@ def stdout_is_terminal() -> bool:
 
 def check_output_path(path: str) -> None:
     """Fail before any work when ``--output`` cannot be written."""
+    if not path:
+        raise errors.FlopcountError("--output '': an empty path; give a file name, or leave -o out for stdout")
     directory = os.path.dirname(os.path.abspath(path)) or "."
     if os.path.isdir(path):
         raise errors.FlopcountError(f"--output {path}: is a directory")

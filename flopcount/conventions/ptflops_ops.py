@@ -106,7 +106,7 @@ _ACTIVATIONS = ("relu", "hardtanh", "leaky_relu", "prelu", "elu", "gelu", "silu"
 _ZERO = ("reshape", "permute", "expand", "contiguous", "cat", "flip", "repeat", "pad", "getitem",
          "index", "index_put", "gather", "embedding", "dropout", "where", "cast", "eq", "ne", "lt",
          "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
-         "tril", "triu", "argmax", "argmin")
+         "tril", "triu", "argmax", "argmin", "topk", "cache_append")
 
 OP_RULES = {
     "linear": linear, "quantized_linear": quantized_linear, "matmul": matmul, "conv": conv,

@@ -274,7 +274,7 @@ def unsupported(priced: Priced, module_latency: dict | None = None, total_ms: fl
     """
     rec = priced.rec
     if priced.counts_functional:
-        unpriced = ((i, e.op.name) for i, e in priced._functional() if priced.op_cost[i] is None)
+        unpriced = ((i, e.op, e.attrs, None) for i, e in priced._functional() if priced.op_cost[i] is None)
         return pricing.unsupported_list(unpriced, op_latency)
     direct = {e.call for i, e in priced._functional() if e.call >= 0}
     calls = Counter()

@@ -219,5 +219,5 @@ class NodeRows:
 
     def unsupported(self, latency: list | None = None) -> list:
         """Ops of the graph with no rule in the convention, with calls and latency share."""
-        unpriced = ((i, n.op.name) for i, n in enumerate(self.graph.nodes) if self.costs[i] is None)
+        unpriced = ((i, n.op, n.attrs, n.source) for i, n in enumerate(self.graph.nodes) if self.costs[i] is None)
         return pricing.unsupported_list(unpriced, latency)

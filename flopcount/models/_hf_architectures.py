@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Callable
 
-from . import bert, distilbert, gpt2, llama, roberta, vit_hf
+from . import bert, distilbert, gemma, gpt2, llama, mistral, phi3, qwen2, roberta, vit_hf
 
 TEXT, IMAGE = "text", "image"
 
@@ -105,6 +105,10 @@ _TABLE = [
                    renames=vit_hf.CHECKPOINT_RENAMES, adapt=_square),
     HFArchitecture("GPT2LMHeadModel", gpt2.GPT2LMHeadModel, gpt2.GPT2Config, TEXT, _GPT2),
     HFArchitecture("LlamaForCausalLM", llama.LlamaForCausalLM, llama.LlamaConfig, TEXT, _LLAMA, adapt=_rope),
+    HFArchitecture("MistralForCausalLM", mistral.MistralForCausalLM, mistral.MistralConfig, TEXT, _LLAMA, adapt=_rope),
+    HFArchitecture("Qwen2ForCausalLM", qwen2.Qwen2ForCausalLM, qwen2.Qwen2Config, TEXT, _LLAMA, adapt=_rope),
+    HFArchitecture("GemmaForCausalLM", gemma.GemmaForCausalLM, gemma.GemmaConfig, TEXT, _LLAMA, adapt=_rope),
+    HFArchitecture("Phi3ForCausalLM", phi3.Phi3ForCausalLM, phi3.Phi3Config, TEXT, _LLAMA, adapt=_rope),
 ]
 ARCHITECTURES: dict[str, HFArchitecture] = {a.name: a for a in _TABLE}
 

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from .. import runtime as rt
 from ..runtime import errors
+from ..runtime.io.files import open_model_file
 from ..runtime.dtypes import get_dtype
 from ._hf_architectures import ARCHITECTURES, IMAGE, TEXT, NotNative, names
 
@@ -49,13 +50,13 @@ class Folder:
 
 def is_folder(path: str) -> bool:
     """Whether ``path`` is a directory with a ``config.json``."""
-    return os.path.isdir(path) and os.path.isfile(os.path.join(path, "config.json"))
+    return os.path.isdir(path) and os.path.exists(os.path.join(path, "config.json"))
 
 
 def read_config(folder: str) -> dict:
     path = os.path.join(folder, "config.json")
     try:
-        with open(path, encoding="utf-8") as f:
+        with open_model_file(path, encoding="utf-8") as f:
             data = json.load(f)
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise errors.ModelFileError(f"{path}: not a readable JSON config ({type(exc).__name__}: {exc})") from None
@@ -105,7 +106,7 @@ def weight_files(folder: str) -> list:
     index = os.path.join(folder, INDEX_FILE)
     if os.path.isfile(index):
         try:
-            with open(index, encoding="utf-8") as f:
+            with open_model_file(index, encoding="utf-8") as f:
                 weight_map = json.load(f)["weight_map"]
             shards = sorted(set(weight_map.values()))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:

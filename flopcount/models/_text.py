@@ -10,8 +10,10 @@ Attention runs one of two ways, chosen by ``attn_implementation`` as in transfor
   padding mask is given (a boolean mask otherwise). The op's cost rule counts the same two
   contractions (COUNTING.md, attention row).
 
-Masks follow transformers: the eager path adds 0 where a position may be attended and the float32
-minimum where it may not; the sdpa path takes the boolean "may attend" mask itself.
+Masks follow transformers: the eager path adds 0 where a position may be attended and the
+minimum of the scores' dtype where it may not; the sdpa path takes the boolean "may attend" mask
+itself. Decoders with a KV cache build theirs with ``decoder_mask`` from the positions of the new
+queries and of the cached keys (a sliding window hides keys more than ``window`` positions back).
 """
 
 from __future__ import annotations
@@ -28,11 +30,13 @@ from .. import runtime as rt
 from ..runtime import nn
 from ..runtime.nn import functional as F
 
+
 def mask_min(dtype) -> float:
     """The most negative finite value of ``dtype``: what a masked score gets in that dtype
     (transformers masks with ``torch.finfo(dtype).min`` rather than -inf, so a fully masked
     row stays finite)."""
     return float(ml_dtypes.finfo(rt.get_dtype(dtype).np).min)
+
 
 IMPLEMENTATIONS = ("eager", "sdpa")
 
@@ -120,22 +124,50 @@ def keep_mask(attention_mask, length: int, device, causal: bool):
 
 
 def additive_mask(keep, dtype=rt.float32):
-    """Bool "may attend" -> 0 / the minimum of ``dtype``, in ``dtype`` (the scores'), added to the
-    scores (eager path): a float32 mask would promote half-precision scores to float32."""
-    if keep is None:
-        return None
-    return rt.where(keep, 0.0, mask_min(dtype)).to(dtype)
+    """Bool "may attend" -> 0 / the dtype's minimum, in the scores' ``dtype``, added to the
+    scores (eager path)."""
+    return None if keep is None else rt.where(keep, 0.0, mask_min(dtype)).to(dtype)
 
 
 def build_mask(attention_mask, length: int, device, causal: bool, implementation: str, dtype=rt.float32):
-    """What ``attention`` takes as ``mask`` for this implementation: additive in ``dtype``, the
-    activations' (eager), boolean (sdpa), or None (sdpa, causal, no padding: the op's
-    ``is_causal`` flag does it)."""
+    """What ``attention`` takes as ``mask`` for this implementation: additive in the scores'
+    ``dtype`` (eager), boolean (sdpa), or None (sdpa, causal, no padding: the op's ``is_causal``
+    flag does it)."""
     if implementation == "sdpa":
         if causal and attention_mask is None:
             return None
         return keep_mask(attention_mask, length, device, causal)
     return additive_mask(keep_mask(attention_mask, length, device, causal), dtype)
+
+
+def decoder_mask(attention_mask, queries: int, past: int, keys: int, key_offset: int, device,
+                 implementation: str, dtype=rt.float32, window: int | None = None) -> tuple:
+    """(mask, is_causal) for ``queries`` new tokens at positions past, past+1, ... attending to
+    ``keys`` keys at positions key_offset, key_offset+1, ... (the cached ones, then the new).
+
+    Query p sees key j when j <= p, and with a sliding ``window`` also j > p - window.
+    ``attention_mask`` (B, past + queries), 1 for tokens and 0 for padding, hides padded keys.
+    sdpa needs no mask where its ``is_causal`` flag says it all (no cache, no padding, no
+    window cut) or where every key is visible (one new token, no padding, no window cut);
+    the eager path always adds one, as transformers' does.
+    """
+    q_pos = rt.arange(past, past + queries, device=device).reshape(queries, 1)
+    k_pos = rt.arange(key_offset, key_offset + keys, device=device).reshape(1, keys)
+    keep = k_pos <= q_pos
+    cut = window is not None and past + queries - key_offset > window
+    if cut:
+        keep = rt.logical_and(keep, k_pos > q_pos - window)
+    if attention_mask is not None:
+        pad = attention_mask[:, key_offset:key_offset + keys] != 0
+        keep = rt.logical_and(keep, pad.reshape(pad.shape[0], 1, 1, keys))
+    if implementation == "sdpa" and attention_mask is None and not cut:
+        if queries == keys:
+            return None, True
+        if queries == 1:
+            return None, False
+    if implementation == "sdpa":
+        return keep, False
+    return additive_mask(keep, dtype), False
 
 
 # --- attention --------------------------------------------------------------------------------

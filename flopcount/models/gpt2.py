@@ -8,6 +8,10 @@ Attention: ``attn_implementation="eager"`` (default) runs QKᵀ and PV as two ``
 additive causal mask; ``"sdpa"`` runs one ``scaled_dot_product_attention`` with ``is_causal=True``
 (see _text.py). Both count the two contractions in full.
 
+KV cache: as the decoders of ``_decoder.py``, ``forward(..., past_key_values=None, use_cache=None)``
+returns the logits, or a ``CausalLMOutputWithPast`` (``logits``, ``past_key_values``) when a cache
+is in play; new tokens' positions follow the cache's length.
+
     >>> from flopcount import models
     >>> net = models.get("gpt2", n_layer=2).eval()
     >>> net(models.example_input("gpt2")).shape
@@ -22,10 +26,10 @@ from .. import runtime as rt
 from ..runtime import nn
 from ..runtime.factories import empty
 from ..runtime.ops.linalg import linear
+from ._cache import CausalLMOutputWithPast, as_cache
 from ._registry import register_model, token_input
-from ._text import (activation, attention, build_mask, check_implementation, config_from, init_weights,
-                    materialize, merge_heads, residual_std, skeleton, split_heads,
-                    SwitchableAttention)
+from ._text import (activation, attention, check_implementation, config_from, decoder_mask, init_weights,
+                    materialize, merge_heads, residual_std, skeleton, split_heads, SwitchableAttention)
 
 __all__ = ["GPT2Config", "Conv1D", "GPT2Model", "GPT2LMHeadModel", "gpt2"]
 
@@ -92,6 +96,7 @@ class GPT2Attention(nn.Module):
 
     def __init__(self, config: GPT2Config, layer_idx: int):
         super().__init__()
+        self.layer_idx = layer_idx
         self.embed_dim = config.n_embd
         self.num_heads = config.n_head
         self.head_dim = self.embed_dim // self.num_heads
@@ -104,12 +109,15 @@ class GPT2Attention(nn.Module):
         self.attn_dropout = nn.Dropout(config.attn_pdrop)
         self.resid_dropout = nn.Dropout(config.resid_pdrop)
 
-    def forward(self, hidden_states, attention_mask=None):
+    def forward(self, hidden_states, attention_mask=(None, True), past_key_values=None):
+        """``attention_mask`` is ``(mask, is_causal)`` as ``_text.decoder_mask`` gives it."""
         q, k, v = self.c_attn(hidden_states).split(self.embed_dim, dim=2)
         q, k, v = (split_heads(t, self.head_dim) for t in (q, k, v))
-        out = attention(q, k, v, attention_mask, scaling=self.scaling,
-                        implementation=self.config.attn_implementation,
-                        causal=True, dropout_p=self.attn_dropout.p, training=self.training)
+        if past_key_values is not None:
+            k, v = past_key_values.update(k, v, self.layer_idx)
+        mask, is_causal = attention_mask
+        out = attention(q, k, v, mask, scaling=self.scaling, implementation=self.config.attn_implementation,
+                        causal=is_causal, dropout_p=self.attn_dropout.p, training=self.training)
         return self.resid_dropout(self.c_proj(merge_heads(out)))
 
 
@@ -136,13 +144,14 @@ class GPT2Block(nn.Module):
         self.ln_2 = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
         self.mlp = GPT2MLP(inner, config)
 
-    def forward(self, hidden_states, attention_mask=None):
-        hidden_states = hidden_states + self.attn(self.ln_1(hidden_states), attention_mask)
+    def forward(self, hidden_states, attention_mask=(None, True), past_key_values=None):
+        hidden_states = hidden_states + self.attn(self.ln_1(hidden_states), attention_mask, past_key_values)
         return hidden_states + self.mlp(self.ln_2(hidden_states))
 
 
 class GPT2Model(nn.Module):
-    """Token and position embeddings, ``n_layer`` blocks, final LayerNorm ``ln_f``."""
+    """Token and position embeddings, ``n_layer`` blocks, final LayerNorm ``ln_f``; ``forward``
+    returns the last hidden state and grows the DynamicCache it is given."""
 
     def __init__(self, config: GPT2Config):
         super().__init__()
@@ -153,26 +162,30 @@ class GPT2Model(nn.Module):
         self.h = nn.ModuleList([GPT2Block(config, i) for i in range(config.n_layer)])
         self.ln_f = nn.LayerNorm(config.n_embd, eps=config.layer_norm_epsilon)
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None):
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, past_key_values=None):
         length = input_ids.shape[1]
+        cache = None if past_key_values is None else as_cache(past_key_values, None)
+        past = cache.get_seq_length() if cache is not None else 0
         if position_ids is None:
-            position_ids = rt.arange(length, device=input_ids.device).unsqueeze(0)
+            position_ids = rt.arange(past, past + length, device=input_ids.device).unsqueeze(0)
         hidden = self.wte(input_ids) + self.wpe(position_ids)
         if token_type_ids is not None:
             hidden = hidden + self.wte(token_type_ids)  # transformers reuses wte for token types
         hidden = self.drop(hidden)
-        mask = build_mask(attention_mask, length, hidden.device, causal=True,
-                          implementation=self.config.attn_implementation, dtype=hidden.dtype)
+        mask = decoder_mask(attention_mask, length, past, past + length, 0, hidden.device,
+                            self.config.attn_implementation, hidden.dtype)
         for block in self.h:
-            hidden = block(hidden, mask)
+            hidden = block(hidden, mask, cache)
         return self.ln_f(hidden)
 
 
 class GPT2LMHeadModel(nn.Module, SwitchableAttention):
     """GPT-2 with its language-model head tied to the token embedding.
 
-    ``forward(input_ids, attention_mask=None, token_type_ids=None, position_ids=None)`` returns
-    the logits (B, L, vocab_size). ``attention_mask`` is (B, L), 1 for tokens and 0 for padding.
+    ``forward(input_ids, attention_mask=None, token_type_ids=None, position_ids=None,
+    past_key_values=None, use_cache=None)`` returns the logits (B, L, vocab_size), or with a cache
+    a ``CausalLMOutputWithPast``. ``attention_mask`` is (B, cached + new tokens), 1 for tokens and
+    0 for padding.
     """
 
     def __init__(self, config: GPT2Config | None = None):
@@ -197,9 +210,20 @@ class GPT2LMHeadModel(nn.Module, SwitchableAttention):
             if isinstance(module, (GPT2Attention, GPT2MLP)):
                 nn.init.normal_(module.c_proj.weight, 0.0, residual_std(std, self.config.n_layer))
 
-    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None):
-        hidden = self.transformer(input_ids, attention_mask, token_type_ids, position_ids)
-        return self.lm_head(hidden)
+    def kv_cache_layout(self) -> list:
+        """(key/value heads, head dim, sliding window or None) of each layer's cache."""
+        head_dim = self.config.n_embd // self.config.n_head
+        return [(self.config.n_head, head_dim, None)] * self.config.n_layer
+
+    def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, past_key_values=None,
+                use_cache=None):
+        if use_cache is None:
+            use_cache = past_key_values is not None
+        cache = as_cache(past_key_values, None) if use_cache or past_key_values is not None else None
+        logits = self.lm_head(self.transformer(input_ids, attention_mask, token_type_ids, position_ids, cache))
+        if not use_cache:
+            return logits
+        return CausalLMOutputWithPast(logits=logits, past_key_values=cache)
 
 
 @register_model("gpt2", family="gpt2", inputs=token_input(128, 50257), params=124_439_808,

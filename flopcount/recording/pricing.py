@@ -68,19 +68,29 @@ def op_record(call, cost: Cost | None, own: Cost, *, name: str, scope: str, phas
                     latency_ms=latency_ms, start_ms=start_ms, source=source)
 
 
+def unsupported_name(op, attrs: dict) -> str:
+    """The name a report lists an op without a rule under: the op's, or what an op standing for
+    a model file's node says it stands for (``ONNX TopK``)."""
+    return op.unsupported_label(attrs) if op.unsupported_label is not None else op.name
+
+
 def unsupported_list(unpriced, latency: list | None = None) -> list:
-    """:class:`Unsupported` entries, one per op name, from ``unpriced`` (the index and op name
-    of every op the convention has no rule for) and, when timed, ``latency`` (ms of every op,
-    so each entry gets its share of the whole)."""
+    """:class:`Unsupported` entries, one per name, from ``unpriced`` (the index, op, attrs and
+    source node name, or None, of every op the convention has no rule for) and, when timed,
+    ``latency`` (ms of every op, so each entry gets its share of the whole)."""
     calls: Counter = Counter()
     spent: dict = {}
-    for i, name in unpriced:
+    nodes: dict = {}
+    for i, op, attrs, source in unpriced:
+        name = unsupported_name(op, attrs)
         calls[name] += 1
+        if source:
+            nodes.setdefault(name, []).append(source)
         if latency is not None and latency[i] is not None:
             spent[name] = spent.get(name, 0.0) + latency[i]
     whole = sum(x for x in latency if x is not None) if latency else 0.0
-    return [Unsupported("op", name, n, spent.get(name, 0.0) / whole if whole else None)
+    return [Unsupported("op", name, n, spent.get(name, 0.0) / whole if whole else None, nodes.get(name, []))
             for name, n in sorted(calls.items())]
 
 
-__all__ = ["OpCall", "own_costs", "price", "macs_flops", "op_record", "unsupported_list"]
+__all__ = ["OpCall", "own_costs", "price", "macs_flops", "op_record", "unsupported_name", "unsupported_list"]

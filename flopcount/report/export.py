@@ -7,7 +7,7 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
       "model": str,                      # zoo name, file or model class
       "convention": "flopcount" | "ptflops",
       "mode": "eager" | "graph",
-      "device": str, "dtype": str,
+      "device": str, "engine": "flopcount" | "torch", "dtype": str,
       "input_shapes": [[int, ...], ...],
       "totals": {
         "macs": int, "flops": int, "params": int,
@@ -20,7 +20,9 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
         "training_macs": int, "training_flops": int,
         # with a hardware profile (profile(hardware=...)) also:
         "roofline_ms": float, "roofline_bound": "compute" | "memory" | null,
-        "roofline_fraction": float | null   # roofline_ms / latency_ms, when timed
+        "roofline_fraction": float | null,  # roofline_ms / latency_ms, when timed
+        "memory_needed_bytes": int,         # parameters + buffers + predicted activation peak
+        "fits_memory": bool                 # memory_needed_bytes <= the device's memory
       },
       "memory": {"parameters": {dtype: bytes}, "buffers": {dtype: bytes},
                  "parameter_bytes": int, "buffer_bytes": int, "activations": int,
@@ -52,7 +54,8 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
          "roofline_fraction": float | null}
       ],
       "by_op_type": [{"op": str, "calls": int, "macs": int, "flops": int, "bytes_read": int,
-                      "bytes_written": int, "counted_calls": int, "latency_ms": float | null}],
+                      "bytes_written": int, "counted_calls": int, "latency_ms": float | null,
+                      "roofline_ms": float | null}],   # with hardware: the sum over its calls
       "unsupported": [{"kind": "module" | "op", "name": str, "calls": int,
                        "latency_share": float | null}],
       "seen_not_counted": [ op records as in "ops" ],
@@ -77,6 +80,8 @@ ROW_COLUMNS = ("name", "type", "depth", "parent", "kind", "counted_by", "macs", 
 OP_COLUMNS = ("name", "op", "scope", "phase", "macs", "flops", "bytes_read", "bytes_written", "params",
               "input_shapes", "output_shapes", "counted", "latency_ms", "start_ms", "source")
 
+ROOFLINE_COLUMNS = ("roofline_ms", "bound", "roofline_fraction")  # appended with a hardware profile
+
 
 def to_dict(report) -> dict:
     """The report as plain Python data with the schema above."""
@@ -86,6 +91,7 @@ def to_dict(report) -> dict:
         "convention": report.convention,
         "mode": report.mode,
         "device": report.device,
+        "engine": report.engine,
         "dtype": report.dtype,
         "input_shapes": [list(s) for s in report.input_shapes],
         "totals": report.totals,
@@ -93,8 +99,8 @@ def to_dict(report) -> dict:
         "rows": [r.to_dict() for r in report.rows],
         "ops": [o.to_dict() for o in report.ops],
         "by_op_type": [s.to_dict() for s in report.by_op_type(phase="forward")],
-        "unsupported": [{"kind": u.kind, "name": u.name, "calls": u.calls, "latency_share": u.latency_share}
-                        for u in report.unsupported],
+        "unsupported": [{"kind": u.kind, "name": u.name, "calls": u.calls, "latency_share": u.latency_share,
+                         "nodes": list(u.nodes)} for u in report.unsupported],
         "seen_not_counted": [o.to_dict() for o in report.seen_not_counted],
         "folded": [o.to_dict() for o in report.folded],
         "notes": list(report.notes),
@@ -120,6 +126,8 @@ def to_csv(report, by: str = "module") -> str:
     if by not in tables:
         raise ValueError(f"CSV is written by 'module' or 'op', not {by!r}")
     columns, items = tables[by]
+    if report.hardware is not None:
+        columns += ROOFLINE_COLUMNS
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)

@@ -140,10 +140,13 @@ class Unsupported:
     name: str
     calls: int
     latency_share: float | None = None
+    nodes: list = field(default_factory=list)  # the graph nodes' names, when they come from a file
 
     def __str__(self) -> str:
         share = "" if self.latency_share is None else f", {100 * self.latency_share:.1f}% of latency"
-        return f"{self.kind} {self.name} ({self.calls} call{'s' if self.calls != 1 else ''}{share})"
+        shown = ", ".join(repr(n) for n in self.nodes[:5]) + (", ..." if len(self.nodes) > 5 else "")
+        where = f": {shown}" if self.nodes else ""
+        return f"{self.kind} {self.name} ({self.calls} call{'s' if self.calls != 1 else ''}{where}{share})"
 
 
 @dataclass
@@ -186,7 +189,8 @@ class Report:
 
     Attributes: ``rows`` (list of :class:`Row`, tree order, root first), ``ops`` (list of
     :class:`OpRecord`), ``totals`` (dict), ``convention``, ``mode``, ``device``, ``dtype``,
-    ``input_shapes``, ``unsupported`` (list of :class:`Unsupported`), ``seen_not_counted``
+    ``input_shapes``, ``engine`` (who ran the model for its latency: ``flopcount``'s runtime, or
+    ``torch`` timing the user's PyTorch model), ``unsupported`` (list of :class:`Unsupported`), ``seen_not_counted``
     (ops observed but outside the convention's total), ``notes`` (remarks on how the model was
     loaded or captured), ``folded`` (eager: ops computed from
     constants only, which a graph folds away; in no total), ``memory`` (:class:`Memory`),
@@ -201,7 +205,7 @@ class Report:
                  folded: list | None = None, memory: Memory | None = None, latency_ms: float | None = None,
                  latency_min_ms: float | None = None, backward: bool = False,
                  backward_latency_ms: float | None = None, model: str = "", op_lists=None,
-                 notes: list | None = None):
+                 notes: list | None = None, engine: str = "flopcount"):
         self.rows = list(rows)
         # op_lists: a function giving (ops, seen_not_counted, folded), called on first use of
         # any of them, so a profile whose op lists nobody reads does not build them
@@ -223,6 +227,7 @@ class Report:
         self.model = model
         self.hardware = None  # the hardware Profile the rooflines were priced on (report/roofline.py)
         self.notes = list(notes or [])   # remarks on how the model was loaded (a capture's fallback...)
+        self.engine = engine             # who ran the model for its latency: "flopcount" or "torch"
         self._by_name = OrderedDict((r.name, r) for r in self.rows)
         self._children: dict = {}
         for r in self.rows:
@@ -284,8 +289,12 @@ class Report:
             "seen_not_counted_flops": sum(o.flops for o in self.seen_not_counted),
         }
         if self.hardware is not None:
+            # what the device must hold for a forward: the model's state and the activation peak
+            m = self.memory
+            needed = m.parameter_bytes + m.buffer_bytes + (m.predicted_peak or 0)
             out.update(roofline_ms=r.roofline_ms, roofline_bound=r.bound,
-                       roofline_fraction=(r.roofline_ms / self.latency_ms if self.latency_ms else None))
+                       roofline_fraction=(r.roofline_ms / self.latency_ms if self.latency_ms else None),
+                       memory_needed_bytes=needed, fits_memory=needed <= self.hardware.memory_bytes)
         if self.backward:
             out.update(backward_macs=r.backward_macs, backward_flops=r.backward_flops,
                        backward_latency_ms=self.backward_latency_ms,

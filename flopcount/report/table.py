@@ -84,6 +84,10 @@ def _op_type_cells(report, top, sort) -> tuple:
     headers = ["Op", "Calls", "MACs", "MACs %", "FLOPs", "FLOPs %", "Bytes read", "Bytes written"]
     if timed:
         headers += ["Latency", "Latency %"]
+    priced = report.hardware is not None
+    if priced:
+        headers += ["Roofline", "Roofline share"]
+        total_roofline = sum(s.roofline_ms or 0.0 for s in summary)
     body = []
     for s in summary:
         cells = [s.op, str(s.calls), macs_to_string(s.macs), percent(s.macs, total_macs),
@@ -91,6 +95,8 @@ def _op_type_cells(report, top, sort) -> tuple:
                  bytes_to_string(s.bytes_written)]
         if timed:
             cells += [time_to_string(s.latency_ms), percent(s.latency_ms or 0.0, total_ms)]
+        if priced:
+            cells += [time_to_string(s.roofline_ms), percent(s.roofline_ms or 0.0, total_roofline)]
         body.append(cells)
     return headers, body
 
@@ -139,6 +145,7 @@ def _bytes(value) -> str:
 
 def _footer(report) -> list:
     lines = [f"convention: {report.convention} | mode: {report.mode} | device: {report.device}"
+             + (f" | engine: {report.engine}" if report.engine != "flopcount" else "")
              + (f" | dtype: {report.dtype}" if report.dtype else "")
              + (f" | input: {_shapes(report.input_shapes)}" if report.input_shapes else "")]
     t = report.totals
@@ -150,7 +157,8 @@ def _footer(report) -> list:
                      f"(backward {macs_to_string(t['backward_macs'])})")
     if report.hardware is not None:
         line = (f"roofline on {report.hardware.title}: {time_to_string(t['roofline_ms'])} forward, "
-                f"{t['roofline_bound'] or '-'}-bound")
+                f"{t['roofline_bound'] or '-'}-bound; needs {bytes_to_string(t['memory_needed_bytes'])} of "
+                f"{bytes_to_string(report.hardware.memory_bytes)}" + ("" if t["fits_memory"] else " (does not fit)"))
         if t["roofline_fraction"] is not None:
             line += f"; measured latency {time_to_string(report.latency_ms)} ({100 * t['roofline_fraction']:.1f}% of it is the bound)"
         lines.append(line)

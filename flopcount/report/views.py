@@ -86,6 +86,7 @@ class OpTypeSummary:
     bytes_written: int = 0
     counted_calls: int = 0
     latency_ms: float | None = None
+    roofline_ms: float | None = None  # with a hardware profile: the sum of its calls' rooflines
 
     def to_dict(self) -> dict:
         return {f.name: getattr(self, f.name) for f in fields(self)}
@@ -102,5 +103,5 @@ def by_op_type(report, phase: str | None = "forward") -> list:
             s = table[rec.op] = OpTypeSummary(rec.op)
         s.calls += 1
         s.counted_calls += 1 if rec.counted else 0
-        accumulate(s, rec, times=("latency_ms",))
+        accumulate(s, rec, times=("latency_ms", "roofline_ms"))
     return sorted(table.values(), key=lambda s: (s.flops, s.macs, s.calls), reverse=True)

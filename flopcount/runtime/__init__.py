@@ -33,6 +33,7 @@ from .ops.movement import (broadcast_to, cat, chunk, concat, contiguous, expand,
                            narrow, permute, repeat, reshape, roll, split, squeeze, stack, swapaxes,
                            transpose, unbind, unflatten, unsqueeze)
 from .ops.indexing import gather, index_select, tril, triu
+from .ops.selection import topk
 from .ops.linalg import bmm, einsum, linear, matmul, mm
 from .ops.activations import log_softmax, relu, sigmoid, softmax
 from . import cuda, nn, optim

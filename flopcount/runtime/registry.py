@@ -133,6 +133,9 @@ class Op:
     # False for an op whose arithmetic nobody knows (an imported op with no mapping): no
     # convention has a rule for it, so reports count it as zero and list it as unsupported
     priced: bool = True
+    # a function attrs -> the name reports list an unpriced call under, for an op that stands for
+    # something else (an imported file's node without a mapping: ``ONNX TopK``); None: the op's name
+    unsupported_label = None
     # a gradient op, dispatched only by another op's vjp (max_pool_backward, conv_weight_grad)
     backward: bool = False
     # whether output 0 shares input 0's storage, as numpy and CuPy make it: None (never: a new

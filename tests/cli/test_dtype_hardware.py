@@ -70,3 +70,14 @@ def test_hardware_command_lists_every_profile(run):
     assert h100["memory_bandwidth"] == 3.35e12 and h100["peak_flops"]["bfloat16"] == 989.5e12
     text = run("hardware", "--format", "csv").stdout
     assert text.splitlines()[0].startswith("Name,Device,BF16 TFLOP/s") and "mi300x" in text
+
+
+def test_compare_puts_the_rooflines_side_by_side(run):
+    result = run("compare", "resnet18", "--input-shape-b", "4x3x224x224", "--hardware", "a100-80gb",
+                 "--format", "csv", "-d", "0")
+    assert result.exit_code == 0, result.stderr
+    line = next(l for l in result.stdout.splitlines() if l.startswith("Roofline (a100-80gb)"))
+    a, b = (flopcount.profile("resnet18", input_shape=shape, hardware="a100-80gb").totals["roofline_ms"]
+            for shape in ((1, 3, 224, 224), (4, 3, 224, 224)))
+    _, ms_a, ms_b, ratio = line.split(",")
+    assert (float(ms_a), float(ms_b), float(ratio)) == pytest.approx((a, b, b / a))

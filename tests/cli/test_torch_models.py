@@ -139,3 +139,13 @@ def test_a_hugging_face_folder(run, tmp_path):
     assert timed.exit_code == 0, timed.stderr
     assert json.loads(timed.stdout)["device"] == "cpu"
     assert_bad_input(run(tmp_path), "is a directory", "config.json")
+
+
+def test_engine_torch_on_the_command_line(run, torch_factory):
+    result = run(f"{torch_factory}:net", "-i", "1x3x10x10", "--engine", "torch", "--repeat", "2", "--format", "json")
+    assert result.exit_code == 0, result.stderr
+    report = json.loads(result.stdout)
+    assert report["engine"] == "torch" and report["totals"]["latency_ms"] > 0
+    rows = {r["name"]: r for r in report["rows"]}
+    assert rows["conv"]["latency_ms"] > 0 and rows["fc"]["latency_ms"] > 0
+    assert_bad_input(run("resnet18", "--engine", "torch"), "engine 'torch' times a PyTorch model")

@@ -63,6 +63,18 @@ def test_llama_prefill_weight_gemms_are_compute_bound_and_unfused_scores_memory_
     assert matmuls[0].macs == heads * length * length * dim
 
 
+def test_whether_the_model_fits_in_the_device_memory():
+    # Llama-2-7B's 6,738,415,616 parameters: 26.95 GB in float32, over an L4's 24 GB; 13.48 GB in
+    # bfloat16, under it
+    for dtype, size, fits in (("float32", 4, False), ("bfloat16", 2, True)):
+        report = flopcount.profile("llama2_7b", dtype=dtype, hardware="l4", device="meta", input_shape=(1, 1))
+        totals, memory = report.totals, report.memory
+        assert totals["memory_needed_bytes"] == (size * 6_738_415_616 + memory.buffer_bytes
+                                                 + memory.predicted_peak)
+        assert totals["fits_memory"] is fits
+        assert ("does not fit" in report.table(depth=0)) is not fits
+
+
 def test_measured_latency_goes_beside_the_bound():
     net = rt.nn.Sequential(rt.nn.Linear(32, 32), rt.nn.ReLU())
     report = flopcount.profile(net, rt.randn(4, 32), hardware="cpu", latency=True, repeat=2)
@@ -88,3 +100,17 @@ def test_an_unknown_hardware_name_fails_before_anything_runs():
     with pytest.raises(FlopcountError, match="unknown hardware 'h100'"):
         flopcount.profile(Spy(), rt.randn(2), hardware="h100")
     assert not calls
+
+
+def test_op_types_and_csv_carry_the_roofline():
+    net = rt.nn.Sequential(rt.nn.Linear(64, 256), rt.nn.GELU(), rt.nn.Linear(256, 64))
+    plain = flopcount.profile(net, rt.randn(8, 64))
+    report = flopcount.profile(net, rt.randn(8, 64), hardware="a100-80gb")
+    linears = [r.roofline_ms for r in report.by_op("forward") if r.op == "linear"]
+    summary = {s.op: s for s in report.by_op_type()}
+    assert summary["linear"].roofline_ms == pytest.approx(sum(linears)) and len(linears) == 2
+    assert all(s.roofline_ms is None for s in plain.by_op_type())
+    assert "Roofline share" in report.table(by="op-type")
+    header, first = report.to_csv(by="op").splitlines()[:2]
+    assert header.endswith("roofline_ms,bound,roofline_fraction") and "roofline" not in plain.to_csv(by="op")
+    assert float(first.split(",")[-3]) == pytest.approx(report.by_op("forward")[0].roofline_ms)

@@ -162,3 +162,22 @@ def test_logits_match_transformers(small, reference, implementation):
 def test_gradients_match_transformers_through_the_tied_head(small, reference):
     # wte's gradient includes the head's share
     assert_gradients_match_transformers(small, reference, small_ids(), SMALL["vocab_size"])
+
+
+@pytest.mark.parametrize("implementation", ["eager", "sdpa"])
+def test_prefill_and_decode_steps_equal_the_full_forward_and_transformers(small, reference, implementation):
+    from decoder_checks import generate_in_steps, hf_forward, ours_forward
+
+    small.set_attn_implementation(implementation)
+    reference.set_attn_implementation(implementation)
+    try:
+        ids = small_ids()[:, :20]
+        with rt.no_grad():
+            full = small(rt.tensor(ids)).numpy()
+        stepped = generate_in_steps(ours_forward, small, ids, prompt=12)
+        theirs = generate_in_steps(hf_forward, reference, ids, prompt=12)
+    finally:
+        small.set_attn_implementation("eager")
+        reference.set_attn_implementation("eager")
+    assert np.abs(stepped - full).max() < 1e-4
+    assert np.abs(stepped - theirs).max() < 1e-4

@@ -26,9 +26,14 @@ from flopcount import models
 from torchvision_ref import TORCHVISION_BUILDERS, calibrate_batch_norm, load_torchvision_weights
 
 HEAVY = 12_000_000   # parameters: above this a model's run takes seconds
-LARGE = ("llama2_7b", "llama3_8b")  # presets of the small llama: counted on meta below
-TEXT = {"gpt2": dict(n_layer=2, vocab_size=1000), "llama": dict(num_hidden_layers=2, vocab_size=1000),
-        "bert_base": dict(num_hidden_layers=2, vocab_size=1000), "lstm_lm": dict(ntoken=1000)}
+# presets with billions of parameters: counted on meta below
+LARGE = ("llama2_7b", "llama3_8b", "mistral_7b", "qwen2_7b", "gemma_7b", "phi3_mini", "mixtral_8x7b")
+SMALL_DECODER = dict(num_hidden_layers=2, vocab_size=1000)
+TEXT = {"gpt2": dict(n_layer=2, vocab_size=1000), "bert_base": dict(num_hidden_layers=2, vocab_size=1000),
+        "roberta_base": dict(num_hidden_layers=2, vocab_size=1000), "distilbert_base": dict(n_layers=2, vocab_size=1000),
+        "lstm_lm": dict(ntoken=1000),
+        **{name: SMALL_DECODER for name in ("llama", "mistral", "qwen2", "gemma", "mixtral")},
+        "phi3": dict(SMALL_DECODER, pad_token_id=0)}  # its pad token (32000) is past a small vocabulary
 IMAGE = {"inception_v3": 96}  # the smallest it takes is 75x75
 VIT = {"vit_b_16": dict(image_size=64)}  # ViT's position table is sized for its images
 NO_AUX = {"inception_v3": dict(aux_logits=False)}  # its auxiliary head needs 299x299 images
@@ -41,8 +46,12 @@ def _case(name):
     return pytest.param(name, marks=pytest.mark.slow) if heavy else name
 
 
-IMAGE_MODELS = [_case(n) for n in models.names() if n not in TEXT and n not in LARGE]
+IMAGE_MODELS = [_case(n) for n in models.names() if n in TORCHVISION_BUILDERS]
 TEXT_MODELS = sorted(TEXT)
+
+
+def test_every_zoo_model_is_checked_here():
+    assert set(models.names()) == {n for n in models.names() if n in TORCHVISION_BUILDERS} | set(TEXT) | set(LARGE)
 
 
 def _leaves(out) -> list:

@@ -46,6 +46,13 @@ def _configs():
         "LlamaForCausalLM": t.LlamaConfig(num_hidden_layers=2, hidden_size=32, num_attention_heads=4,
                                           num_key_value_heads=2, intermediate_size=64, vocab_size=120,
                                           bos_token_id=0, eos_token_id=0),
+        **{name: getattr(t, config)(num_hidden_layers=2, hidden_size=32, num_attention_heads=4, num_key_value_heads=2,
+                                    intermediate_size=64, vocab_size=120, bos_token_id=0, eos_token_id=0,
+                                    pad_token_id=0, **extra)
+           for name, config, extra in (("MistralForCausalLM", "MistralConfig", {}),
+                                       ("Qwen2ForCausalLM", "Qwen2Config", {}),
+                                       ("GemmaForCausalLM", "GemmaConfig", dict(head_dim=8)),
+                                       ("Phi3ForCausalLM", "Phi3Config", {}))},
     }
 
 
@@ -66,7 +73,8 @@ def example(name: str, batch: int = 2):
 
 
 # decoders the zoo writes with a fused RMSNorm and no rotary attention_scaling (see the test)
-DECODERS_AS_WRITTEN = {"LlamaForCausalLM"}
+DECODERS_AS_WRITTEN = {"LlamaForCausalLM", "MistralForCausalLM", "Qwen2ForCausalLM", "GemmaForCausalLM",
+                       "Phi3ForCausalLM"}
 
 
 def flops_outside(report, *module_types: str) -> int:

@@ -8,7 +8,10 @@ PyNative to Graph mode; a module with forward hooks in its tree, or any global m
 still runs eagerly there (hooks need the module calls).
 
 A graph replays ops, not in-place writes to buffers (batch norm's running statistics in
-training), so a module in training mode that has buffers runs eagerly in both forms.
+training), so a module in training mode that has buffers runs eagerly in both forms. Nor does
+it replay choices made on values: a module whose work depends on its inputs' values (a
+mixture-of-experts layer routes tokens) says so with ``replayable = False`` and its model runs
+eagerly in both forms.
 """
 
 from __future__ import annotations
@@ -63,7 +66,7 @@ class LazyGraph:
         return g
 
     def __call__(self, *args, **kwargs):
-        if _updates_buffers(self.module):
+        if _updates_buffers(self.module) or not _replayable(self.module):
             return self.module(*args, **kwargs)
         return self.graph_for(*args, **kwargs)(*args, **kwargs)
 
@@ -87,11 +90,16 @@ def _updates_buffers(module) -> bool:
     return bool(getattr(module, "training", False)) and any(True for _ in module.buffers())
 
 
+def _replayable(module) -> bool:
+    """No module in the tree chooses its work by its inputs' values (a trace holds one choice)."""
+    return all(getattr(m, "replayable", True) for m in module.modules())
+
+
 def _call_in_graph_mode(module, args: tuple, kwargs: dict):
     from ..nn.modules import module as _m
 
     if (_m._global_forward_pre_hooks or _m._global_forward_hooks or state.call_observer is not None
-            or _updates_buffers(module)
+            or _updates_buffers(module) or not _replayable(module)
             or any(m._forward_pre_hooks or m._forward_hooks for m in module.modules())):
         return NotImplemented
     lazy = _lazy_graphs.get(module)

@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..errors import ModelFileError
+from .files import open_model_file
 from .native import _read_header
 
 _NUMPY = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "I16": np.int16, "U16": np.uint16,
@@ -27,7 +28,7 @@ _NUMPY = {"BOOL": np.bool_, "U8": np.uint8, "I8": np.int8, "I16": np.int16, "U16
 def map_tensors(path: str) -> dict:
     """{name: read-only array} of every tensor in the safetensors file at ``path``."""
     header, _ = _read_header(path)
-    with open(path, "rb") as f:
+    with open_model_file(path) as f:
         start = 8 + int.from_bytes(f.read(8), "little")
     names = [k for k in header if k != "__metadata__"]
     if not names:

@@ -19,6 +19,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..device import META, Device
 from ..errors import FlopcountError, ModelFileError
+from .files import open_model_file
 from ..registry import get_op
 from ..tensor import Tensor
 
@@ -166,7 +167,7 @@ def _read_header(path: str) -> tuple[dict, dict]:
     if not os.path.isfile(path):
         raise ModelFileError(f"{path}: no such file")
     size = os.path.getsize(path)
-    with open(path, "rb") as f:
+    with open_model_file(path) as f:
         head = f.read(8)
         if len(head) < 8:
             raise ModelFileError(f"{path}: {size} bytes is too short to be a safetensors file")
@@ -237,7 +238,7 @@ def _read_tensors(path: str, names, header: dict, doc: dict) -> dict:
                     out[name] = f.get_tensor(name)
     except Exception as exc:  # the library raises its own error types; name the file and why
         raise ModelFileError(f"{path}: cannot read tensors ({type(exc).__name__}: {exc})") from None
-    with open(path, "rb") as f:
+    with open_model_file(path) as f:
         data_start = 8 + int.from_bytes(f.read(8), "little")
     for name in names:
         if name not in out:

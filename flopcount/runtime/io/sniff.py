@@ -17,6 +17,8 @@ import os
 import struct
 import zipfile
 
+from .files import open_model_file
+
 TORCH_PICKLE, PICKLE, PT2, SAFETENSORS, ZIP, UNKNOWN = "torch-pickle", "pickle", "pt2", "safetensors", "zip", "unknown"
 
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -25,7 +27,7 @@ _HEADER_LIMIT = 100 << 20   # a safetensors header larger than this is not one
 
 def sniff(path: str) -> str:
     """The kind of the file at ``path`` (see the module docstring)."""
-    with open(path, "rb") as f:
+    with open_model_file(path) as f:
         head = f.read(9)
     if head.startswith(_ZIP_MAGIC):
         return _zip_kind(path)
@@ -54,7 +56,7 @@ def _zip_kind(path: str) -> str:
 
 def safetensors_metadata(path: str) -> dict:
     """The ``__metadata__`` of a safetensors file's header ({} when it has none)."""
-    with open(path, "rb") as f:
+    with open_model_file(path) as f:
         size = struct.unpack("<Q", f.read(8))[0]
         if size > _HEADER_LIMIT:
             return {}

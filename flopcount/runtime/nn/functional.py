@@ -5,6 +5,7 @@ Each op family declares its functional API in ``__all__``; this module gathers t
 
 from ..ops.activations import *  # noqa: F401,F403
 from ..ops.attention import *  # noqa: F401,F403
+from ..ops.cache import *  # noqa: F401,F403
 from ..ops.conv import *  # noqa: F401,F403
 from ..ops.dropout import *  # noqa: F401,F403
 from ..ops.elementwise import *  # noqa: F401,F403
@@ -18,3 +19,4 @@ from ..ops.pooling import *  # noqa: F401,F403
 from ..ops.quantized import *  # noqa: F401,F403
 from ..ops.reduction import *  # noqa: F401,F403
 from ..ops.sampling import *  # noqa: F401,F403
+from ..ops.selection import topk  # noqa: F401

@@ -5,27 +5,33 @@ The codes are ONNX's stable enum values, written here so this table needs no ``o
 
 from __future__ import annotations
 
+import numpy as np
+
 from .. import dtypes as _dt
 from ..errors import UnsupportedOpError
 
+# ONNX's name of every element type code (TensorProto.DataType), for messages
+NAMES = {
+    0: "UNDEFINED", 1: "FLOAT", 2: "UINT8", 3: "INT8", 4: "UINT16", 5: "INT16", 6: "INT32", 7: "INT64",
+    8: "STRING", 9: "BOOL", 10: "FLOAT16", 11: "DOUBLE", 12: "UINT32", 13: "UINT64", 14: "COMPLEX64",
+    15: "COMPLEX128", 16: "BFLOAT16", 17: "FLOAT8E4M3FN", 18: "FLOAT8E4M3FNUZ", 19: "FLOAT8E5M2",
+    20: "FLOAT8E5M2FNUZ", 21: "UINT4", 22: "INT4", 23: "FLOAT4E2M1", 24: "FLOAT8E8M0", 25: "UINT2",
+    26: "INT2",
+}
+
 # TensorProto.DataType -> runtime dtype, for every type the runtime can hold
 TO_DTYPE = {
-    1: _dt.float32, 2: _dt.uint8, 3: _dt.int8, 5: _dt.int16, 6: _dt.int32, 7: _dt.int64,
-    9: _dt.bool_, 10: _dt.float16, 11: _dt.float64,
+    1: _dt.float32, 2: _dt.uint8, 3: _dt.int8, 4: _dt.uint16, 5: _dt.int16, 6: _dt.int32, 7: _dt.int64,
+    9: _dt.bool_, 10: _dt.float16, 11: _dt.float64, 12: _dt.uint32, 13: _dt.uint64, 16: _dt.bfloat16,
+    17: _dt.float8_e4m3fn, 18: _dt.float8_e4m3fnuz, 19: _dt.float8_e5m2, 20: _dt.float8_e5m2fnuz,
+    21: _dt.uint4, 22: _dt.int4,
 }
 FROM_DTYPE = {d.name: code for code, d in TO_DTYPE.items()}
 
-# names of the codes the runtime has no dtype for, for error messages
-_OTHER_NAMES = {0: "UNDEFINED", 4: "UINT16", 8: "STRING", 12: "UINT32", 13: "UINT64", 14: "COMPLEX64",
-                15: "COMPLEX128", 16: "BFLOAT16"}
-
 
 def type_name(code: int) -> str:
-    """ONNX's name of an element type code (``FLOAT``, ``INT64``...)."""
-    if code in TO_DTYPE:
-        return {1: "FLOAT", 2: "UINT8", 3: "INT8", 5: "INT16", 6: "INT32", 7: "INT64", 9: "BOOL",
-                10: "FLOAT16", 11: "DOUBLE"}[code]
-    return _OTHER_NAMES.get(code, f"type {code}")
+    """ONNX's name of an element type code (``FLOAT``, ``INT64``, ``FLOAT8E4M3FN``...)."""
+    return NAMES.get(code, f"type {code}")
 
 
 def to_dtype(code: int, what: str):
@@ -41,3 +47,15 @@ def to_dtype(code: int, what: str):
 def from_dtype(dtype) -> int:
     """The ONNX element type code of a runtime dtype."""
     return FROM_DTYPE[_dt.get_dtype(dtype).name]
+
+
+def unpack(raw, dtype, numel: int) -> np.ndarray:
+    """``numel`` elements of ``dtype`` from an initializer's raw bytes: sub-byte types are packed
+    two to a byte, the first element in the low nibble (ONNX's layout); numpy (ml_dtypes) holds
+    each in a byte of its own."""
+    data = np.frombuffer(raw, np.uint8)
+    if dtype.bits >= 8:
+        return data.view(dtype.np)[:numel]
+    nibbles = np.empty(2 * data.size, np.uint8)
+    nibbles[0::2], nibbles[1::2] = data & 0x0F, data >> 4
+    return nibbles[:numel].view(dtype.np)

@@ -2,7 +2,8 @@
 
 1. read the file with the ``onnx`` package (weights in side files too); a missing, truncated
    or corrupted file, or one that is not ONNX, is a ModelFileError naming the file;
-2. check every node has a converter, and report all that do not in one UnsupportedOpError;
+2. with ``strict``, check every node has a converter, and report all that do not in one
+   UnsupportedOpError (otherwise such a node becomes an ``opaque`` op, see ``load``);
 3. ``onnx.checker`` validates the model; the size of every weight's raw data is checked
    against its shape and type here;
 4. bind symbolic input dims from ``input_shapes`` (``symbolic.py``);
@@ -27,8 +28,9 @@ from __future__ import annotations
 import ctypes
 import mmap
 import os
+import stat
 import sys
-from collections import OrderedDict
+from collections import ChainMap, OrderedDict
 from math import prod
 
 import numpy as np
@@ -36,6 +38,7 @@ import numpy as np
 from ..device import CPU, META, device as parse_device
 from ..dispatch import named_scope
 from ..errors import FlopcountError, ModelFileError, UnsupportedOpError
+from ..io.files import open_model_file
 from ..factories import empty
 from ..graph.ir import Graph
 from ..graph.passes.dce import dce
@@ -43,8 +46,9 @@ from ..graph.trace import Tracer
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
 from . import naming, symbolic, wire
+from ..ops.opaque import opaque
 from .converters import CONVERTERS, NodeContext
-from .elem_types import TO_DTYPE, to_dtype
+from .elem_types import TO_DTYPE, to_dtype, unpack
 
 # integer initializers up to this many elements are shape data (Reshape targets, axes, ids)
 SHAPE_DATA_MAX = 4096
@@ -117,6 +121,8 @@ class FileWeights:
             self._align(self._unaligned)
             self._unaligned = None
         offset, length = self.spans[i]
+        if dtype.bits < 8:  # packed two to a byte: unpacked into an array of its own
+            return unpack(memoryview(self.data)[offset:offset + length], dtype, prod(dims)).reshape(dims)
         array = np.frombuffer(self.data, dtype=dtype.np, count=length // dtype.itemsize, offset=offset)
         array = array.reshape(dims)
         if not array.flags.aligned or array.size <= SHAPE_DATA_MAX:
@@ -137,9 +143,9 @@ def _read(path: str, meta: bool = False) -> tuple:
     if os.path.isdir(path):
         raise ModelFileError(f"{path}: is a directory, not an ONNX file")
     model = weights = None
+    with open_model_file(path) as f:
+        data = _mapped(f) if meta else _read_into_buffer(f)
     try:
-        with open(path, "rb") as f:
-            data = _mapped(f) if meta else _read_into_buffer(f)
         split = wire.split_weights(data, TO_DTYPE) if sys.byteorder == "little" else None
         if split is not None:
             light, spans = split
@@ -210,9 +216,45 @@ def _first_line(exc) -> str:
     return text.splitlines()[0] if text else type(exc).__name__
 
 
+def _all_tensors(model):
+    """Every TensorProto in ``model``, wherever it sits: initializers and sparse initializers,
+    node attributes (``t``, ``tensors``, sparse ones), in the main graph, every subgraph and
+    every local function. External data is resolved for all of them through one checked path."""
+    onnx = _onnx()
+
+    def sparse(s):
+        yield s.values
+        yield s.indices
+
+    def of_nodes(nodes):
+        for node in nodes:
+            for a in node.attribute:
+                if a.HasField("t"):
+                    yield a.t
+                yield from a.tensors
+                if a.HasField("sparse_tensor"):
+                    yield from sparse(a.sparse_tensor)
+                for s in a.sparse_tensors:
+                    yield from sparse(s)
+                if a.type == onnx.AttributeProto.GRAPH:
+                    yield from of_graph(a.g)
+                for g in a.graphs:
+                    yield from of_graph(g)
+
+    def of_graph(graph):
+        yield from graph.initializer
+        for s in graph.sparse_initializer:
+            yield from sparse(s)
+        yield from of_nodes(graph.node)
+
+    yield from of_graph(model.graph)
+    for function in model.functions:
+        yield from of_nodes(function.node)
+
+
 def _has_external_data(model) -> bool:
     onnx = _onnx()
-    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in model.graph.initializer)
+    return any(t.data_location == onnx.TensorProto.EXTERNAL for t in _all_tensors(model))
 
 
 def _validate(model, path: str, data: bytes | None = None, weights: FileWeights | None = None) -> None:
@@ -271,7 +313,7 @@ def _check_raw_sizes(stripped: list, path: str) -> None:
         if any(d < 0 for d in dims):
             raise ModelFileError(f"{path or 'model'}: not a valid ONNX model: Negative dimension value "
                                  f"(tensor name: {init.name}, dims {dims})")
-        needed = prod(dims) * TO_DTYPE[init.data_type].itemsize
+        needed = TO_DTYPE[init.data_type].nbytes(prod(dims))
         if length != needed:
             raise ModelFileError(f"{path or 'model'}: not a valid ONNX model: TensorProto (tensor name: "
                                  f"{init.name}) raw_data size ({length} bytes) does not match the declared "
@@ -279,13 +321,40 @@ def _check_raw_sizes(stripped: list, path: str) -> None:
 
 
 def _load_external_data(model, path: str) -> None:
+    """Read the external data of every tensor in ``model`` from the model's own folder. onnx's
+    reader refuses a location that leaves the folder (``..``, an absolute path, a symlink out)
+    and an offset or length beyond the file; a model given without a path has no folder, so
+    its external data is refused rather than looked for in the working directory."""
     onnx = _onnx()
-    if not _has_external_data(model):
+    external = [t for t in _all_tensors(model) if t.data_location == onnx.TensorProto.EXTERNAL]
+    if not external:
         return
-    try:
-        onnx.external_data_helper.load_external_data_for_model(model, os.path.dirname(os.path.abspath(path)))
-    except Exception as exc:
-        raise ModelFileError(f"{path}: cannot read the model's external weight data: {_first_line(exc)}") from None
+    if not path:
+        raise ModelFileError(f"model: tensor {external[0].name!r} stores its data in an external file, but the "
+                             f"model was given without a path to find it from; pass the .onnx file's path")
+    folder = os.path.dirname(os.path.abspath(path))
+    for tensor in external:
+        _check_location(tensor, folder, path)
+        try:
+            onnx.external_data_helper.load_external_data_for_tensor(tensor, folder)
+        except Exception as exc:
+            raise ModelFileError(f"{path}: cannot read the model's external weight data: {_first_line(exc)}") from None
+
+
+def _check_location(tensor, folder: str, path: str) -> None:
+    """Our own check before onnx's (older onnx releases do not make it): the side file is a
+    regular file inside the model's folder, reached without ``..``, an absolute path or a
+    symlink that leads out."""
+    location = next((e.value for e in tensor.external_data if e.key == "location"), "")
+    parts = location.replace("\\", "/").split("/")
+    target = os.path.realpath(os.path.join(folder, location))
+    inside = os.path.commonpath([target, os.path.realpath(folder)]) == os.path.realpath(folder)
+    if not location or os.path.isabs(location) or ".." in parts or not inside:
+        raise ModelFileError(f"{path}: tensor {tensor.name!r} stores its data at {location[:200]!r}, which is not "
+                             f"a file inside the model's folder")
+    if os.path.exists(target) and not stat.S_ISREG(os.stat(target).st_mode):
+        raise ModelFileError(f"{path}: tensor {tensor.name!r} stores its data at {location[:200]!r}, which is not "
+                             f"a regular file")
 
 
 # --- what the file needs -----------------------------------------------------------------------
@@ -314,23 +383,29 @@ def op_label(node) -> str:
 def unsupported_ops(model) -> dict:
     """{op label: [node names]} for every node no converter handles."""
     found: dict = OrderedDict()
-    for i, node in enumerate(model.graph.node):
-        if node.domain in _DEFAULT_DOMAINS and node.op_type in CONVERTERS:
+    for i, node in enumerate(_all_nodes(model.graph)):
+        if op_label(node) in CONVERTERS:
             continue
         found.setdefault(op_label(node), []).append(node.name or f"#{i}")
     return found
 
 
-def _check_supported(model, path: str) -> None:
+def _unsupported_listing(model) -> str:
+    """``2 ONNX op type(s) with no converter: FooOp (2 nodes: 'a', 'b'); ...``, or ''."""
     found = unsupported_ops(model)
     if not found:
-        return
+        return ""
     parts = []
     for label, names in found.items():
         shown = ", ".join(repr(n) for n in names[:5]) + (", ..." if len(names) > 5 else "")
         parts.append(f"{label} ({len(names)} node{'s' if len(names) > 1 else ''}: {shown})")
-    raise UnsupportedOpError(f"{path or 'model'}: {len(found)} ONNX op type(s) with no converter: "
-                             + "; ".join(parts))
+    return f"{len(found)} ONNX op type(s) with no converter: " + "; ".join(parts)
+
+
+def _check_supported(model, path: str) -> None:
+    listing = _unsupported_listing(model)
+    if listing:
+        raise UnsupportedOpError(f"{path or 'model'}: {listing}")
 
 
 # --- attributes --------------------------------------------------------------------------------
@@ -349,14 +424,14 @@ def _python_value(value):
 _SCHEMA_DEFAULTS: dict = {}
 
 
-def _schema_defaults(op_type: str, opset: int) -> dict:
+def _schema_defaults(op_type: str, opset: int, domain: str = "") -> dict:
     """The attribute defaults the operator schema in force at ``opset`` declares."""
-    key = (op_type, opset)
+    key = (op_type, opset, domain)
     if key not in _SCHEMA_DEFAULTS:
         onnx = _onnx()
         defaults = {}
         try:
-            schema = onnx.defs.get_schema(op_type, opset, "")
+            schema = onnx.defs.get_schema(op_type, opset, domain)
         except Exception:  # an op newer than this onnx package: no defaults to add
             schema = None
         if schema is not None:
@@ -368,8 +443,11 @@ def _schema_defaults(op_type: str, opset: int) -> dict:
 
 
 def node_attributes(node, opset: int) -> dict:
+    """The node's attributes as Python values, with the defaults of its schema at ``opset`` (the
+    version of the node's domain the model imports)."""
     onnx = _onnx()
-    attrs = dict(_schema_defaults(node.op_type, opset))
+    domain = "" if node.domain in _DEFAULT_DOMAINS else node.domain
+    attrs = dict(_schema_defaults(node.op_type, opset, domain))
     for attr in node.attribute:
         attrs[attr.name] = _python_value(onnx.helper.get_attribute_value(attr))
     return attrs
@@ -400,17 +478,35 @@ def _buffer_names(model) -> set:
             for name in node.input[3:5] if name}
 
 
+# the inputs of quantization ops that hold a layer's weights in an integer or float8 type
+_QUANTIZED_WEIGHT_INPUTS = {"DequantizeLinear": (0,), "MatMulInteger": (1,), "ConvInteger": (1,),
+                            "QLinearMatMul": (3,), "QLinearConv": (3,)}
+
+
+def _quantized_weight_names(model) -> set:
+    """Initializers that are quantized weights: parameters of the model whatever their type
+    (a QDQ file's int8 conv weights count as its parameters, at one byte each)."""
+    return {node.input[i] for node in model.graph.node for i in _QUANTIZED_WEIGHT_INPUTS.get(node.op_type, ())
+            if i < len(node.input) and node.input[i]}
+
+
 def _initializer_tensors(model, path: str, weights: FileWeights | None = None, meta: bool = False) -> tuple:
     """(constants, parameters): {name: Tensor} and {name: (Tensor, kind)}. Arrays are adopted
     as they come (read-only views of the file's or protobuf's bytes), not copied. With
     ``meta``, an initializer whose raw data is in the file (its size checked) and that is
     larger than shape data becomes a meta tensor: nothing is made for it."""
-    onnx = _onnx()
-    buffers = _buffer_names(model)
+    buffers, quantized = _buffer_names(model), _quantized_weight_names(model)
     constants, params = {}, {}
     for i, init in enumerate(model.graph.initializer):
         dtype = to_dtype(init.data_type, f"initializer {init.name!r}")
         in_file = weights is not None and weights.spans[i] is not None
+        if init.name in quantized and prod(init.dims) > 1:
+            tensor = Tensor._make(None, tuple(init.dims), dtype, META) if in_file and meta else None
+            if tensor is None:
+                array = weights.array(i, dtype, tuple(init.dims)) if in_file else _array_of(init, dtype, path)
+                tensor = Tensor._make(array, tuple(array.shape), dtype, CPU)
+            params[init.name] = (Parameter(tensor), "param")
+            continue
         if in_file and meta and prod(init.dims) > SHAPE_DATA_MAX:
             shape = tuple(init.dims)
             tensor = Tensor._make(None, shape, dtype, META)
@@ -419,15 +515,7 @@ def _initializer_tensors(model, path: str, weights: FileWeights | None = None, m
             else:
                 params[init.name] = (Parameter(tensor), "param")
             continue
-        if in_file:
-            array = weights.array(i, dtype, tuple(init.dims))
-        else:
-            try:
-                array = onnx.numpy_helper.to_array(init)
-            except Exception as exc:
-                raise ModelFileError(f"{path or 'model'}: initializer {init.name!r} cannot be read: "
-                                     f"{_first_line(exc)}") from None
-            array = np.asarray(array, dtype=dtype.np)
+        array = weights.array(i, dtype, tuple(init.dims)) if in_file else _array_of(init, dtype, path)
         tensor = Tensor._make(array, tuple(array.shape), dtype, CPU)
         if array.ndim == 0 or (not dtype.is_floating_point and array.size <= SHAPE_DATA_MAX):
             constants[init.name] = tensor
@@ -436,6 +524,16 @@ def _initializer_tensors(model, path: str, weights: FileWeights | None = None, m
         else:
             params[init.name] = (Parameter(tensor), "param")
     return constants, params
+
+
+def _array_of(init, dtype, path: str) -> np.ndarray:
+    """An initializer's values read by onnx (typed data fields, external data loaded)."""
+    try:
+        array = _onnx().numpy_helper.to_array(init)
+    except Exception as exc:
+        raise ModelFileError(f"{path or 'model'}: initializer {init.name!r} cannot be read: "
+                             f"{_first_line(exc)}") from None
+    return np.asarray(array, dtype=dtype.np)
 
 
 # --- conversion --------------------------------------------------------------------------------
@@ -457,20 +555,23 @@ class _OnnxTracer(Tracer):
 class _Conversion:
     """Runs the ONNX nodes through their converters (the function the tracer traces)."""
 
-    def __init__(self, model, constants: dict, params: dict, input_names: list):
+    def __init__(self, model, constants: dict, params: dict, input_names: list, input_shapes: dict | None = None):
         self.model = model
+        self.input_shapes = input_shapes or {}  # every graph input's bound shape, for shape inference
+        self._inferred = None
         self.opset = default_opset(model)
+        self.domains = {entry.domain: entry.version for entry in model.opset_import}
         self.values = dict(constants)
         self.values.update((name, t) for name, (t, _) in params.items())
         self.input_names = input_names
         self.tracer = None
-        graph = model.graph
-        self.used = {name for node in graph.node for name in node.input if name}
-        self.used.update(v.name for v in graph.output)
+        self.used = _names_read(model.graph)
+        self.notes: list = []  # what the report should say about the conversion (loop trip counts)
 
     def __call__(self, *inputs):
         values = self.values
         values.update(zip(self.input_names, inputs))
+        self.input_of = {id(t._value): name for name, t in zip(self.input_names, inputs)}
         for node in self.model.graph.node:
             self._convert(node, values)
         outs = []
@@ -480,11 +581,81 @@ class _Conversion:
             outs.append(values[v.name])
         return outs[0] if len(outs) == 1 else tuple(outs)
 
+    def sources(self, t) -> list:
+        """The graph inputs (ONNX names, in input order) whose values ``t`` is computed from."""
+        if getattr(t, "_value", None) is None:
+            return []
+        producer = {id(v): n for n in self.tracer.graph.nodes for v in n.outputs}
+        found, stack, seen = set(), [t._value], set()
+        while stack:
+            v = stack.pop()
+            if v is None or id(v) in seen:
+                continue
+            seen.add(id(v))
+            if id(v) in self.input_of:
+                found.add(self.input_of[id(v)])
+            elif id(v) in producer:
+                stack.extend(producer[id(v)].inputs)
+        return [name for name in self.input_names if name in found]
+
+    def _opaque(self, node):
+        """A converter for a node no converter knows: an ``opaque`` op with the output shapes
+        the file states or shape inference gives (counted as zero, listed as unsupported)."""
+        label = f"ONNX {op_label(node)}"
+
+        def convert(ctx, *inputs):
+            outputs = []
+            for name in node.output:
+                found = self._output_types().get(name)
+                if found is None:
+                    raise UnsupportedOpError(f"{_unsupported_listing(self.model)}; {label} node {node.name!r} has "
+                                             f"no converter, and neither the file nor shape inference gives the "
+                                             f"shape of its output {name!r}: flopcount cannot count past it")
+                outputs.append(found)
+            return opaque(*inputs, label=label, node=node.name or label, outputs=outputs)
+
+        return convert
+
+    def _output_types(self) -> dict:
+        """{value name: (shape, dtype name)} for every value whose shape the file states or ONNX
+        shape inference finds once the graph inputs have their bound shapes (a symbolic dim the
+        inputs bind, ``batch``, takes its value)."""
+        if self._inferred is None:
+            onnx = _onnx()
+            model = onnx.ModelProto()
+            model.CopyFrom(self.model)
+            symbols = {}
+            for v in model.graph.input:
+                if v.name in self.input_shapes and v.type.HasField("tensor_type"):
+                    dims = v.type.tensor_type.shape.dim
+                    for d, n in zip(dims, self.input_shapes[v.name]):
+                        if d.dim_param:
+                            symbols[d.dim_param] = int(n)
+                    del dims[:]
+                    for n in self.input_shapes[v.name]:
+                        dims.add().dim_value = int(n)
+            try:
+                model = onnx.shape_inference.infer_shapes(model, data_prop=True)
+            except Exception:  # inference gives up on some files: what the file states still counts
+                pass
+            found = {}
+            for v in list(model.graph.value_info) + list(model.graph.output):
+                tt = v.type.tensor_type
+                if not v.type.HasField("tensor_type") or tt.elem_type not in TO_DTYPE or not tt.HasField("shape"):
+                    continue
+                dims = [d.dim_value if d.HasField("dim_value") else symbols.get(d.dim_param) for d in tt.shape.dim]
+                if None not in dims:
+                    found[v.name] = (tuple(dims), TO_DTYPE[tt.elem_type].name)
+            self._inferred = found
+        return self._inferred
+
     def _convert(self, node, values: dict) -> None:
         metadata = {p.key: p.value for p in node.metadata_props}
         scope, module_type = naming.node_scope(node.name, metadata)
-        ctx = NodeContext(node.op_type, node.name, self.opset, node_attributes(node, self.opset),
-                          len(node.output), tuple(bool(name) and name in self.used for name in node.output))
+        opset = self.opset if node.domain in _DEFAULT_DOMAINS else self.domains.get(node.domain, 1)
+        ctx = NodeContext(node.op_type, node.name, opset, node_attributes(node, opset),
+                          len(node.output), tuple(bool(name) and name in self.used for name in node.output),
+                          self.sources, _Subgraphs(self, values, self.notes))
         inputs = []
         for name in node.input:
             if not name:
@@ -498,10 +669,11 @@ class _Conversion:
             inputs.pop()
         recorded = self.tracer.graph.nodes
         first = len(recorded)
+        convert = CONVERTERS.get(op_label(node))
         try:
             with named_scope(scope):
-                result = CONVERTERS[node.op_type](ctx, *inputs)
-        except UnsupportedOpError:
+                result = (convert or self._opaque(node))(ctx, *inputs)
+        except (UnsupportedOpError, symbolic.InputValueError):
             raise
         except FlopcountError as exc:
             raise type(exc)(f"{ctx.where}: {exc}") from exc
@@ -521,6 +693,68 @@ class _Conversion:
                 raise ctx.unsupported(f"output {i} ({name!r}) is used but not supported")
 
 
+class _Subgraphs:
+    """What a control-flow converter (If, Loop, Scan) uses to run a subgraph of its node: the
+    subgraph's nodes converted as the outer graph's are, reading outer values by name."""
+
+    def __init__(self, conversion: _Conversion, outer, notes: list):
+        self.conversion, self.outer, self.notes = conversion, outer, notes
+
+    def run(self, graph, inputs: list, scope: str) -> list:
+        """The outputs of ``graph`` on ``inputs`` (tensors, one per graph input), its ops
+        recorded in ``scope`` under the node's own."""
+        onnx = _onnx()
+        local: dict = {}
+        for init in graph.initializer:
+            array = onnx.numpy_helper.to_array(init)
+            local[init.name] = Tensor._make(np.asarray(array), tuple(array.shape), to_dtype(init.data_type, init.name),
+                                            CPU)
+        for declared, t in zip(graph.input, inputs):
+            local[declared.name] = t
+        values = ChainMap(local, self.outer)
+        with named_scope(scope):
+            for node in graph.node:
+                self.conversion._convert(node, values)
+        missing = [v.name for v in graph.output if v.name not in values]
+        if missing:
+            raise ModelFileError(f"subgraph {graph.name!r}: output(s) {missing} are not computed by any node")
+        return [values[v.name] for v in graph.output]
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+def _subgraphs(node) -> list:
+    """The GraphProto attributes of ``node`` (If's branches, Loop's and Scan's body)."""
+    onnx = _onnx()
+    out = []
+    for attr in node.attribute:
+        if attr.type == onnx.AttributeProto.GRAPH:
+            out.append(attr.g)
+        elif attr.type == onnx.AttributeProto.GRAPHS:
+            out.extend(attr.graphs)
+    return out
+
+
+def _all_nodes(graph):
+    """Every node of ``graph`` and of its subgraphs, depth first."""
+    for node in graph.node:
+        yield node
+        for sub in _subgraphs(node):
+            yield from _all_nodes(sub)
+
+
+def _names_read(graph) -> set:
+    """Names read anywhere: node inputs (in subgraphs too, which read outer values by name) and
+    the outputs of the graph and its subgraphs."""
+    used = {v.name for v in graph.output}
+    for node in graph.node:
+        used.update(name for name in node.input if name)
+        for sub in _subgraphs(node):
+            used |= _names_read(sub)
+    return used
+
+
 def _graph_name(model, path: str) -> str:
     if model.graph.name:
         return model.graph.name
@@ -528,25 +762,51 @@ def _graph_name(model, path: str) -> str:
 
 
 def import_model(model, input_shapes=None, path: str = "", weights: FileWeights | None = None,
-                 meta: bool = False) -> Graph:
+                 meta: bool = False, input_values: dict | None = None) -> Graph:
     """A Graph from a checked ModelProto whose external data is loaded (``weights``: where the
-    raw data the model lacks lies in the file's bytes; ``meta``: see ``load``)."""
+    raw data the model lacks lies in the file's bytes; ``meta`` and ``input_values``: see
+    ``load``)."""
     constants, params = _initializer_tensors(model, path, weights, meta)
     declared = _declared_inputs(model, {t.name for t in model.graph.initializer})
     shapes = symbolic.bind([(name, dims) for name, dims, _ in declared], input_shapes)
     dtypes = [to_dtype(code, f"graph input {name!r}") for name, _, code in declared]
-    names = [name for name, _, _ in declared]
-    conversion = _Conversion(model, constants, params, names)
-    tracer = _OnnxTracer(conversion, names, params)
-    conversion.tracer = tracer
-    examples = tuple(empty(*shape, dtype=dtype, device="meta") for shape, dtype in zip(shapes, dtypes))
-    graph = dce(tracer.run(examples, {}))
-    conversion.tracer = None  # no cycle keeps the conversion's tensors alive until a collection
+    available = symbolic.input_values(declared, shapes, dtypes, input_values)
+    bound: dict = {}
+    while True:
+        try:
+            graph = _trace(model, constants, params, declared, shapes, dtypes, bound)
+            break
+        except symbolic.InputValueError as exc:
+            # inputs whose values decide shapes become constants of the graph, like its shapes
+            missing = [name for name in exc.names if name not in bound]
+            if not missing or any(name not in available for name in missing):
+                raise
+            bound.update((name, available[name]) for name in missing)
     graph.name = _graph_name(model, path)
     return graph.to("meta") if meta else graph
 
 
-def load(path, input_shapes=None, device=None) -> Graph:
+def _trace(model, constants: dict, params: dict, declared: list, shapes: list, dtypes: list,
+           bound: dict) -> Graph:
+    """Convert the nodes under the tracer; the inputs in ``bound`` are constants with those values."""
+    fixed = dict(constants)
+    fixed.update((name, Tensor._make(value, tuple(value.shape), to_dtype(code, name), CPU))
+                 for name, _, code in declared if name in bound for value in (bound[name],))
+    free = [i for i, (name, _, _) in enumerate(declared) if name not in bound]
+    names = [declared[i][0] for i in free]
+    conversion = _Conversion(model, fixed, params, names, {name: shape for (name, _, _), shape in zip(declared, shapes)})
+    tracer = _OnnxTracer(conversion, names, params)
+    conversion.tracer = tracer
+    examples = tuple(empty(*shapes[i], dtype=dtypes[i], device="meta") for i in free)
+    try:
+        graph = dce(tracer.run(examples, {}))
+    finally:
+        conversion.tracer = None  # no cycle keeps the conversion's tensors alive until a collection
+    graph.notes = list(conversion.notes)
+    return graph
+
+
+def load(path, input_shapes=None, device=None, input_values=None, strict: bool = False) -> Graph:
     """Import the ONNX model at ``path`` as a Graph (see the module docstring).
 
     ``input_shapes`` binds symbolic input dims: ``{"input_ids": (1, 128)}``, a list of shapes in
@@ -555,6 +815,17 @@ def load(path, input_shapes=None, device=None) -> Graph:
     array is made for weights whose raw data is in the file (their sizes are still checked);
     small initializers keep their values, which converters may read at import time (shape
     data, scales, bounds). Otherwise the graph is on the CPU (``graph.to(device)`` moves it).
+
+    ``input_values`` ``{input name: array}`` gives the values of graph inputs that carry shapes
+    (a Reshape target, Slice starts, reduction axes, Resize sizes, TopK's k): those that a node
+    needs become constants of the graph and leave its inputs, as the graph is specialized to its
+    input shapes; values given for other inputs are not used. A needed value not given is a
+    ShapeError naming the input.
+
+    A node no converter knows does not stop the import: it becomes an ``opaque`` op with the
+    output shapes the file states (or ONNX shape inference gives), counted as zero and listed as
+    unsupported; running it raises an UnsupportedOpError naming it. ``strict=True`` refuses such
+    a file at once, listing every op type without a converter and its nodes.
 
     >>> g = rt.onnx.load("resnet18.onnx", input_shapes={"input": (1, 3, 224, 224)})  # doctest: +SKIP
     >>> g.cost().macs                                                                 # doctest: +SKIP
@@ -570,9 +841,17 @@ def load(path, input_shapes=None, device=None) -> Graph:
     _check_opset(model, path)
     if model.functions:
         model, data = onnx.inliner.inline_local_functions(model), None
-    _check_supported(model, path)
-    _validate(model, path, data, weights)
+    if strict:
+        _check_supported(model, path)
+    try:
+        _validate(model, path, data, weights)
+    except ModelFileError as exc:
+        listing = _unsupported_listing(model) if "No Op registered for" in str(exc) else ""
+        if not listing:  # a known op at an opset that does not define it: the file is wrong
+            raise
+        # op types ONNX does not define in its own domain: name them all, as strict does
+        raise UnsupportedOpError(f"{path or 'model'}: {listing} (the checker: "
+                                 f"{str(exc).split('model: ', 1)[-1]})") from None
     del data  # the file's bytes, unless the weights' arrays are views of them
-    if path:
-        _load_external_data(model, path)
-    return import_model(model, input_shapes, path, weights, meta)
+    _load_external_data(model, path)
+    return import_model(model, input_shapes, path, weights, meta, input_values)

@@ -19,15 +19,25 @@ class InputShapeError(ShapeError):
     other shapes, unlike a ShapeError inside the graph)."""
 
 
+class InputValueError(ShapeError):
+    """A graph input whose values decide shapes (a Reshape target, Slice starts, TopK's k) and
+    that were not bound; ``names`` are the inputs whose values are needed."""
+
+    def __init__(self, names: list, message: str):
+        super().__init__(message)
+        self.names = list(names)
+
+
 def _dims(name: str, shape) -> tuple:
-    """``shape`` as a tuple of ints >= 1, or an InputShapeError naming the input."""
+    """``shape`` as a tuple of ints >= 0 (ONNX tensors may be empty), or an InputShapeError
+    naming the input."""
     try:
         dims = tuple(shape)
     except TypeError:
         raise InputShapeError(f"input_shapes gives {shape!r} for input {name!r}, not a shape") from None
-    bad = [d for d in dims if not isinstance(d, Integral) or isinstance(d, bool) or d < 1]
+    bad = [d for d in dims if not isinstance(d, Integral) or isinstance(d, bool) or d < 0]
     if bad:
-        raise InputShapeError(f"input_shapes gives {dims} for input {name!r}: every dim must be an integer >= 1, "
+        raise InputShapeError(f"input_shapes gives {dims} for input {name!r}: every dim must be an integer >= 0, "
                               f"got {bad[0]!r}")
     return tuple(int(d) for d in dims)
 
@@ -103,3 +113,32 @@ def bind(inputs: list, input_shapes=None) -> list:
         example = ", ".join(f"{name!r}: (...)" for name, _ in missing)
         raise InputShapeError(f"{'; '.join(parts)}; pass input_shapes, e.g. input_shapes={{{example}}}")
     return shapes
+
+
+def input_values(inputs: list, shapes: list, dtypes: list, values) -> dict:
+    """``values`` ({input name: array-like}) as numpy arrays of each input's bound shape and
+    dtype; an InputShapeError for a name the model does not take or a value that does not fit.
+
+    >>> import numpy as np; from flopcount.runtime import dtypes
+    >>> input_values([("k", [1], 7)], [(1,)], [dtypes.int64], {"k": [3]})
+    {'k': array([3])}
+    """
+    import numpy as np
+
+    if not values:
+        return {}
+    names = [entry[0] for entry in inputs]
+    out = {}
+    for name, value in values.items():
+        if name not in names:
+            raise InputShapeError(f"input_values names {name!r}, which is not an input of the model "
+                                  f"(its inputs are {names})")
+        i = names.index(name)
+        array = np.asarray(value)
+        if tuple(array.shape) != tuple(shapes[i]):
+            if array.size != int(np.prod(shapes[i], dtype=np.int64)):  # flat values of the right count fit
+                raise InputShapeError(f"input_values gives input {name!r} {array.size} value(s) of shape "
+                                      f"{tuple(array.shape)}; the input's shape is {tuple(shapes[i])}")
+            array = array.reshape(shapes[i])
+        out[name] = np.array(array, dtype=dtypes[i].np, order="C")  # (ascontiguousarray makes 0-d 1-d)
+    return out

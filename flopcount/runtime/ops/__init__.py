@@ -1,4 +1,5 @@
 """Every registered op, by family. Importing this package registers them all."""
 
-from . import (activations, attention, conv, dropout, elementwise, embedding, indexing, linalg,  # noqa: F401
-               loss, movement, norm, pooling, quantized, reduction, sampling)
+from . import (activations, attention, bitwise, cache, conv, cumulative, detection, determinant, dropout,  # noqa: F401
+               elementwise, embedding, grid_sample, indexing, linalg, loss, movement, norm, opaque, pooling,
+               quantized, reduction, resample, sampling, scatter, selection, spectral, trigonometric)

@@ -19,7 +19,7 @@ from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
 from . import _conv_kernels as kernels
-from ._helpers import batched, check_ints, ntuple, unbatched
+from ._helpers import batched, check_ints, ntuple, unbatched, upcast_half
 from ._window import out_size, transpose_out_size
 
 
@@ -111,7 +111,10 @@ class Conv(Op):
         return Spec(x.shape[:1] + (weight.shape[0],) + out, x.dtype, x.device)
 
     def forward(xp, x, weight, bias=None, *, stride, padding, dilation, groups):
-        return kernels.conv_forward(xp, x, weight, bias, stride, padding, dilation, groups)
+        # float16 accumulates in float32 (a half sum of K products loses bits at every add)
+        y = kernels.conv_forward(xp, upcast_half(x), upcast_half(weight), upcast_half(bias), stride, padding,
+                                 dilation, groups)
+        return y.astype(x.dtype, copy=False)
 
     kernels = {"cuda": cuda_kernels.convolution(forward)}
 
@@ -197,8 +200,9 @@ class ConvTranspose(Op):
         return Spec(x.shape[:1] + (cout,) + out, x.dtype, x.device)
 
     def forward(xp, x, weight, bias=None, *, stride, padding, output_padding, dilation, groups):
-        return kernels.conv_transpose_forward(xp, x, weight, bias, stride, padding, output_padding,
-                                              dilation, groups)
+        y = kernels.conv_transpose_forward(xp, upcast_half(x), upcast_half(weight), upcast_half(bias), stride,
+                                           padding, output_padding, dilation, groups)
+        return y.astype(x.dtype, copy=False)
 
     kernels = {"cuda": cuda_kernels.conv_transpose(forward)}
 

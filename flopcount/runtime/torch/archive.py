@@ -17,7 +17,7 @@ import os
 
 from ..errors import FlopcountError, ModelFileError
 from ..io import sniff
-from .capture import from_program, require_torch
+from .capture import from_program, quiet_export, require_torch
 
 
 def _fail(path: str, exc: BaseException) -> ModelFileError:
@@ -144,7 +144,8 @@ def load(path, input_shapes=None, device=None):
     if meta:
         _inputs_on_meta(program)
     try:
-        program = _bound(program, input_shapes, path).run_decompositions({})
+        with quiet_export():
+            program = _bound(program, input_shapes, path).run_decompositions({})
     except FlopcountError:
         raise
     except Exception as exc:

@@ -14,6 +14,8 @@ training-mode run would update batch-norm statistics: they are put back).
 
 from __future__ import annotations
 
+import contextlib
+import warnings
 from dataclasses import dataclass, field
 
 from ..errors import FlopcountError
@@ -51,6 +53,15 @@ def require_torch():
     return torch
 
 
+@contextlib.contextmanager
+def quiet_export():
+    """torch.export itself (torch 2.13) still calls a pytree check it deprecates, warning on every
+    ResNet-sized model: a message about torch's internals that the user has nothing to act on."""
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message=r".*isinstance\(treespec, LeafSpec\)", category=FutureWarning)
+        yield
+
+
 def _first_line(exc: BaseException) -> str:
     text = str(exc).strip()
     line = text.splitlines()[0] if text else ""
@@ -66,8 +77,9 @@ def capture(module, args: tuple, kwargs: dict, *, train: bool = False) -> Captur
     kwargs = _without_cache(module, kwargs)
     try:
         try:
-            program = torch.export.export(module, tuple(args), dict(kwargs), strict=False)
-            program = program.run_decompositions({})
+            with quiet_export():
+                program = torch.export.export(module, tuple(args), dict(kwargs), strict=False)
+                program = program.run_decompositions({})
         except Exception as exc:  # export refused the model: record an eager run instead
             from .record import record
 

@@ -15,7 +15,8 @@ OPS_TESTS = pathlib.Path(__file__).resolve().parent.parent / "ops"
 
 
 def load_examples() -> dict:
-    """op name -> Example, from every tests/runtime/ops/test_*.py."""
+    """op name -> Example, from every tests/runtime/ops/test_*.py; not those of ops that have no
+    kernel by nature (``Example(runs=False)``: nothing of theirs can run on any device)."""
     examples = {}
     for path in sorted(OPS_TESTS.glob("test_*.py")):
         if path.stem == "test_registry":
@@ -23,7 +24,7 @@ def load_examples() -> dict:
         spec = importlib.util.spec_from_file_location(f"_gpu_opexamples_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        examples.update(getattr(module, "EXAMPLES", {}))
+        examples.update((name, ex) for name, ex in getattr(module, "EXAMPLES", {}).items() if ex.runs)
     return examples
 
 

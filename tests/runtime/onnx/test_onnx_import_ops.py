@@ -150,6 +150,8 @@ CASES = [
     Case("ReduceMax", [bools(3, 4), C(np.array([1], I64))], opset=20),
     *[Case(op, [np.array([[1, 3, 3, 0], [2, 2, 1, 2]], F32)], {"axis": 1, "keepdims": k, "select_last_index": s})
       for op in ("ArgMax", "ArgMin") for k in (0, 1) for s in (0, 1)],
+    *[Case("TopK", [np.array([[1, 3, 3, 0], [2, 2, 1, 2]], F32), C(np.array([2], I64))], {"axis": a, "largest": big},
+           outputs=2) for a in (1, -2) for big in (0, 1)],
 ]
 
 
@@ -159,12 +161,18 @@ def test_one_node_model_matches_onnxruntime(case):
 
 
 def test_every_converter_is_exercised():
-    # the layer ops are in test_onnx_import_layers.py
+    # the layer ops are in test_onnx_import_layers.py, the newer families and control flow in
+    # test_onnx_import_families.py and test_onnx_control_flow.py, quantization in test_onnx_quantized.py; ops onnxruntime cannot run
+    # (DFT, FlexAttention, the optimizers...) by ONNX's own tests in the vendored subset
+    from test_onnx_conformance import vendored_ops
+    from test_onnx_control_flow import CONTROL_FLOW_OPS
+    from test_onnx_import_families import FAMILY_OPS
     from test_onnx_import_layers import LAYER_OPS
+    from test_onnx_quantized import QUANTIZED_OPS
 
     from flopcount.runtime.onnx.converters import CONVERTERS
 
-    covered = {c.op_type for c in CASES} | LAYER_OPS
+    covered = {c.op_type for c in CASES} | LAYER_OPS | FAMILY_OPS | CONTROL_FLOW_OPS | QUANTIZED_OPS | vendored_ops()
     missing = sorted(set(rt.onnx.supported_ops()) - covered)
     where = [f"{op} (converter in {CONVERTERS[op].__module__.replace('.', '/')}.py)" for op in missing]
     assert not missing, (f"converters without an example: {where}; add a Case to "

@@ -28,11 +28,17 @@ def _load(path):
     return module
 
 
+# ops whose work is unknown by nature: a model file's node no op stands for (reports list it
+# as unsupported rather than count a guess)
+UNCOUNTED = {"opaque"}
+
+
 def test_every_op_has_all_rules():
     for name, op in rt.registered_ops().items():
         for rule in RULES:
             assert hasattr(op, rule), f"{name} lacks {rule}"
-        assert op.shape is not None and op.cost is not None, f"{name}: shape and cost cannot be None"
+        assert op.shape is not None, f"{name}: shape cannot be None"
+        assert op.cost is not None or name in UNCOUNTED, f"{name}: cost cannot be None"
 
 
 def test_every_op_has_a_checked_example():

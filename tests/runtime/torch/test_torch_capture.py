@@ -75,10 +75,10 @@ def test_an_op_without_converter_is_listed_counted_zero_and_run_by_torch():
     assert graph.notes == ["no flopcount mapping for aten.topk (1 call): counted as 0 and run by torch"]
     compare(graph, model, (x,))   # the fallback op runs torch's kernel
     report = flopcount.profile(model, x)
-    assert [str(u) for u in report.unsupported] == ["op aten.topk (1 call)"]
+    assert [str(u) for u in report.unsupported] == ["op aten.topk (1 call: 'topk')"]   # with its node names
     assert report.notes == graph.notes
     assert report.macs == 2 * 8 * 8 and report.flops == 2 * 2 * 8 * 8 + 2 * 8 + 2 * 3   # linear + bias, mul
-    with pytest.raises(UnsupportedOpError, match=r"aten.topk \(1 call\)"):
+    with pytest.raises(UnsupportedOpError, match=r"aten.topk \(1 call: 'topk'\)"):
         flopcount.profile(model, x, strict=True)
 
 

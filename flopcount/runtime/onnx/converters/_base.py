@@ -15,6 +15,7 @@ from typing import Callable
 import numpy as np
 
 from ...errors import ShapeError, UnsupportedOpError
+from ..symbolic import InputValueError
 from ...graph.folding import fold_limit
 from ...tensor import Tensor
 
@@ -22,7 +23,8 @@ CONVERTERS: dict[str, Callable] = {}
 
 
 def converter(*op_types: str):
-    """Register ``fn`` as the converter of each ONNX op type in ``op_types`` (default domain)."""
+    """Register ``fn`` as the converter of each ONNX op type in ``op_types``: ``"TopK"`` in the
+    default domain, ``"domain.OpType"`` in another (``"ai.onnx.preview.FlexAttention"``)."""
 
     def decorate(fn):
         for op_type in op_types:
@@ -35,20 +37,22 @@ def converter(*op_types: str):
 
 
 class NodeContext:
-    """One ONNX node as its converter sees it: op type, name, opset of the default domain,
+    """One ONNX node as its converter sees it: op type, name, the opset of its domain,
     attributes as Python values (tensors as numpy arrays), how many outputs it declares and
     which of them the model reads."""
 
-    __slots__ = ("op_type", "name", "opset", "attrs", "n_outputs", "used")
+    __slots__ = ("op_type", "name", "opset", "attrs", "n_outputs", "used", "sources", "subgraphs")
 
     def __init__(self, op_type: str, name: str, opset: int, attrs: dict, n_outputs: int = 1,
-                 used: tuple = (True,)):
+                 used: tuple = (True,), sources: Callable | None = None, subgraphs=None):
         self.op_type = op_type
         self.name = name
         self.opset = opset
         self.attrs = attrs
         self.n_outputs = n_outputs
         self.used = used
+        self.sources = sources  # tensor -> the graph inputs it is computed from (the importer's)
+        self.subgraphs = subgraphs  # runs a subgraph attribute (If, Loop, Scan); notes for the report
 
     def output_used(self, i: int) -> bool:
         return i < len(self.used) and self.used[i]
@@ -70,8 +74,15 @@ class NodeContext:
         if t is None:
             return None
         if not is_const(t):
+            names = self.sources(t) if self.sources is not None else []
+            if names:
+                # a graph input carries it (a Reshape target, Slice starts): its values are
+                # part of the graph's specialization, as the input shapes are
+                raise InputValueError(names, f"{self.where}: {what} is computed from the values of graph "
+                                             f"input(s) {', '.join(repr(n) for n in names)}; bind them: "
+                                             f"input_values={{{', '.join(f'{n!r}: ...' for n in names)}}}")
             raise self.unsupported(
-                f"{what} depends on the values of the model's inputs; flopcount needs it to be a "
+                f"{what} depends on the values the model computes; flopcount needs it to be a "
                 f"constant or shape arithmetic that folds once the input shapes are known")
         return np.asarray(t.data) if t.device.type in ("cpu", "meta") else t.numpy()
 

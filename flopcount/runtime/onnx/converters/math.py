@@ -7,10 +7,14 @@ from __future__ import annotations
 
 from functools import reduce
 
+import ml_dtypes
+
 from ... import dtypes as _dt
 from ...dispatch import apply
 from ...ops import activations as act
+from ...ops import bitwise
 from ...ops import elementwise as ew
+from ...ops import trigonometric as trig
 from ..elem_types import to_dtype
 from ._base import constant, converter, is_const
 
@@ -21,7 +25,10 @@ _UNARY = {"Neg": ew.neg, "Abs": ew.abs, "Sign": ew.sign, "Exp": ew.exp, "Log": e
           "Reciprocal": ew.reciprocal, "Sin": ew.sin, "Cos": ew.cos, "Tanh": ew.tanh, "Erf": ew.erf,
           "Floor": ew.floor, "Ceil": ew.ceil, "Round": ew.round, "Not": ew.logical_not, "IsNaN": ew.isnan,
           "Relu": act.relu, "Sigmoid": act.sigmoid, "Softsign": act.softsign, "HardSwish": act.hardswish,
-          "Mish": act.mish, "Softplus": act.softplus}
+          "Mish": act.mish, "Softplus": act.softplus, "Tan": trig.tan, "Asin": trig.asin, "Acos": trig.acos,
+          "Atan": trig.atan, "Sinh": trig.sinh, "Cosh": trig.cosh, "Asinh": trig.asinh, "Acosh": trig.acosh,
+          "Atanh": trig.atanh, "BitwiseNot": bitwise.bitwise_not}
+_BITWISE = {"BitwiseAnd": bitwise.bitwise_and, "BitwiseOr": bitwise.bitwise_or, "BitwiseXor": bitwise.bitwise_xor}
 
 
 @converter(*_ARITHMETIC)
@@ -37,6 +44,16 @@ def compare(ctx, a, b):
 @converter(*_UNARY)
 def unary(ctx, x):
     return _UNARY[ctx.op_type](x)
+
+
+@converter(*_BITWISE)
+def bitwise_binary(ctx, a, b):
+    return _BITWISE[ctx.op_type](a, b)
+
+
+@converter("BitShift")
+def bit_shift(ctx, x, y):
+    return bitwise.bitshift(x, y, ctx.attr("direction").lower())
 
 
 def _trunc_div(a, b):
@@ -78,14 +95,24 @@ def where(ctx, condition, a, b):
     return ew.where(condition, a, b)
 
 
+def _cast(ctx, x, dtype):
+    """Cast-19's rule: a float8 target saturates by default (values beyond its range, infinities
+    included, become its largest finite value); with ``saturate=0`` they become inf or NaN, as a
+    plain conversion gives."""
+    if dtype in _dt.FLOAT8 and ctx.attr("saturate", 1) and x.dtype.is_floating_point and x.dtype not in _dt.FLOAT8:
+        limit = float(ml_dtypes.finfo(dtype.np).max)
+        x = ew.clamp(x, -limit, limit)
+    return ew.cast(x, dtype)
+
+
 @converter("Cast")
 def cast(ctx, x):
-    return ew.cast(x, to_dtype(ctx.attr("to"), f"{ctx.where}: attribute 'to'"))
+    return _cast(ctx, x, to_dtype(ctx.attr("to"), f"{ctx.where}: attribute 'to'"))
 
 
 @converter("CastLike")
 def cast_like(ctx, x, like):
-    return ew.cast(x, like.dtype)
+    return _cast(ctx, x, like.dtype)
 
 
 @converter("IsInf")
@@ -168,6 +195,32 @@ def shrink(ctx, x):
     lambd, bias = ctx.attr("lambd", 0.5), ctx.attr("bias", 0.0)
     inner = ew.where(ew.gt(x, lambd), ew.sub(x, bias), 0.0)
     return ew.where(ew.lt(x, -lambd), ew.add(x, bias), inner)
+
+
+@converter("Swish")
+def swish(ctx, x):
+    alpha = float(ctx.attr("alpha", 1.0))
+    if alpha == 1.0:
+        return act.silu(x)
+    return ew.mul(x, act.sigmoid(ew.mul(x, alpha)))
+
+
+@converter("SwiGLU")
+def swiglu(ctx, a, b):
+    """swish(a)·b, swish(a) = a·sigmoid(alpha·a)."""
+    return ew.mul(swish(ctx, a), b)
+
+
+@converter("BitCast")
+def bit_cast(ctx, x):
+    return bitwise.bitcast(x, to_dtype(ctx.attr("to"), f"{ctx.where}: attribute 'to'"))
+
+
+@converter("Det")
+def det(ctx, x):
+    from ...ops.determinant import det as determinant
+
+    return determinant(x)
 
 
 @converter("Gelu")

@@ -7,16 +7,19 @@ or a short composite in front of the op.
 
 from __future__ import annotations
 
+import itertools
 import math
 
 import numpy as np
 
+from ... import dtypes as _dt
 from ...dispatch import apply
 from ...ops import activations as act
 from ...ops import elementwise as ew
-from ...ops import linalg, movement, norm
+from ...ops import indexing, linalg, movement, norm, reduction
 from ...ops.conv import Conv, ConvTranspose
 from ...ops.pooling import AdaptiveAvgPool, AdaptiveMaxPool, AvgPool, MaxPool
+from ..elem_types import to_dtype
 from ._base import constant, converter
 
 
@@ -148,9 +151,29 @@ def conv_transpose(ctx, x, w, b=None):
 
 @converter("BatchNormalization")
 def batch_norm(ctx, x, scale, bias, mean, var, *_):
-    if ctx.attr("training_mode", 0):
-        raise ctx.unsupported("training_mode=1 (batch statistics) is not supported; export the model in eval mode")
-    return norm.batch_norm(x, mean, var, scale, bias, training=False, eps=ctx.attr("epsilon", 1e-5))
+    eps = ctx.attr("epsilon", 1e-5)
+    if not ctx.attr("training_mode", 0):
+        return norm.batch_norm(x, mean, var, scale, bias, training=False, eps=eps)
+    # training: the batch's statistics normalize, and the running ones come out updated
+    dims = (0,) + tuple(range(2, x.ndim))
+    batch_mean = reduction.mean(x, dims)
+    centered = ew.sub(x, movement.reshape(batch_mean, (1, -1) + (1,) * (x.ndim - 2)))
+    batch_var = reduction.mean(ew.mul(centered, centered), dims)
+    y = norm.batch_norm(x, batch_mean, batch_var, scale, bias, training=False, eps=eps)
+    momentum = float(ctx.attr("momentum", 0.9))
+    running_mean = ew.add(ew.mul(mean, momentum), ew.mul(batch_mean, 1 - momentum))
+    running_var = ew.add(ew.mul(var, momentum), ew.mul(batch_var, 1 - momentum))
+    return y, running_mean, running_var
+
+
+def _statistics(x, dims: tuple, eps: float, stash):
+    """(mean, 1 / sqrt(var + eps)) over ``dims``, kept as size-1 dims, in ``stash``'s dtype:
+    the extra outputs of LayerNormalization, computed only when the model reads them."""
+    work = ew.cast(x, stash)
+    mean = reduction.mean(work, dims, True)
+    centered = ew.sub(work, mean)
+    var = reduction.mean(ew.mul(centered, centered), dims, True)
+    return mean, ew.rsqrt(ew.add(var, eps))
 
 
 @converter("LayerNormalization")
@@ -160,9 +183,24 @@ def layer_norm(ctx, x, scale, bias=None):
     eps = ctx.attr("epsilon", 1e-5)
     fits = all(t is None or tuple(t.shape) == shape for t in (scale, bias))
     if fits:
-        return norm.layer_norm(x, shape, scale, bias, eps)
-    y = ew.mul(norm.layer_norm(x, shape, None, None, eps), scale)  # broadcastable affine
-    return y if bias is None else ew.add(y, bias)
+        y = norm.layer_norm(x, shape, scale, bias, eps)
+    else:
+        y = ew.mul(norm.layer_norm(x, shape, None, None, eps), scale)  # broadcastable affine
+        y = y if bias is None else ew.add(y, bias)
+    if not (ctx.output_used(1) or ctx.output_used(2)):
+        return y
+    stash = to_dtype(ctx.attr("stash_type", 1), f"{ctx.where}: attribute 'stash_type'")
+    return (y,) + _statistics(x, tuple(range(axis, x.ndim)), eps, stash)
+
+
+@converter("RMSNormalization")
+def rms_norm(ctx, x, scale):
+    axis = ctx.axis(ctx.attr("axis", -1), x.ndim)
+    shape = tuple(x.shape[axis:])
+    eps = ctx.attr("epsilon", 1e-5)
+    if tuple(scale.shape) == shape:
+        return norm.rms_norm(x, shape, scale, eps)
+    return ew.mul(norm.rms_norm(x, shape, None, eps), scale)  # a scale that broadcasts
 
 
 def _per_channel(t, channels: int, groups: int):
@@ -223,9 +261,66 @@ def _native_padding(pairs, kernel):
     return None
 
 
+def _window_slices(x, kernel, strides, dilations, pairs, out, fill=0.0):
+    """One strided slice of the padded ``x`` per kernel position: the element each output's
+    window reads there. The end is padded further (with ``fill``) where ceil_mode's last windows
+    reach past the padding; ONNX leaves those positions out of the window."""
+    spatial = x.shape[2:]
+    reach = [(o - 1) * s + (k - 1) * d + 1 for o, s, k, d in zip(out, strides, kernel, dilations)]
+    ends = [(b, e + max(r - (n + b + e), 0)) for r, n, (b, e) in zip(reach, spatial, pairs)]
+    padded = _pad_spatial(x, ends, fill) if any(p != (0, 0) for p in ends) else x
+    for offsets in itertools.product(*[range(k) for k in kernel]):
+        key = tuple(slice(j * d, j * d + (o - 1) * s + 1, s) for j, d, o, s in zip(offsets, dilations, out, strides))
+        yield indexing.getitem(padded, (slice(None), slice(None)) + key)
+
+
+def _window_sum(x, kernel, strides, dilations, pairs, out):
+    """The sum over every pooling window of the zero-padded ``x`` (any dilation)."""
+    total = None
+    for part in _window_slices(x, kernel, strides, dilations, pairs, out):
+        total = part if total is None else ew.add(total, part)
+    return total
+
+
+def _window_mask(x, pairs, include_pad: bool):
+    """1 where a window position counts (the input, and its padding with ``include_pad``)."""
+    spatial = x.shape[2:]
+    extent = [n + b + e for n, (b, e) in zip(spatial, pairs)]
+    mask = np.zeros([1, 1] + extent, dtype=x.dtype.np)
+    inner = tuple(slice(0, n) if include_pad else slice(b, b + m)
+                  for n, m, (b, _) in zip(extent, spatial, pairs))
+    mask[(0, 0) + inner] = 1
+    return constant(mask)
+
+
+def _max_pool_indices(ctx, x, kernel, strides, dilations, pairs, out):
+    """MaxPool's Indices output: the flat position in ``x`` (N, C, *spatial; row-major, or
+    column-major within a plane with ``storage_order``) of each window's first maximum."""
+    spatial = x.shape[2:]
+    flat = np.arange(int(np.prod(x.shape)), dtype=np.int64).reshape(x.shape)
+    if ctx.attr("storage_order", 0):
+        plane = np.arange(int(np.prod(spatial)), dtype=np.int64).reshape(spatial[::-1]).T
+        flat = (np.arange(x.shape[0] * x.shape[1], dtype=np.int64).reshape(x.shape[:2] + (1,) * len(spatial))
+                * int(np.prod(spatial)) + plane)
+    lowest = -math.inf if x.dtype.is_floating_point else int(np.iinfo(x.dtype.np).min)
+    best = index = None
+    positions = _window_slices(constant(flat), kernel, strides, dilations, pairs, out, -1)
+    for value, where_ in zip(_window_slices(x, kernel, strides, dilations, pairs, out, lowest), positions):
+        if best is None:
+            best, index = value, where_
+            continue
+        better = ew.gt(value, best)  # strictly: the first maximum in row-major order stays
+        best, index = ew.where(better, value, best), ew.where(better, where_, index)
+    return index
+
+
 @converter("MaxPool")
 def max_pool(ctx, x):
     kernel, strides, dilations, pairs, ceil_mode = _pool_geometry(ctx, x)
+    if ctx.output_used(1):
+        out = _onnx_pool_out(x.shape[2:], kernel, strides, dilations, pairs, ceil_mode)
+        values = max_pool(_without_indices(ctx), x)
+        return values, _max_pool_indices(ctx, x, kernel, strides, dilations, pairs, out)
     padding = _native_padding(pairs, kernel)
     if padding is not None:
         return apply(MaxPool, x, kernel_size=kernel, stride=strides, padding=padding, dilation=dilations,
@@ -236,12 +331,21 @@ def max_pool(ctx, x):
     return _crop_to(y, _onnx_pool_out(x.shape[2:], kernel, strides, dilations, pairs, ceil_mode))
 
 
+def _without_indices(ctx):
+    from ._base import NodeContext
+
+    return NodeContext(ctx.op_type, ctx.name, ctx.opset, ctx.attrs, 1, (True,), ctx.sources, ctx.subgraphs)
+
+
 @converter("AveragePool")
 def avg_pool(ctx, x):
     kernel, strides, dilations, pairs, ceil_mode = _pool_geometry(ctx, x)
-    if any(d != 1 for d in dilations):
-        raise ctx.unsupported(f"dilations {dilations} are not supported (the runtime's avg_pool has none)")
     include_pad = bool(ctx.attr("count_include_pad", 0))
+    if any(d != 1 for d in dilations):
+        # no runtime pool dilates its windows: their sums, over the count of positions each holds
+        out = _onnx_pool_out(x.shape[2:], kernel, strides, dilations, pairs, ceil_mode)
+        count = _window_sum(_window_mask(x, pairs, include_pad), kernel, strides, dilations, pairs, out)
+        return ew.div(_window_sum(x, kernel, strides, dilations, pairs, out), count)
     padding = _native_padding(pairs, kernel)
     geometry = dict(kernel_size=kernel, stride=strides, ceil_mode=ceil_mode, divisor_override=None)
     if padding is not None:
@@ -257,6 +361,85 @@ def avg_pool(ctx, x):
     mask = constant(np.ones((1, 1) + tuple(x.shape[2:]), dtype=x.dtype.np))
     share = apply(AvgPool, _pad_spatial(mask, pairs), padding=(0,) * nd, count_include_pad=True, **geometry)
     return ew.div(pooled, _crop_to(share, out))
+
+
+@converter("MaxUnpool")
+def max_unpool(ctx, x, indices, output_shape=None):
+    """Each value written at its flat index (MaxPool's Indices) in zeros of the unpooled shape;
+    a larger ``output_shape`` pads that at the end of each dim."""
+    from ...ops.scatter import scatter_elements
+
+    kernel = tuple(int(k) for k in ctx.attr("kernel_shape"))
+    nd = len(kernel)
+    strides = _spatial(ctx, "strides", nd, 1)
+    pads = [int(p) for p in ctx.attr("pads") or [0] * (2 * nd)]
+    shape = tuple(x.shape[:2]) + tuple((n - 1) * s + k - pads[i] - pads[i + nd]
+                                       for i, (n, s, k) in enumerate(zip(x.shape[2:], strides, kernel)))
+    zeros = constant(np.zeros(int(np.prod(shape)), dtype=x.dtype.np))
+    flat = scatter_elements(zeros, 0, movement.reshape(ew.cast(indices, _dt.int64), (-1,)),
+                            movement.reshape(x, (-1,)))
+    y = movement.reshape(flat, shape)
+    wanted = ctx.ints(output_shape, "input 'output_shape'")
+    if wanted is not None and tuple(wanted) != shape:
+        y = _pad_spatial(y, [(0, w - n) for w, n in zip(wanted[2:], shape[2:])])
+    return y
+
+
+@converter("LpPool")
+def lp_pool(ctx, x):
+    """(Σ |x|ᵖ over each window)^(1/p), padding counting as zeros."""
+    kernel, strides, dilations, pairs, ceil_mode = _pool_geometry(ctx, x)
+    p = float(ctx.attr("p", 2))
+    out = _onnx_pool_out(x.shape[2:], kernel, strides, dilations, pairs, ceil_mode)
+    powered = ew.mul(x, x) if p == 2 else ew.pow(ew.abs(x), p)
+    total = _window_sum(powered, kernel, strides, dilations, pairs, out)
+    return ew.sqrt(total) if p == 2 else ew.pow(total, 1.0 / p)
+
+
+@converter("GlobalLpPool")
+def global_lp_pool(ctx, x):
+    p = float(ctx.attr("p", 2))
+    dims = tuple(range(2, x.ndim))
+    total = reduction.sum(ew.pow(ew.abs(x), p), dims, True)
+    return ew.pow(total, 1.0 / p)
+
+
+@converter("LRN")
+def lrn(ctx, x):
+    """x / (bias + alpha / size · Σ x² over ``size`` neighbouring channels)^beta."""
+    size = int(ctx.attr("size"))
+    alpha, beta, bias = float(ctx.attr("alpha", 1e-4)), float(ctx.attr("beta", 0.75)), float(ctx.attr("bias", 1.0))
+    before, after = (size - 1) // 2, size - 1 - (size - 1) // 2
+    channels = x.shape[1]
+    squares = ew.mul(x, x)
+    pairs = [0, 0] * (x.ndim - 2) + [before, after]  # F.pad order: last dim first, channels last
+    padded = movement.pad(squares, pairs)
+    total = None
+    for k in range(size):
+        part = movement.narrow(padded, 1, k, channels)
+        total = part if total is None else ew.add(total, part)
+    return ew.div(x, ew.pow(ew.add(ew.mul(total, alpha / size), bias), beta))
+
+
+@converter("LpNormalization")
+def lp_normalization(ctx, x):
+    axis = ctx.axis(ctx.attr("axis", -1), x.ndim)
+    p = int(ctx.attr("p", 2))
+    if p == 1:
+        norms = reduction.sum(ew.abs(x), axis, True)
+    elif p == 2:
+        norms = ew.sqrt(reduction.sum(ew.mul(x, x), axis, True))
+    else:
+        raise ctx.unsupported(f"p={p} (ONNX defines 1 and 2)")
+    return ew.div(x, ew.where(ew.eq(norms, 0), constant(np.array(1, x.dtype.np)), norms))  # zeros stay 0
+
+
+@converter("MeanVarianceNormalization")
+def mean_variance_normalization(ctx, x):
+    dims = ctx.axes(ctx.attr("axes", [0, 2, 3]), x.ndim)
+    centered = ew.sub(x, reduction.mean(x, dims, True))
+    variance = reduction.mean(ew.mul(centered, centered), dims, True)
+    return ew.div(centered, ew.add(ew.sqrt(variance), 1e-9))
 
 
 @converter("GlobalAveragePool")
@@ -286,8 +469,10 @@ def softmax(ctx, x):
 
 @converter("Dropout")
 def dropout(ctx, x, ratio=None, training_mode=None):
-    if training_mode is not None and ctx.scalar(training_mode, "input 'training_mode'"):
-        raise ctx.unsupported("training_mode=True (random dropout) is not supported; export the model in eval mode")
+    training = training_mode is not None and ctx.scalar(training_mode, "input 'training_mode'")
+    if training and (ratio is None or ctx.scalar(ratio, "input 'ratio'") != 0):
+        raise ctx.unsupported("training_mode=True with a ratio above 0 drops random elements; export the model "
+                              "in eval mode")
     if ctx.output_used(1):  # inference: nothing is dropped, the mask is all True
         return x, constant(np.ones(x.shape, dtype=bool))
     return x

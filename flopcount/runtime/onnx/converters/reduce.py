@@ -1,13 +1,15 @@
 """ONNX reductions (ReduceMean/Sum/Max/Min/Prod/L1/L2/SumSquare/LogSum/LogSumExp) and
-ArgMax/ArgMin. ``axes`` is an input from opset 13 for ReduceSum and from opset 18 for the
+ArgMax/ArgMin, TopK. ``axes`` is an input from opset 13 for ReduceSum and from opset 18 for the
 others (an attribute before); empty axes reduce everything unless ``noop_with_empty_axes``.
 """
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...ops import elementwise as ew
 from ...ops import movement, reduction
-from ._base import converter
+from ._base import constant, converter
 
 _AXES_AS_INPUT_SINCE = {"ReduceSum": 13}
 
@@ -49,7 +51,22 @@ def reduce(ctx, x, axes=None):
         dims = None
     else:
         dims = ctx.axes(dims, x.ndim)
-    return _REDUCE[ctx.op_type](x, dims, bool(ctx.attr("keepdims", 1)))
+    keep = bool(ctx.attr("keepdims", 1))
+    reduced = range(x.ndim) if dims is None else dims
+    if any(x.shape[d] == 0 for d in reduced):
+        return _empty_set(ctx, x, tuple(reduced), keep)
+    return _REDUCE[ctx.op_type](x, dims, keep)
+
+
+def _empty_set(ctx, x, dims: tuple, keep: bool):
+    """A reduction over no elements: ONNX's identity of each reduction (max of nothing is -inf,
+    the lowest value for integers), the same for every output: a constant of the output's shape."""
+    shape = tuple(1 if d in dims else n for d, n in enumerate(x.shape) if keep or d not in dims)
+    dtype = x.dtype.np
+    lowest, highest = (-np.inf, np.inf) if x.dtype.is_floating_point else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    value = {"ReduceMax": lowest, "ReduceMin": highest, "ReduceProd": 1, "ReduceLogSum": -np.inf,
+             "ReduceLogSumExp": -np.inf, "ReduceMean": np.nan}.get(ctx.op_type, 0)
+    return constant(np.full(shape, value, dtype=dtype))
 
 
 @converter("ArgMax", "ArgMin")
@@ -61,3 +78,4 @@ def arg_extreme(ctx, x):
         return fn(x, axis, keep)
     # the last extreme: the first one of the reversed dim, counted from the end
     return ew.sub(x.shape[axis] - 1, fn(movement.flip(x, axis), axis, keep))
+

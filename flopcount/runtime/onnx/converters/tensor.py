@@ -18,9 +18,11 @@ from ...dispatch import apply
 from ...errors import ShapeError
 from ...nn.parameter import Parameter
 from ...ops import elementwise as ew
-from ...ops import indexing, movement, reduction
+from ...ops import indexing, movement, reduction, scatter
+from ...ops.cumulative import cumprod
 from ...ops._helpers import broadcast_shapes
 from ...ops.embedding import Embedding
+from ..elem_types import to_dtype
 from ._base import constant, converter, is_const
 
 
@@ -216,12 +218,20 @@ def gather_nd(ctx, data, indices):
 
 @converter("ScatterND")
 def scatter_nd(ctx, data, indices, updates):
-    if ctx.attr("reduction", "none") != "none":
-        raise ctx.unsupported(f"reduction {ctx.attr('reduction')!r} is not supported (only 'none')")
+    reduction = ctx.attr("reduction", "none")
+    if reduction != "none":
+        return scatter.scatter_nd(data, ew.cast(indices, _dt.int64), ew.cast(updates, data.dtype), reduction)
     # data[indices[..., 0], indices[..., 1], ...] = updates
     parts = [indexing.getitem(indices, (Ellipsis, j)) for j in range(indices.shape[-1])]
     items = [["t", j] for j in range(len(parts))]
     return apply(indexing.IndexPut, data, ew.cast(updates, data.dtype), *parts, items=items)
+
+
+@converter("ScatterElements", "Scatter")
+def scatter_elements(ctx, data, indices, updates):
+    axis = ctx.axis(ctx.attr("axis", 0), data.ndim)
+    return scatter.scatter_elements(data, axis, ew.cast(indices, _dt.int64), ew.cast(updates, data.dtype),
+                                    ctx.attr("reduction", "none"))
 
 
 @converter("Tile")
@@ -258,18 +268,96 @@ def trilu(ctx, x, k=None):
     return indexing.triu(x, diagonal) if ctx.attr("upper", 1) else indexing.tril(x, diagonal)
 
 
-@converter("CumSum")
-def cumsum(ctx, x, axis):
+@converter("CumSum", "CumProd")
+def cumulative(ctx, x, axis):
     dim = ctx.axis(int(ctx.scalar(axis, "input 'axis'")), x.ndim)
     reverse = ctx.attr("reverse", 0)
     y = movement.flip(x, dim) if reverse else x
-    y = reduction.cumsum(y, dim)
-    if ctx.attr("exclusive", 0):  # shift by one along dim: a zero first, the last sum dropped
+    y = reduction.cumsum(y, dim) if ctx.op_type == "CumSum" else cumprod(y, dim)
+    if ctx.attr("exclusive", 0):  # shift by one along dim: the identity first, the last one dropped
         pairs = [0] * (2 * x.ndim)
         pairs[2 * (x.ndim - 1 - dim)], pairs[2 * (x.ndim - 1 - dim) + 1] = 1, -1
-        y = movement.pad(y, pairs)
+        y = movement.pad(y, pairs, value=0.0 if ctx.op_type == "CumSum" else 1.0)
     y = movement.flip(y, dim) if reverse else y
     return ew.cast(y, x.dtype)  # the runtime widens integer sums to int64; ONNX keeps the type
+
+
+@converter("TensorScatter")
+def tensor_scatter(ctx, cache, update, write_indices=None):
+    """A KV cache (B, ..., S, ...) with each batch's ``update`` written along ``axis`` from its
+    write index on (wrapping around with ``mode`` circular): one scatter at computed positions."""
+    axis = ctx.axis(ctx.attr("axis", -2), cache.ndim)
+    length, steps = cache.shape[axis], update.shape[axis]
+    shape = [1] * cache.ndim
+    shape[0] = cache.shape[0]
+    start = constant(np.zeros(shape, np.int64)) if write_indices is None else \
+        movement.reshape(ew.cast(write_indices, _dt.int64), shape)
+    offsets = [1] * cache.ndim
+    offsets[axis] = steps
+    position = ew.add(start, constant(np.arange(steps, dtype=np.int64).reshape(offsets)))
+    if ctx.attr("mode", "linear") == "circular":
+        position = ew.remainder(position, length)
+    return scatter.scatter_elements(cache, axis, movement.expand(position, update.shape), update)
+
+
+@converter("OptionalHasElement")
+def optional_has_element(ctx, x=None):
+    return constant(np.array(x is not None))
+
+
+@converter("OptionalGetElement")
+def optional_get_element(ctx, x):
+    return x
+
+
+@converter("EyeLike")
+def eye_like(ctx, x):
+    # ones on the k-th diagonal of a matrix of x's shape: a constant once the shape is known
+    dtype = to_dtype(ctx.attr("dtype"), f"{ctx.where}: attribute 'dtype'") if ctx.attr("dtype") is not None \
+        else x.dtype
+    rows, cols = x.shape
+    return constant(np.eye(rows, cols, k=int(ctx.attr("k", 0)), dtype=dtype.np))
+
+
+@converter("ReverseSequence")
+def reverse_sequence(ctx, x, lengths):
+    """The first lengths[b] steps of every sequence b reversed, the rest kept: a gather along
+    the time axis with positions computed from the lengths."""
+    time, batch = int(ctx.attr("time_axis", 0)), int(ctx.attr("batch_axis", 1))
+    steps = x.shape[time]
+    shape = [1] * x.ndim
+    shape[time] = steps
+    position = constant(np.arange(steps, dtype=np.int64).reshape(shape))
+    lengths_shape = [1] * x.ndim
+    lengths_shape[batch] = x.shape[batch]
+    length = movement.reshape(ew.cast(lengths, _dt.int64), lengths_shape)
+    source = ew.where(ew.lt(position, length), ew.sub(ew.sub(length, 1), position), position)
+    return indexing.gather(x, time, movement.expand(source, x.shape))
+
+
+@converter("CenterCropPad")
+def center_crop_pad(ctx, x, shape):
+    """Crop (centred, extra element at the end) or zero-pad (centred, extra at the end) the
+    dims in ``axes`` to ``shape``."""
+    target = ctx.ints(shape, "input 'shape'")
+    axes = ctx.axes(ctx.attr("axes") or range(x.ndim), x.ndim)
+    key = [slice(None)] * x.ndim
+    pairs = [(0, 0)] * x.ndim
+    for a, want in zip(axes, target):
+        have = x.shape[a]
+        if want < have:
+            start = (have - want) // 2
+            key[a] = slice(start, start + want)
+        elif want > have:
+            before = (want - have) // 2
+            pairs[a] = (before, want - have - before)
+    y = indexing.getitem(x, tuple(key))
+    if any(p != (0, 0) for p in pairs):
+        flat = []
+        for begin, end in reversed(pairs):
+            flat += [begin, end]
+        y = movement.pad(y, flat)
+    return y
 
 
 @converter("DepthToSpace")

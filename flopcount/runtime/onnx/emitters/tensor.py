@@ -30,6 +30,11 @@ def cat(b, node, ins, outs):
     b.add("Concat", ins, outs, axis=node.attrs["dim"])
 
 
+@emitter("cache_append")
+def cache_append(b, node, ins, outs):
+    b.add("Concat", ins, outs, axis=node.outputs[0].ndim - 2)  # the in-place write ONNX has no op for
+
+
 @emitter("flip")
 def flip(b, node, ins, outs):
     dims = list(node.attrs["dims"])

@@ -1,0 +1,64 @@
+"""engine="torch": the user's PyTorch model timed by PyTorch module by module, joined with
+flopcount's counts of the same model (timings are checked for structure, never for speed)."""
+
+from __future__ import annotations
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+import flopcount  # noqa: E402
+from flopcount.engines import torch_engine  # noqa: E402
+from flopcount.report.export import to_dict  # noqa: E402
+from flopcount.runtime.errors import DeviceError, FlopcountError  # noqa: E402
+
+
+class Net(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.features = torch.nn.Sequential(torch.nn.Conv2d(3, 8, 3), torch.nn.ReLU(), torch.nn.Conv2d(8, 8, 3))
+        self.act = torch.nn.ReLU()
+        self.head = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        y = self.act(self.features(x))
+        return self.head(self.act(y).mean((2, 3)))   # act runs twice: its time is the sum
+
+
+def test_module_rows_get_pytorch_times_beside_flopcount_counts():
+    model, x = Net().train(), torch.randn(2, 3, 16, 16)
+    counted = flopcount.profile(model, x)
+    timed = flopcount.profile(model, x, engine="torch", repeat=3)
+    assert timed.engine == "torch" and counted.engine == "flopcount"
+    assert (timed.macs, timed.flops, timed.params) == (counted.macs, counted.flops, counted.params)
+    assert timed.latency_ms > 0 and timed.latency_min_ms <= timed.latency_ms
+    for path in ("", "features", "features.0", "features.1", "features.2", "act", "head"):
+        row = timed.row(path)
+        assert row.latency_ms > 0 and row.latency_min_ms <= row.latency_ms, path
+        assert row.flops_per_second == row.flops / (row.latency_ms / 1e3)
+    assert all(r.latency_ms is None for r in timed.rows if r.kind == "op")
+    assert model.training   # put back
+    assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
+    assert to_dict(timed)["engine"] == "torch"
+
+
+def test_times_come_from_one_run_so_children_fit_in_their_parent():
+    """Inclusive times of the median run: a module's children ran inside its own span."""
+    model = Net()
+    times = torch_engine.time_module(model, (torch.randn(1, 3, 16, 16),), {}, warmup=1, repeat=5)
+    modules = times.modules
+    assert modules["features"][0] >= sum(modules[f"features.{i}"][0] for i in range(3))
+    assert modules[""][0] >= modules["features"][0] + modules["act"][0] + modules["head"][0]
+
+
+def test_engine_torch_needs_a_pytorch_model_with_weights():
+    with pytest.raises(FlopcountError, match=r"engine 'torch' times a PyTorch model; resnet18 is not one"):
+        flopcount.profile("resnet18", engine="torch")
+    with torch.device("meta"):
+        model = Net()
+    with pytest.raises(DeviceError, match=r"is on torch's meta device"):
+        flopcount.profile(model, input_shape=(1, 3, 16, 16), engine="torch")
+    with pytest.raises(FlopcountError, match=r"engine must be one of flopcount, torch, got 'tvm'"):
+        flopcount.profile(Net(), torch.randn(1, 3, 16, 16), engine="tvm")
+    with pytest.raises(FlopcountError, match=r"engine 'torch' times the PyTorch model as it is.*dtype='bfloat16'"):
+        flopcount.profile(Net(), torch.randn(1, 3, 16, 16), engine="torch", dtype="bf16")
