@@ -24,10 +24,11 @@ import importlib.util
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
 from .inputs import InputSpec
 from .options import Option, option_error
+from .target import FACTORY, HF, NATIVE, OBJECT, ONNX, PT2, TORCH, ZOO, Target, graph_inputs  # noqa: F401
 from .runtime import errors
 from .runtime.dtypes import get_dtype
 from .runtime.dispatch import default_device
@@ -35,40 +36,7 @@ from .runtime.graph import Graph
 from .runtime.nn.modules.module import Module
 from .runtime import torch as rt_torch
 
-OBJECT, FACTORY, ONNX, NATIVE, ZOO = "object", "factory", "onnx", "native", "zoo"
-TORCH, PT2 = "torch", "pt2"   # a torch.nn.Module (see torch_loading.py), a torch.export archive
-HF = "hf"                     # a Hugging Face model folder (config.json, *.safetensors)
 ONNX_INSTALL = "pip install 'flopcount[onnx]'"
-
-
-@dataclass
-class Target:
-    """A loaded model and what a caller needs to know about it.
-
-    ``expected`` lists the inputs the model takes (``None``: unknown, so shapes must be
-    given); ``fixed`` means those shapes cannot change (a graph is specialized to them);
-    ``device``, when set, is where its inputs must be made whatever was asked (``"meta"`` for
-    a file saved without weights); ``notes`` are remarks for the user; ``path`` is the model
-    file's path (ONNX and native files); ``torch_call`` is the PyTorch module a Graph was
-    captured from and the inputs it was captured on (``engine="torch"`` times that call).
-    """
-
-    model: object
-    label: str
-    kind: str
-    expected: list | None = None
-    fixed: bool = False
-    notes: list = field(default_factory=list)
-    device: str | None = None
-    path: str = ""
-    torch_call: tuple | None = None   # a captured PyTorch model: (module, args, kwargs) it was captured on
-
-    @property
-    def name(self) -> str:
-        """The label, or for a model given as an object its graph name or class name."""
-        if self.label:
-            return self.label
-        return self.model.name if isinstance(self.model, Graph) else type(self.model).__name__
 
 
 def kind_of(spec: str) -> str:
@@ -232,11 +200,6 @@ def _require_file(path: str) -> None:
         raise errors.ModelFileError(f"{path}: no such file")
     if os.path.isdir(path):
         raise errors.ModelFileError(f"{path}: is a directory, not a model file")
-
-
-def graph_inputs(graph) -> list:
-    """The inputs of a Graph as InputSpecs (its shapes are fixed)."""
-    return [InputSpec(v.name, tuple(v.shape), v.dtype.name) for v in graph.inputs]
 
 
 def _placed(graph: Graph, device) -> Graph:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 
 from .inputs import resolve_inputs
-from .loading import PT2, TORCH, Target, graph_inputs
+from .target import PT2, TORCH, Target, graph_inputs
 from .runtime import errors
 from .runtime.graph import Graph
 from .runtime.io import sniff
