@@ -36,7 +36,7 @@ from .runtime.graph import Graph
 from .runtime.nn.modules.module import Module
 from .runtime import torch as rt_torch
 
-ONNX_INSTALL = "pip install 'flopcount[onnx]'"
+ONNX_INSTALL = "pip install onnx"
 
 
 def kind_of(spec: str) -> str:

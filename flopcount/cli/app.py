@@ -8,6 +8,7 @@ import click
 
 from .. import __version__, api
 from . import compare as compare_view
+from . import diff as diff_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
 from .options import profile_options, run_options
@@ -30,6 +31,23 @@ FILE.py:FACTORY RUNS that Python file, exactly like `python FILE.py` would: use 
 code you trust. Model files (.onnx, .pt2, folders, native) are only read; nothing in them is
 executed, and pickled checkpoints (.pt, .pth, .bin from torch.save) are refused, never unpickled.
 """
+
+
+def _check_needs(latency: bool, hardware, sort, fmt: str, plot_path) -> None:
+    """Options that need another one, refused before anything runs."""
+    if sort == "latency" and not latency:
+        raise CliError("--sort latency needs measured times: add --latency")
+    if fmt == "trace" and not (latency or hardware):
+        raise CliError("--format trace is a timeline of measured times: add --latency (or --hardware NAME "
+                       "to lay the ops out by their roofline estimate)")
+    if plot_path is not None:
+        from ..report.plot import check_path
+
+        check_path(plot_path)
+        try:
+            import matplotlib  # noqa: F401
+        except ImportError:
+            raise CliError("--plot needs matplotlib: pip install matplotlib") from None
 
 
 def _start(ctx, debug: bool, output: str | None) -> None:
@@ -94,10 +112,14 @@ def main() -> None:
 @click.option("--by", type=click.Choice(VIEWS), default="module", show_default=True,
               help="Rows: the module tree, every op, or one row per op type.")
 @click.option("-f", "--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
-              help="json, csv and trace (Chrome/Perfetto) hold every row and go to stdout clean.")
+              help="json, csv and trace (Chrome/Perfetto; needs --latency, or --hardware for a roofline "
+                   "layout) hold every row and go to stdout clean.")
+@click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE.svg|png",
+              help="Also draw the layers (MACs, params, latency) and a roofline of every op to this file "
+                   "(needs matplotlib).")
 @phase_options
 @click.pass_context
-def profile_command(ctx, model: str, depth, top, sort, by, fmt, prefill, decode, context, generate,
+def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefill, decode, context, generate,
                     **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
@@ -112,15 +134,17 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, prefill, decode,
       flopcount resnet18 --latency --repeat 10 --warmup 2 --by op
       flopcount vit_b_16 --backward
       flopcount gpt2 -i 1x512 --format csv -o gpt2.csv
-      flopcount resnet50 --format trace -o trace.json    open in chrome://tracing or Perfetto
+      flopcount resnet50 --latency --format trace -o trace.json   open in Perfetto or chrome://tracing
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
       flopcount llama2_7b -i 1x1 --dtype bf16 --weights int4 --hardware h100-sxm
+      flopcount resnet18 --latency --plot resnet18.svg
       flopcount llama2_7b --decode --context 2048 --dtype bf16 --hardware h100-sxm
       flopcount mixtral_8x7b --generate 2048:256 --dtype bf16 --batch 8
     """
     output, quiet = kwargs["output"], kwargs["quiet"]
     _start(ctx, kwargs["debug"], output)
+    _check_needs(kwargs["latency"], kwargs["hardware"], sort, fmt, plot_path)
     options = profile_options(ctx, kwargs)
     phase = chosen_phase(prefill, decode, context, generate)
     if phase is not None:
@@ -132,6 +156,9 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, prefill, decode,
         _note(note, quiet)
     if depth is None and by == "module":
         depth = 2
+    if plot_path is not None:
+        report.plot(depth=1 if by != "module" else depth, top=top, path=plot_path)
+        _note(f"wrote {plot_path}", quiet)
     if fmt == "table" and output is None and render.stdout_is_terminal():
         report.print(depth=depth, top=top, sort=sort, by=by)
         return
@@ -179,6 +206,43 @@ def compare_command(ctx, model_a: str, model_b, shapes_a, shapes_b, depth, fmt, 
         render.print_rich(compare_view.render(a, b, "rich", depth))
         return
     _finish(compare_view.render(a, b, fmt, depth), output, quiet)
+
+
+@main.command("diff", context_settings=CONTEXT, epilog=MODEL_HELP)
+@click.argument("model_a", metavar="A")
+@click.argument("model_b", metavar="B")
+@run_options
+@click.option("--by", type=click.Choice(["layer", "op"]), default="layer", show_default=True,
+              help="Compare the module tree's layers, or every op.")
+@click.option("--all", "every", is_flag=True, help="Also list the rows that did not change.")
+@click.option("-f", "--format", "fmt", type=click.Choice(diff_view.FORMATS), default="table", show_default=True)
+@click.pass_context
+def diff_command(ctx, model_a: str, model_b: str, by, every, fmt, **kwargs) -> None:
+    """What changed from A to B, layer by layer (or op by op): added, removed and changed rows
+    with the change in MACs, params, bytes and latency, then the totals.
+
+    Rows are matched by module path (ops: by scope and op type), then what is left by position
+    and type. 'compare' shows the totals side by side instead.
+
+    \b
+    Examples:
+      flopcount diff model.onnx model_qdq.onnx --by op     float against quantized
+      flopcount diff resnet50 resnet101                     the layers one adds
+      flopcount diff a.onnx b.onnx --latency --format json
+    """
+    from ..report.diff import diff
+
+    output, quiet = kwargs["output"], kwargs["quiet"]
+    _start(ctx, kwargs["debug"], output)
+    options = profile_options(ctx, kwargs)
+    with progress.Steps(progress.wanted(quiet)) as steps:
+        a = api.profile(model_a, progress=steps.start, **options)
+        b = api.profile(model_b, progress=steps.start, **options)
+    result = diff(a, b, by=by)
+    if fmt == "table" and output is None and render.stdout_is_terminal():
+        render.print_rich(diff_view.render(result, fmt, every, rich=True))
+        return
+    _finish(diff_view.render(result, fmt, every), output, quiet)
 
 
 def _zoo_inputs(entry) -> list:

@@ -64,8 +64,8 @@ OPTIONS = [
                  help="Untimed runs before timing with --latency."),
     click.option("--backward", is_flag=True, help="Also count (and with --latency time) the backward pass "
                  "of a training step."),
-    click.option("--measure-memory", is_flag=True, help="Measure the activation peak of a real run beside "
-                 "the prediction."),
+    click.option("--measure-memory", is_flag=True, help="Run the model and measure its activation peak "
+                 "beside the predicted one (with --backward: the training step's too)."),
     click.option("--convention", type=click.Choice(conventions.NAMES), default="flopcount", show_default=True,
                  help="Counting rules: flopcount, or ptflops to match published ptflops/flowflops tables."),
     click.option("--factory-arg", "factory_args", multiple=True, metavar="KEY=VALUE",

@@ -118,12 +118,18 @@ def rows_text(headers: list, rows: list, fmt: str, title: str | None = None, foo
 
 
 def rich_table(headers: list, rows: list, title: str | None = None, footer: list | None = None):
-    """A rich Table: first column left-aligned, numbers right-aligned."""
+    """A rich Table: first column left-aligned, numbers right-aligned. The first column holds
+    names a reader copies (``mobilenet_v3_large``): it keeps its full width on a narrow
+    terminal, and the other columns wrap instead."""
+    from rich.cells import cell_len
     from rich.table import Table
 
     table = Table(title=title, caption="\n".join(footer or []) or None, caption_justify="left")
+    names = max([cell_len(str(h)) for h in headers[:1]] + [cell_len(str(r[0])) for r in rows if r])
     for i, h in enumerate(headers):
-        table.add_column(h, justify="left" if i == 0 or h in ("Family", "Description", "Default input") else "right")
+        left = i == 0 or h in ("Family", "Description", "Default input")
+        table.add_column(h, justify="left" if left else "right", min_width=names if i == 0 else None,
+                         no_wrap=i == 0)
     for r in rows:
         table.add_row(*[str(c) for c in r])
     return table

@@ -123,7 +123,9 @@ MODULE_RULES = {
     "ConvTranspose1d": conv_transpose, "ConvTranspose2d": conv_transpose, "ConvTranspose3d": conv_transpose,
     "Linear": linear,
     "ReLU": elementwise_out, "PReLU": elementwise_out, "ELU": elementwise_out, "LeakyReLU": elementwise_out,
-    "ReLU6": elementwise_out, "GELU": elementwise_out, "SiLU": elementwise_out,
+    "ReLU6": elementwise_out, "GELU": elementwise_out,
+    # ptflops has no SiLU hook: it counts zero there (efficientnet_b0: 401,669,732 MACs)
+    "SiLU": zero_rule,
     "MaxPool1d": pool, "MaxPool2d": pool, "MaxPool3d": pool,
     "AvgPool1d": pool, "AvgPool2d": pool, "AvgPool3d": pool,
     "AdaptiveMaxPool1d": pool, "AdaptiveMaxPool2d": pool, "AdaptiveMaxPool3d": pool,

@@ -95,9 +95,7 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
         holds = mem.call_holds(recorder.calls)
         memory.predicted_peak = mem.predicted_peak(events, output_ids, holds)
         if backward:
-            grad_bytes = sum(p.dtype.nbytes(p.numel()) for p in index.params if p.requires_grad)
-            memory.training_predicted_peak = mem.predicted_training_peak(events, grad_bytes,
-                                                                         output_ids, holds)
+            memory.training_predicted_peak = mem.predicted_training_peak(events, output_ids, holds)
         del out
         if real and measure_memory:
             memory.measured_peak, memory.measured_activation_peak = _measure(model, args, kwargs, device, False)

@@ -95,8 +95,7 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     finally:
         for t, g in saved:
             t.grad = g
-    grad_bytes = sum(p.dtype.nbytes(p.numel()) for p in index.params if p.requires_grad)
-    memory["predicted"] = mem.predicted_training_peak(recorder.events, grad_bytes, outputs)
+    memory["predicted"] = mem.predicted_training_peak(recorder.events, outputs)
     events = runs[0]
     n = len(graph.nodes)
     per_node = [Cost() for _ in range(n)]

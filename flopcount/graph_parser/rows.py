@@ -114,6 +114,7 @@ class NodeRows:
         else:
             scope_types.update(graph.module_types)  # what an importer knows of the model's modules
         children: dict = {}
+        first_node: dict = {}  # row name -> index of the first node under it (execution order)
 
         def scope_row(path: str) -> Row:
             row = scopes.get(path)
@@ -151,13 +152,22 @@ class NodeRows:
                       counted_by="ops" if cost is not None else "unsupported",
                       input_shapes=[None if v is None else v.shape for v in n.inputs],
                       output_shapes=[v.shape for v in n.outputs])
+            trainable = self._trainable_elems(n)
+            row.trainable_params, row.frozen_params = trainable, elems - trainable
             children.setdefault(n.scope, []).append(row)
+            first_node.setdefault(row.name, i)
             for p in _prefixes(n.scope):
+                first_node.setdefault(p, i)
                 accumulate(scopes[p], row, _SCOPE_COUNTS, _SCOPE_TIMES)
             s = scopes[n.scope]
             s.calls = max(s.calls, 1)
         self._scope_params(scopes)
         self._scope_outputs(scopes)
+        self._scope_shapes(scopes)
+        # siblings in the order they run (a flatten before the fc it feeds); modules no op ran
+        # in keep their module order, after those that ran
+        for kids in children.values():
+            kids.sort(key=lambda r: first_node.get(r.name, len(graph.nodes)))
         out = []
         stack = [scopes[""]]
         while stack:
@@ -188,6 +198,40 @@ class NodeRows:
                 row.params += v.numel()
                 row.trainable_params += v.numel() if trainable else 0
                 row.frozen_params += 0 if trainable else v.numel()
+
+    def _trainable_elems(self, node) -> int:
+        """Elements of the parameters ``node`` reads that train (``requires_grad``)."""
+        tensors = self.graph.tensors
+        return sum(v.numel() for v in node.inputs if v is not None and v.kind == "param"
+                   and getattr(tensors.get(v.name), "requires_grad", True))
+
+    def _scope_shapes(self, scopes: dict) -> None:
+        """A scope's input and output shapes, as a module call's: the activations its nodes read
+        from outside it and the values they make that are read outside it (or are graph
+        outputs), each once, in execution order. The root takes the graph's own."""
+        graph = self.graph
+        users = graph.users()
+        outputs = {v.name for v in graph.outputs}
+        producers = {v.name: n for n in graph.nodes for v in n.outputs}
+        seen_in: dict = {}
+        seen_out: dict = {}
+        for n in graph.nodes:
+            for p in _prefixes(n.scope)[1:]:
+                inside = lambda s: s == p or s.startswith(p + ".")  # noqa: E731
+                for v in n.inputs:
+                    if v is None or v.kind not in ("input", "node") or v.name in seen_in.setdefault(p, set()):
+                        continue
+                    producer = producers.get(v.name)
+                    if producer is None or not inside(producer.scope):
+                        seen_in[p].add(v.name)
+                        scopes[p].input_shapes.append(v.shape)
+                for v in n.outputs:
+                    if v.name in outputs or any(not inside(u.scope) for u in users.get(v.name, [])):
+                        if v.name not in seen_out.setdefault(p, set()):
+                            seen_out[p].add(v.name)
+                            scopes[p].output_shapes.append(v.shape)
+        scopes[""].input_shapes = [v.shape for v in graph.inputs]
+        scopes[""].output_shapes = [v.shape for v in graph.outputs]
 
     def _scope_outputs(self, scopes: dict) -> None:
         """A scope's output memory: its nodes' outputs read outside the scope (or graph outputs)."""

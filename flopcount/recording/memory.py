@@ -9,8 +9,9 @@ returned (the calling frame holds its argument); the model's outputs live to the
 sum of live buffers at any op. Parameters, buffers and the model's inputs are not activations.
 
 For a training step, autograd keeps the inputs and outputs of every taped op until the backward
-pass reaches it: the prediction is every such buffer, plus the parameters' gradients, plus the
-largest working set of gradients alive at once during the backward pass.
+pass reaches it: the prediction is every such buffer, plus the gradients alive at once during
+the backward pass, where a gradient no later op reads (a parameter's ``.grad``) stays to the
+end, from the op that makes it: the last layers' gradients come first.
 """
 
 from __future__ import annotations
@@ -144,19 +145,24 @@ def _live_per_step(buffers: _Buffers, steps: int) -> list:
     return out
 
 
-def predicted_training_peak(events, grad_bytes: int, output_ids=(), holds=()) -> int:
+def predicted_training_peak(events, output_ids=(), holds=()) -> int:
     """The most bytes alive at once during forward + backward.
 
     Forward: the liveness of buffers no node keeps, plus every buffer a taped op touched so far.
     Backward walks the tape in reverse, so a kept buffer goes when the walk reaches the op that
     wrote it: with F forward and B backward ops, the buffer written by forward op s is released
-    at backward op (F − s)·B/F. Alive with them: the gradients of the backward ops (liveness)
-    and the parameters' gradients, taken to accumulate evenly over the walk.
+    at backward op (F − s)·B/F. Alive with them: the gradients of the backward ops (liveness),
+    those no later op reads (the parameters' ``.grad``) kept from the op that makes them to
+    the end. (Spreading the parameters' gradients evenly over the walk put resnet18's peak 21%
+    under the measured one: layer4 holds most of the parameters and is walked first.)
     """
     forward = _liveness(events, "forward", keep_ids=output_ids, mark_saved=True, holds=holds)
     backward = _liveness(events, "backward")
     n_fwd = sum(1 for e in events if e.phase == "forward")
     n_bwd = sum(1 for e in events if e.phase == "backward")
+    for b, (start, last) in enumerate(zip(backward.start, backward.last)):
+        if last == start:  # read by no later op: a leaf's gradient, held by .grad to the end
+            backward.last[b] = n_bwd - 1
     during_forward, released = _Buffers(), _Buffers()
     for size, start, last, saved in zip(forward.size, forward.start, forward.last, forward.saved):
         if saved:  # kept to the end of the forward pass, released during backward
@@ -170,5 +176,5 @@ def predicted_training_peak(events, grad_bytes: int, output_ids=(), holds=()) ->
     live_kept = _live_per_step(released, n_bwd)
     live_grads = _live_per_step(backward, n_bwd)
     for j in range(n_bwd):
-        peak = max(peak, live_kept[j] + live_grads[j] + grad_bytes * (j + 1) // n_bwd)
+        peak = max(peak, live_kept[j] + live_grads[j])
     return peak

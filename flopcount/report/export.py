@@ -30,7 +30,8 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
                  "measured_activation_peak": int | null,
                  "training_predicted_peak": int | null, "training_measured_peak": int | null,
                  "training_measured_activation_peak": int | null},
-      "rows": [                          # tree order, root ("" name) first
+      "rows": [                          # tree order, root first: named after the model
+                                         # (report.model), its children's parent that name
         {"name": str, "type": str, "depth": int, "parent": str | null,
          "kind": "module" | "scope" | "op", "counted_by": "rule" | "ops" | "covered" | "unsupported",
          "macs": int, "flops": int, "params": int, "params_own": int,
@@ -60,7 +61,8 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
                        "latency_share": float | null}],
       "seen_not_counted": [ op records as in "ops" ],
       "folded": [ op records as in "ops" ],  # eager: computed from constants only
-      "notes": [str]                     # how the model was loaded or captured
+      "notes": [str],                    # how the model was loaded or captured
+      "warnings": [str]                  # spread-out timings, training-mode counts
     }
 """
 
@@ -78,7 +80,7 @@ ROW_COLUMNS = ("name", "type", "depth", "parent", "kind", "counted_by", "macs", 
                "backward_flops", "backward_latency_ms", "functional_macs", "functional_flops",
                "input_shapes", "output_shapes")
 OP_COLUMNS = ("name", "op", "scope", "phase", "macs", "flops", "bytes_read", "bytes_written", "params",
-              "input_shapes", "output_shapes", "counted", "latency_ms", "start_ms", "source")
+              "param_bytes", "input_shapes", "output_shapes", "counted", "latency_ms", "start_ms", "source")
 
 ROOFLINE_COLUMNS = ("roofline_ms", "bound", "roofline_fraction")  # appended with a hardware profile
 
@@ -96,7 +98,7 @@ def to_dict(report) -> dict:
         "input_shapes": [list(s) for s in report.input_shapes],
         "totals": report.totals,
         "memory": report.memory.to_dict(),
-        "rows": [r.to_dict() for r in report.rows],
+        "rows": row_dicts(report),
         "ops": [o.to_dict() for o in report.ops],
         "by_op_type": [s.to_dict() for s in report.by_op_type(phase="forward")],
         "unsupported": [{"kind": u.kind, "name": u.name, "calls": u.calls, "latency_share": u.latency_share,
@@ -104,7 +106,23 @@ def to_dict(report) -> dict:
         "seen_not_counted": [o.to_dict() for o in report.seen_not_counted],
         "folded": [o.to_dict() for o in report.folded],
         "notes": list(report.notes),
+        "warnings": report.warnings,
     }
+
+
+def row_dicts(report) -> list:
+    """Each row as a dict, the root named after the model rather than '' (a name a reader of
+    the file can recognize), and its children's ``parent`` with it."""
+    label = report.model or report.root.type
+    out = []
+    for row in report.rows:
+        d = row.to_dict()
+        if row.name == "":
+            d["name"] = label
+        if row.parent == "":
+            d["parent"] = label
+        out.append(d)
+    return out
 
 
 def to_json(report, indent: int | None = 2) -> str:
@@ -122,16 +140,15 @@ def _cell(value):
 def to_csv(report, by: str = "module") -> str:
     """A header line, then one line per row (``by="op"``: one per op record). Shapes are
     written as ``1x3x224x224`` joined by ``;`` (``-`` for an absent optional input)."""
-    tables = {"module": (ROW_COLUMNS, report.rows), "op": (OP_COLUMNS, report.ops)}
-    if by not in tables:
+    if by not in ("module", "op"):
         raise ValueError(f"CSV is written by 'module' or 'op', not {by!r}")
-    columns, items = tables[by]
+    columns, items = (ROW_COLUMNS, row_dicts(report)) if by == "module" else (
+        OP_COLUMNS, [o.to_dict() for o in report.ops])
     if report.hardware is not None:
         columns += ROOFLINE_COLUMNS
     buffer = io.StringIO()
     writer = csv.writer(buffer, lineterminator="\n")
     writer.writerow(columns)
-    for item in items:
-        d = item.to_dict()
+    for d in items:
         writer.writerow([_cell(d[c]) for c in columns])
     return buffer.getvalue()

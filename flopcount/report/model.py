@@ -301,6 +301,14 @@ class Report:
                        training_macs=r.macs + r.backward_macs, training_flops=r.flops + r.backward_flops)
         return out
 
+    @property
+    def warnings(self) -> list:
+        """Things a reader of the numbers should know: timings that spread widely (a loaded
+        machine), forward counts changed by training mode. Shown under every table."""
+        from .warnings import report_warnings
+
+        return report_warnings(self)
+
     # --- navigation -----------------------------------------------------------------------
     def row(self, name: str) -> Row:
         """The row called ``name`` (a dotted module path, '' for the model itself)."""
@@ -392,6 +400,33 @@ class Report:
 
         add_roofline(self, hardware)
         return self
+
+    def plot(self, kind: str = "overview", depth: int = 1, top: int | None = None, hardware=None,
+             path: str | None = None):
+        """A matplotlib Figure: per-layer bars of MACs, params and latency (``kind="layers"``),
+        a roofline chart of every op (``"roofline"``), or both (``"overview"``); also written
+        to ``path`` (.svg, .png, .pdf) when given. Needs matplotlib.
+
+        >>> import flopcount
+        >>> flopcount.profile("resnet18").plot(path="resnet18.svg")   # doctest: +SKIP
+        <Figure size 1100x1000 with 4 Axes>
+        """
+        from .plot import plot
+
+        return plot(self, kind=kind, depth=depth, top=top, hardware=hardware, path=path)
+
+    def diff(self, other: "Report", by: str = "layer"):
+        """``other`` against this report, row by row: added, removed and changed layers
+        (``by="layer"``) or ops (``by="op"``), with the change in MACs, params, bytes, latency.
+
+        >>> import flopcount
+        >>> a = flopcount.profile("resnet18")                                          # doctest: +SKIP
+        >>> d = a.diff(flopcount.profile("resnet18", input_shape=(1, 3, 160, 160)))    # doctest: +SKIP
+        >>> d.count("changed"), d.totals["macs"]                                        # doctest: +SKIP
+        """
+        from .diff import diff
+
+        return diff(self, other, by=by)
 
     def chrome_trace(self) -> dict:
         """Per-op events in Chrome trace format, with onnxruntime's profiler field names."""

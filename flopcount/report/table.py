@@ -10,23 +10,31 @@ import io
 from .layout import fit
 from .units import (bytes_to_string, flops_to_string, macs_to_string, params_to_string, percent,
                     rate_to_string, time_to_string)
-from .views import VIEWS, by_op_type, tree_rows
+from .views import VIEWS, by_op_type, check_sort, tree_rows
 
+# words and shapes read from the left; numbers line up on the right
+LEFT_ALIGNED = frozenset({"Module", "Type", "Node", "Op", "Scope", "Input shape", "Output shape"})
 TABULATE_FORMATS = {"plain": "plain", "github": "github", "grid": "grid", "markdown": "pipe"}
 
 
 def _shapes(shapes) -> str:
+    """'1x3x224x224, 1x10' ('-' for an absent optional input, '' for none)."""
     return ", ".join("x".join(str(d) for d in s) if s is not None else "-" for s in shapes)
+
+
+def _timed_backward(report) -> bool:
+    return report.backward and report.backward_latency_ms is not None
 
 
 def _module_cells(report, depth, top, sort) -> tuple:
     total = report.root
     timed = report.latency_ms is not None
-    headers = ["Module", "Type", "Params", "Params %", "MACs", "MACs %", "FLOPs", "FLOPs %", "Output"]
+    headers = ["Module", "Type", "Params", "Params %", "MACs", "MACs %", "FLOPs", "FLOPs %", "Out bytes",
+               "Input shape", "Output shape"]
     if timed:
         headers += ["Latency", "Latency %"]
     if report.backward:
-        headers += ["Bwd MACs", "Bwd FLOPs"]
+        headers += ["Bwd MACs", "Bwd FLOPs"] + (["Bwd latency"] if _timed_backward(report) else [])
     headers += _roofline_headers(report)
     body = []
     flat = top is not None
@@ -41,12 +49,14 @@ def _module_cells(report, depth, top, sort) -> tuple:
         cells = [label, row.type + note, params_to_string(row.params), percent(row.params, total.params),
                  macs_to_string(row.macs), percent(row.macs, total.macs),
                  flops_to_string(row.flops), percent(row.flops, total.flops),
-                 bytes_to_string(row.output_bytes)]
+                 bytes_to_string(row.output_bytes), _shapes(row.input_shapes), _shapes(row.output_shapes)]
         if timed:
             # shares of the root row, timed in the same runs (nested spans, or summed nodes)
             cells += [time_to_string(row.latency_ms), percent(row.latency_ms or 0.0, total.latency_ms or 0.0)]
         if report.backward:
             cells += [macs_to_string(row.backward_macs), flops_to_string(row.backward_flops)]
+            if _timed_backward(report):
+                cells.append(time_to_string(row.backward_latency_ms))
         body.append(cells + _roofline_cells(report, row))
     return headers, body
 
@@ -103,13 +113,15 @@ def _op_type_cells(report, top, sort) -> tuple:
 
 def _op_cells(report, top, sort) -> tuple:
     records = report.by_op("forward")
-    key = {"macs": "macs", "flops": "flops", "latency": "latency_ms", "memory": "bytes_written"}.get(sort or "")
+    # top-k means the k most expensive (MACs unless another key is asked), not the first k run
+    key = {"macs": "macs", "flops": "flops", "latency": "latency_ms", "memory": "bytes_written"}.get(
+        sort or ("macs" if top is not None else ""))
     if key is not None:
         records = sorted(records, key=lambda r: getattr(r, key) or 0, reverse=True)
     if top is not None:
         records = records[:top]
     timed = report.latency_ms is not None
-    headers = ["Node", "Op", "Scope", "Inputs", "Outputs", "MACs", "FLOPs", "Bytes R/W", "FLOP/B"]
+    headers = ["Node", "Op", "Scope", "Input shape", "Output shape", "MACs", "FLOPs", "Bytes R/W", "FLOP/B"]
     if timed:
         headers += ["Latency", "FLOP/s"]
     headers += _roofline_headers(report)
@@ -132,6 +144,7 @@ def cells(report, depth=None, top=None, sort=None, by: str = "module") -> tuple:
     """(headers, rows of strings) for the chosen view: module (tree), op-type, or op."""
     if by not in VIEWS:
         raise ValueError(f"unknown view {by!r}; choose one of {', '.join(VIEWS)}")
+    check_sort(report, sort)
     if by == "op-type":
         return _op_type_cells(report, top, sort)
     if by == "op":
@@ -150,11 +163,14 @@ def _footer(report) -> list:
              + (f" | input: {_shapes(report.input_shapes)}" if report.input_shapes else "")]
     t = report.totals
     lines.append(f"total: {macs_to_string(t['macs'])}, {flops_to_string(t['flops'])}, "
-                 f"{params_to_string(t['params'])} params ({params_to_string(t['frozen_params'])} frozen)"
-                 + (f", {time_to_string(report.latency_ms)}" if report.latency_ms is not None else ""))
+                 f"{params_to_string(t['params'])} params ({params_to_string(t['frozen_params'])} frozen)")
+    if report.latency_ms is not None:
+        lines.append(_latency_line(report))
     if report.backward:
         lines.append(f"training step: {macs_to_string(t['training_macs'])}, {flops_to_string(t['training_flops'])} "
-                     f"(backward {macs_to_string(t['backward_macs'])})")
+                     f"(backward {macs_to_string(t['backward_macs'])}"
+                     + (f", {time_to_string(report.backward_latency_ms)}" if _timed_backward(report) else "")
+                     + ")")
     if report.hardware is not None:
         line = (f"roofline on {report.hardware.title}: {time_to_string(t['roofline_ms'])} forward, "
                 f"{t['roofline_bound'] or '-'}-bound; needs {bytes_to_string(t['memory_needed_bytes'])} of "
@@ -185,7 +201,19 @@ def _footer(report) -> list:
     lines.extend(f"note: {note}" for note in report.notes)
     if any(r.counted_by == "covered" for r in report.rows):
         lines.append("* inside a module with a module rule: shown, not added again")
+    lines.extend(f"warning: {w}" for w in report.warnings)
     return lines
+
+
+def _latency_line(report) -> str:
+    """The whole model's time, and why the model row's time differs from it: the rows come from
+    runs synchronized at every layer or op, the total from runs without that."""
+    line = (f"latency: {time_to_string(report.latency_ms)} whole model (median; fastest "
+            f"{time_to_string(report.latency_min_ms)})")
+    root = report.root.latency_ms
+    if root is not None:
+        line += f"; the rows are timed layer by layer, {time_to_string(root)} in all"
+    return line
 
 
 def tabulate_text(report, fmt: str = "github", depth=None, top=None, sort=None, by: str = "module") -> str:
@@ -208,11 +236,15 @@ def rich_table(report, depth=None, top=None, sort=None, by: str = "module", widt
 
     headers, body = cells(report, depth, top, sort, by)
     layout = fit(headers, body, width)
-    text_first = 3 if by == "op" else 2  # the leading columns are names, the rest numbers
+
     title = f"{report.model or report.root.type} — {report.mode} view, {report.convention} convention"
-    table = Table(title=title, caption="\n".join(_footer(report)), caption_justify="left")
+    footer = _footer(report)
+    if layout.dropped:
+        footer.insert(0, f"columns left out at {width} columns: {', '.join(layout.dropped)} "
+                         f"(a wider terminal, or --format markdown/csv/json, shows them)")
+    table = Table(title=title, caption="\n".join(footer), caption_justify="left")
     for i, name in zip(layout.columns, layout.headers):
-        table.add_column(name, justify="left" if i < text_first else "right", no_wrap=True,
+        table.add_column(name, justify="left" if headers[i] in LEFT_ALIGNED else "right", no_wrap=True,
                          overflow="ellipsis", max_width=layout.max_widths.get(i))
     for row in body:
         table.add_row(*[row[i] for i in layout.columns])

@@ -8,8 +8,8 @@
 
 from __future__ import annotations
 
-_MAC_UNITS = (("GMac", 10**9), ("MMac", 10**6), ("KMac", 10**3))
-_FLOP_UNITS = (("TFLOPs", 10**12), ("GFLOPs", 10**9), ("MFLOPs", 10**6), ("KFLOPs", 10**3))
+_MAC_UNITS = (("TMac", 10**12), ("GMac", 10**9), ("MMac", 10**6), ("KMac", 10**3))
+_FLOP_UNITS = (("PFLOPs", 10**15), ("TFLOPs", 10**12), ("GFLOPs", 10**9), ("MFLOPs", 10**6), ("KFLOPs", 10**3))
 _PARAM_UNITS = (("B", 10**9), ("M", 10**6), ("k", 10**3))
 _BYTE_UNITS = (("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
 
@@ -28,12 +28,20 @@ def _scaled(value: float, table, base: str, units: str | None, precision: int) -
 
 
 def macs_to_string(macs: float, units: str | None = None, precision: int = 2) -> str:
-    """MACs as ptflops prints them: 'GMac', 'MMac', 'KMac' or 'Mac' (``units`` forces one)."""
+    """MACs as ptflops prints them: 'TMac', 'GMac', 'MMac', 'KMac' or 'Mac' (``units`` forces one).
+
+    >>> macs_to_string(79_070_350_000_000)
+    '79.07 TMac'
+    """
     return _scaled(macs, _MAC_UNITS, "Mac", units, precision)
 
 
 def flops_to_string(flops: float, units: str | None = None, precision: int = 2) -> str:
-    """FLOPs in 'TFLOPs' ... 'KFLOPs' or plain 'FLOPs'."""
+    """FLOPs in 'PFLOPs', 'TFLOPs' ... 'KFLOPs' or plain 'FLOPs'.
+
+    >>> flops_to_string(2.5e15)
+    '2.5 PFLOPs'
+    """
     return _scaled(flops, _FLOP_UNITS, "FLOPs", units, precision)
 
 

@@ -22,6 +22,16 @@ def sort_attribute(sort: str | None) -> str | None:
         raise ValueError(f"unknown sort key {sort!r}; choose one of {', '.join(SORT_KEYS)}") from None
 
 
+def check_sort(report, sort: str | None) -> None:
+    """A sort key the report can honour: ``latency`` needs measured times."""
+    sort_attribute(sort)
+    if sort == "latency" and report.latency_ms is None:
+        from ..runtime.errors import FlopcountError
+
+        raise FlopcountError("sort by latency: this report has no measured latency "
+                             "(profile with latency=True, or --latency on the command line)")
+
+
 def _key(row, attr: str) -> float:
     value = getattr(row, attr)
     return -1.0 if value is None else value

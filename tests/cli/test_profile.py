@@ -40,7 +40,7 @@ def test_json_totals_and_rows_equal_profile(run, resnet18):
     assert result.stderr == ""                                 # machine formats: nothing else mixed in
     assert doc["totals"] == resnet18.totals
     assert [(r["name"], r["macs"], r["flops"], r["params"]) for r in doc["rows"]] == \
-        [(r.name, r.macs, r.flops, r.params) for r in resnet18.rows]
+        [(r.name or "resnet18", r.macs, r.flops, r.params) for r in resnet18.rows]  # the root named
     assert doc["model"] == "resnet18" and doc["convention"] == "flopcount" and doc["mode"] == "graph"
     assert doc["device"] == "meta"                             # counting alone builds the zoo model on meta
     assert doc["input_shapes"] == [[1, 3, 224, 224]]
@@ -125,7 +125,7 @@ def test_csv_has_a_header_and_one_row_per_layer(run, resnet18):
     assert result.exit_code == 0 and result.stderr == ""
     table = list(csv.reader(io.StringIO(result.stdout)))
     assert tuple(table[0]) == ROW_COLUMNS
-    assert [(r[0], int(r[6])) for r in table[1:]] == [(r.name, r.macs) for r in resnet18.rows]
+    assert [(r[0], int(r[6])) for r in table[1:]] == [(r.name or "resnet18", r.macs) for r in resnet18.rows]
 
 
 def test_views_by_op_and_op_type(run, resnet18):
@@ -140,11 +140,18 @@ def test_views_by_op_and_op_type(run, resnet18):
 
 
 def test_trace_has_one_event_per_op(run, resnet18):
-    result = run("resnet18", "--format", "trace")
+    result = run("resnet18", "--format", "trace", "--latency", "--repeat", 1, "--warmup", 0)
     assert result.stderr == ""
-    events = json.loads(result.stdout)["traceEvents"]
+    events = [e for e in json.loads(result.stdout)["traceEvents"] if e.get("cat") == "Node"]
     assert [e["args"]["op_name"] for e in events] == [o.op for o in resnet18.ops]
-    assert all(e["ph"] == "X" and e["cat"] == "Node" for e in events)
+    assert all(e["ph"] == "X" and e["dur"] >= 0 for e in events)
+
+
+def test_a_trace_without_times_is_refused_in_one_line(run):
+    result = run("resnet18", "--format", "trace")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "timeline of measured times" in result.stderr and "--latency" in result.stderr
+    assert len(result.stderr.strip().splitlines()) == 1
 
 
 def test_batch_and_input_shape_spellings(run, resnet18):

@@ -50,3 +50,14 @@ def test_a_reshape_copies_only_a_strided_tensor_in_both_views(mode):
     memory = flopcount.profile(_Reshapes(), x, mode=mode, measure_memory=True).memory
     assert memory.predicted_peak == 2 * 256 * 128 * 4
     assert memory.measured_activation_peak == pytest.approx(memory.predicted_peak, rel=0.10)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_resnet18_training_peak_within_10_percent(mode):
+    # most of resnet18's parameters are in layer4, which the backward walk reaches first: their
+    # gradients are held from there on, not spread evenly over the walk (that was 21% under)
+    net = models.get("resnet18")
+    x = models.example_input("resnet18", batch=1)
+    memory = flopcount.profile(net, x, mode=mode, backward=True, measure_memory=True).memory
+    assert memory.training_measured_activation_peak == pytest.approx(memory.training_predicted_peak, rel=0.10)

@@ -25,10 +25,12 @@ class MLP(nn.Module):
 
 def test_node_rows_and_scope_rollup():
     report = profile_graph(MLP(), (rt.randn(3, 8),))
+    # siblings in execution order: the relu between fc1 and fc2 that it feeds
     assert [(r.name, r.kind, r.type) for r in report.rows] == [
         ("", "scope", "MLP"), ("fc1", "scope", "Linear"), ("fc1/linear", "op", "linear"),
-        ("fc2", "scope", "Linear"), ("fc2/linear_1", "op", "linear"), ("/relu", "op", "relu"),
+        ("/relu", "op", "relu"), ("fc2", "scope", "Linear"), ("fc2/linear_1", "op", "linear"),
         ("/mul", "op", "mul")]
+    assert report.row("fc2").input_shapes == [(3, 16)] and report.row("fc2").output_shapes == [(3, 4)]
     node = report.row("fc1/linear")
     assert (node.macs, node.flops) == (3 * 8 * 16, 2 * 3 * 8 * 16 + 48)
     assert node.params == 16 * 8 + 16  # the parameter elements it reads
@@ -176,7 +178,8 @@ def test_trace_fields_match_onnxruntime(tmp_path):
     session.run(None, {"x": np.ones((1, 3, 8, 8), np.float32)})
     with open(session.end_profiling()) as f:
         theirs = [e for e in json.load(f) if e.get("cat") == "Node"]
-    ours = flopcount.profile(path, latency=True, repeat=2).chrome_trace()["traceEvents"]
+    ours = [e for e in flopcount.profile(path, latency=True, repeat=2).chrome_trace()["traceEvents"]
+            if e.get("cat") == "Node"]
     top = {"cat", "pid", "tid", "dur", "ts", "ph", "name", "args"}
     shared_args = {"op_name", "provider", "node_index", "input_type_shape", "output_type_shape", "output_size",
                    "parameter_size", "activation_size"}

@@ -32,8 +32,9 @@ def _ort_events(path: str, inputs: dict, tmp_path) -> list:
 
 
 def _ours(path: str, inputs: dict) -> list:
-    report = flopcount.profile(path, input_shape=[shape for shape, _, _ in inputs.values()])
-    return report.chrome_trace()["traceEvents"]
+    # laid out by roofline estimates: names and shapes are what is compared here, not times
+    report = flopcount.profile(path, input_shape=[shape for shape, _, _ in inputs.values()], hardware="a100-80gb")
+    return [e for e in report.chrome_trace()["traceEvents"] if e.get("cat") == "Node"]
 
 
 @pytest.mark.parametrize("name", sorted(FIXTURES))
@@ -71,5 +72,5 @@ def test_cnn_traces_join_node_for_node(tmp_path):
 def test_traced_graphs_keep_their_own_node_names():
     import flopcount.runtime as rt
 
-    report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))
-    assert [e["name"] for e in report.chrome_trace()["traceEvents"]] == ["/linear_kernel_time"]
+    report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3), hardware="a100-80gb")
+    assert [e["name"] for e in report.chrome_trace()["traceEvents"] if e.get("cat") == "Node"] == ["/linear_kernel_time"]

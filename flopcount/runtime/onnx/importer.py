@@ -58,8 +58,8 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 def _onnx():
     try:
         import onnx
-    except ImportError:  # pragma: no cover - onnx is a test and extra dependency
-        raise FlopcountError("ONNX files need the onnx package: pip install 'flopcount[onnx]'") from None
+    except ImportError:  # onnx is a core dependency; an environment may still lack it
+        raise FlopcountError("reading and writing ONNX files needs the onnx package: pip install onnx") from None
     return onnx
 
 

@@ -150,6 +150,13 @@ CASES = [
     Case("ReduceMax", [bools(3, 4), C(np.array([1], I64))], opset=20),
     *[Case(op, [np.array([[1, 3, 3, 0], [2, 2, 1, 2]], F32)], {"axis": 1, "keepdims": k, "select_last_index": s})
       for op in ("ArgMax", "ArgMin") for k in (0, 1) for s in (0, 1)],
+    # --- QDQ quantization: per tensor (uint8 by default, int8 by its zero point), per channel ---
+    Case("QuantizeLinear", [X * 40, C(np.float32(0.5))]),
+    Case("QuantizeLinear", [X * 40, C(np.float32(0.25)), C(np.int8(3))]),
+    Case("QuantizeLinear", [X, C(np.array([0.01, 0.02, 0.05], F32)), C(np.array([0, 1, -2], np.int8))], {"axis": 1}),
+    Case("DequantizeLinear", [np.array([[0, 3, 255], [7, 128, 9]], np.uint8), C(np.float32(0.5)), C(np.uint8(128))]),
+    Case("DequantizeLinear", [rng(3).integers(-128, 128, (4, 3, 2)).astype(np.int8),
+                              C(np.array([0.1, 0.2, 0.3], F32)), C(np.array([1, 0, -1], np.int8))], {"axis": 1}),
     *[Case("TopK", [np.array([[1, 3, 3, 0], [2, 2, 1, 2]], F32), C(np.array([2], I64))], {"axis": a, "largest": big},
            outputs=2) for a in (1, -2) for big in (0, 1)],
 ]
