@@ -54,6 +54,9 @@ def test_choices_are_read_from_the_library():
     (Option("dtype", {"ids": "int64"}), "dtype={'ids': 'int64'}", "--dtype ids=int64"),
     (Option("factory_args"), "factory_args", "--factory-arg"),
     (Option("latency", True), "latency=True", "--latency"),
+    (Option("input_values", {"shape": ..., "k": ...}), "input_values={'shape': ..., 'k': ...}",
+     "--input-value shape=... --input-value k=..."),
+    (Option("engine", "torch"), "engine='torch'", "--engine torch"),
 ])
 def test_errors_name_options_in_each_callers_words(option, python, flags):
     exc = option_error(flopcount.ShapeError, "give ", option, " instead")
