@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import conventions, loading
-from .engines import ENGINES, torch_engine
+from .engines import ENGINES, onnxruntime_engine, torch_engine
 from .hardware import get as hardware_profile
 from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
@@ -168,8 +168,8 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
             device=None, latency: bool = False, repeat: int = 5, warmup: int = 1, backward: bool = False,
             measure_memory: bool = False, convention: str = "flopcount", strict: bool = False,
             factory_args: dict | None = None, hardware=None, dtype=None, weights=None, engine: str = "flopcount",
-            input_values: dict | None = None, progress: Callable[[str], None] | None = None,
-            **named_inputs) -> Report:
+            input_values: dict | None = None, threads: int | None = None,
+            progress: Callable[[str], None] | None = None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
     ``model`` is a Module (``rt.Graph(module)`` counts as its module), a Graph, a zoo name
@@ -210,6 +210,12 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     ``engine="torch"`` measures a PyTorch model's latency with PyTorch itself, module by module
     (warm-up, ``repeat`` runs, median; see :mod:`flopcount.engines.torch_engine`), beside
     flopcount's counts; the default ``"flopcount"`` times flopcount's own run when ``latency``.
+    ``engine="onnxruntime"`` times an ONNX file in onnxruntime as it deploys it (its graph
+    optimizations, the CPU or CUDA provider by ``device``, ``threads`` intra-op threads; None:
+    onnxruntime's default) with its profiler, and joins each of its nodes' time with
+    flopcount's counts of the file's nodes it computes: ``report.engine_nodes`` (achieved FLOP/s
+    and bytes/s per node; ``onnxruntime_engine.by_op_type`` sums them per op type), the rows' ``latency_ms``, and notes
+    on what could not be joined (see :mod:`flopcount.engines.onnxruntime_engine`).
 
     >>> import flopcount, flopcount.runtime as rt
     >>> report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))
@@ -227,11 +233,12 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
     if engine not in ENGINES:
         raise errors.FlopcountError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-    if engine == torch_engine.NAME and (dtype is not None or weight_format is not None):
-        # PyTorch would time the module as it is, beside counts of a converted copy
-        raise errors.FlopcountError(f"engine 'torch' times the PyTorch model as it is; dtype and weights "
-                                    f"convert flopcount's copy only (got dtype={getattr(dtype, 'name', None)!r}, weights={weights!r}): "
-                                    f"convert the torch module yourself, or use engine 'flopcount'")
+    if engine in (torch_engine.NAME, onnxruntime_engine.NAME) and (dtype is not None or weight_format is not None):
+        # the engine would time the model as it is, beside counts of a converted copy
+        timed, yours = ("PyTorch model", "torch module") if engine == torch_engine.NAME else ("ONNX file", "file")
+        raise errors.FlopcountError(f"engine {engine!r} times the {timed} as it is; dtype and weights "
+                                    f"convert flopcount's copy only (got dtype={getattr(dtype, 'name', None)!r}, "
+                                    f"weights={weights!r}): convert the {yours} yourself, or use engine 'flopcount'")
     if inputs and not named_inputs and input_shape is None and all(_is_shape(x) for x in inputs):
         # profile(net, (1, 3, 224, 224)): a shape where a tensor goes, as peers take it
         input_shape, inputs = (tuple(inputs[0]) if len(inputs) == 1 else [tuple(x) for x in inputs]), ()
@@ -291,12 +298,14 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
             report = _run_view(mode, net, tuple(args), kwargs, convention=counting,
                                latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
                                repeat=repeat, measure_memory=measure_memory, name=target.label)
-            run_engine(report, engine, target, warmup, repeat)
+            notes = list(target.notes)
+            run_engine(report, engine, target, warmup, repeat, inputs=(args, kwargs, values), device=device,
+                       threads=threads)
     except errors.ShapeError as exc:
         if specs is None or (not given and batch is None):
             raise
         raise _does_not_fit(target, specs, exc) from exc
-    report.notes = list(target.notes)
+    report.notes = notes + report.notes
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))
@@ -312,13 +321,46 @@ def check_engine(engine: str, target) -> None:
     if engine == torch_engine.NAME and target.torch_call is None:
         raise errors.FlopcountError(f"engine 'torch' times a PyTorch model; {target.name} is not one "
                                     f"(a {target.kind} model runs on flopcount's runtime: engine 'flopcount')")
+    if engine == onnxruntime_engine.NAME and target.kind != loading.ONNX:
+        raise errors.FlopcountError(f"engine 'onnxruntime' times an ONNX file; {target.name} is not one "
+                                    f"(a {target.kind} model runs on flopcount's runtime: engine 'flopcount')")
 
 
-def run_engine(report: Report, engine: str, target, warmup: int, repeat: int) -> None:
-    """``engine="torch"``: the PyTorch model timed by PyTorch, its times put on the report's rows."""
+def run_engine(report: Report, engine: str, target, warmup: int, repeat: int, inputs: tuple = ((), {}, {}),
+               device="cpu", threads: int | None = None) -> None:
+    """``engine="torch"``: the PyTorch model timed by PyTorch; ``"onnxruntime"``: the ONNX file
+    timed by onnxruntime on ``inputs`` (the args and kwargs flopcount ran the graph on, and the
+    values bound to inputs that carry shapes); their times put on the report's rows."""
     if engine == torch_engine.NAME:
         module, args, kwargs = target.torch_call
         torch_engine.join(report, torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat))
+    elif engine == onnxruntime_engine.NAME:
+        from .runtime.onnx.importer import read_model
+
+        feeds = _feeds(target.model, *inputs)
+        times = onnxruntime_engine.time_file(target.path, feeds, device=str(device), threads=threads,
+                                             warmup=warmup, repeat=repeat)
+        onnxruntime_engine.join(report, times, read_model(target.path))
+
+
+def _feeds(net, args: tuple, kwargs: dict, values: dict | None) -> dict:
+    """{graph input name: numpy array} of a run's inputs, and the values bound to inputs that
+    carry shapes; an input without data (meta) gets seeded values of its shape and dtype."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    given = dict(zip([v.name for v in getattr(net, "inputs", [])], args))
+    given.update(kwargs)
+    feeds = {}
+    for name, t in given.items():
+        if getattr(t, "data", None) is not None:
+            feeds[name] = t.numpy()
+        elif t.dtype.is_floating_point:
+            feeds[name] = rng.standard_normal(t.shape).astype(t.dtype.np)
+        else:
+            feeds[name] = np.zeros(t.shape, t.dtype.np)
+    feeds.update((k, np.asarray(v)) for k, v in (values or {}).items())
+    return feeds
 
 
 # --- ptflops / flowflops compatibility -----------------------------------------------------------

@@ -44,6 +44,8 @@ def test_units():
     assert units.bytes_to_string(51_380_224) == "51.38 MB"
     assert units.time_to_string(12.3456) == "12.3 ms" and units.time_to_string(0.0042) == "4.2 µs"
     assert units.time_to_string(None) == "-"
+    # at a unit's edge the rounded value decides: never '1e+03 ms'
+    assert units.time_to_string(999.7) == "1 s" and units.time_to_string(0.99995) == "1 ms"
 
 
 def test_totals_and_attributes(eager):

@@ -11,8 +11,9 @@ from . import compare as compare_view
 from . import diff as diff_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
-from .options import profile_options, run_options
+from .options import given, profile_options, run_options
 from .phases import chosen_phase, phase_options, run_phase
+from .plan import PLAN_FORMATS, PLAN_ONLY, plan_options, refuse_mixed, run_plan, run_search
 
 SORT_KEYS = ("macs", "flops", "params", "latency", "memory")
 VIEWS = ("module", "op", "op-type")
@@ -98,6 +99,9 @@ def main() -> None:
       flopcount compare resnet18 resnet50                two models side by side
       flopcount llama2_7b -i 1x1 --dtype bf16 --hardware h100-sxm   bf16 weights on an H100's roofline
       flopcount hardware                                 the hardware profiles
+      flopcount gpt3_175b --plan dp=64,tp=8,pp=16 --global-batch 1536 --hardware h100-sxm
+                                                         one training plan, per GPU
+      flopcount plan llama2_7b --gpus 64 --hardware h100-sxm the fastest plans that fit
 
     Run 'flopcount profile --help' for every option of 'flopcount MODEL'.
     """
@@ -118,9 +122,10 @@ def main() -> None:
               help="Also draw the layers (MACs, params, latency) and a roofline of every op to this file "
                    "(needs matplotlib).")
 @phase_options
+@plan_options
 @click.pass_context
 def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefill, decode, context, generate,
-                    **kwargs) -> None:
+                    plan_text, **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
     This is also what 'flopcount MODEL' runs.
@@ -141,9 +146,19 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefi
       flopcount resnet18 --latency --plot resnet18.svg
       flopcount llama2_7b --decode --context 2048 --dtype bf16 --hardware h100-sxm
       flopcount mixtral_8x7b --generate 2048:256 --dtype bf16 --batch 8
+      flopcount gpt3_175b --plan dp=64,tp=8,pp=16 --micro-batch 1 --global-batch 1536 --zero 1 \\
+          --sequence-parallel --recompute selective --hardware h100-sxm
+      flopcount gpt2 --plan dp=8 --global-batch 64 --step-time 850ms --hardware a100-80gb
     """
     output, quiet = kwargs["output"], kwargs["quiet"]
     _start(ctx, kwargs["debug"], output)
+    plan = {name: kwargs.pop(name) for name in PLAN_ONLY}
+    refuse_mixed(ctx, given, planning=plan_text is not None)
+    if plan_text is not None:
+        text = run_plan(model, plan_text, shapes=list(kwargs["input_shape"]), dtypes=kwargs["dtype"],
+                        factory_args=kwargs["factory_args"], hardware=kwargs["hardware"], fmt=fmt, options=plan)
+        _finish(text, output, quiet)
+        return
     _check_needs(kwargs["latency"], kwargs["hardware"], sort, fmt, plot_path)
     options = profile_options(ctx, kwargs)
     phase = chosen_phase(prefill, decode, context, generate)
@@ -206,6 +221,47 @@ def compare_command(ctx, model_a: str, model_b, shapes_a, shapes_b, depth, fmt, 
         render.print_rich(compare_view.render(a, b, "rich", depth))
         return
     _finish(compare_view.render(a, b, fmt, depth), output, quiet)
+
+
+@main.command("plan", context_settings=CONTEXT, epilog=MODEL_HELP)
+@click.argument("model")
+@click.option("--gpus", type=click.IntRange(min=1), help="GPUs to split the step over (required).")
+@click.option("--hardware", metavar="NAME", help="The GPUs' profile, for memory and bandwidths (required; "
+              "flopcount hardware lists them).")
+@click.option("--global-batch", type=click.IntRange(min=1), help="Samples per training step (default: one per GPU).")
+@click.option("-i", "--input-shape", "input_shapes", multiple=True, metavar="SHAPE",
+              help="Input shape, batch included (the plan sets the batch): 1x2048. Default: the zoo's input.")
+@click.option("--dtype", "dtypes", multiple=True, metavar="DTYPE",
+              help="Training dtype (default bf16: mixed-precision Adam); an integer one is the input's.")
+@click.option("--factory-arg", "factory_args", multiple=True, metavar="KEY=VALUE",
+              help="Keyword argument for FILE.py:FACTORY (a Python literal or else a string).")
+@click.option("--top", type=click.IntRange(min=1), default=5, show_default=True, help="How many plans to show.")
+@click.option("--attention", type=click.Choice(["full", "half"]), default="full", show_default=True,
+              help="Count attention's contractions whole in model FLOPs (PaLM), or half (causal).")
+@click.option("-f", "--format", "fmt", type=click.Choice(PLAN_FORMATS), default="table", show_default=True)
+@click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically).")
+@click.option("-q", "--quiet", is_flag=True, help="No notes on stderr.")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.pass_context
+def plan_command(ctx, model: str, gpus, hardware, global_batch, input_shapes, dtypes, factory_args, top, attention,
+                 fmt, output, quiet, debug) -> None:
+    """Search the training plans of MODEL on --gpus GPUs that fit in memory, fastest first.
+
+    Every data x tensor x pipeline split (tensor parallel within a node), micro-batch, ZeRO
+    stage, recomputation and sequence parallelism is priced; the best few are estimated exactly
+    (see 'flopcount MODEL --plan' for one of them in full).
+
+    \b
+    Examples:
+      flopcount plan gpt3_175b --gpus 512 --hardware h100-sxm --global-batch 1536
+      flopcount plan gpt2 --gpus 8 --hardware a100-80gb --top 3 --format json
+    """
+    _start(ctx, debug, output)
+    if gpus is None or hardware is None:
+        raise CliError("flopcount plan needs --gpus N and --hardware NAME (flopcount hardware lists them)")
+    text = run_search(model, gpus, shapes=list(input_shapes), dtypes=list(dtypes), factory_args=list(factory_args),
+                      hardware=hardware, global_batch=global_batch, top=top, attention=attention, fmt=fmt)
+    _finish(text, output, quiet)
 
 
 @main.command("diff", context_settings=CONTEXT, epilog=MODEL_HELP)

@@ -56,8 +56,11 @@ OPTIONS = [
                       "model that is only counted is built on the meta device (shapes only)]"),
     click.option("--latency", is_flag=True, help="Measure latency per layer and op (runs the model)."),
     click.option("--engine", type=click.Choice(engines.ENGINES), default="flopcount", show_default=True,
-                 help="Who runs the model for its latency: flopcount's runtime (with --latency), or torch: "
-                      "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module."),
+                 help="Who runs the model for its latency: flopcount's runtime (with --latency); torch: "
+                      "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module; onnxruntime: an "
+                      "ONNX file timed by onnxruntime's profiler node by node, joined with the counts."),
+    click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads of --engine onnxruntime "
+                 "(default: onnxruntime's own)."),
     click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
                  help="Timed runs with --latency (the median is shown)."),
     click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
@@ -128,14 +131,17 @@ _FROM_TEXT = {"input_shape": _input_shape, "dtype": _dtype, "factory_args": _fac
               "input_values": _input_values}
 
 
-def _given(ctx: click.Context, name: str) -> bool:
+def given(ctx: click.Context, name: str) -> bool:
+    """Whether the command line gave option ``name`` (not its default)."""
     return ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)
 
 
 def profile_options(ctx: click.Context, values: dict) -> dict:
     """``profile()``'s keyword arguments from the command's option values (CLI_ONLY left out)."""
-    timed = values["latency"] or values["engine"] != "flopcount"   # engine torch times the model itself
-    if not timed and (_given(ctx, "repeat") or _given(ctx, "warmup")):
+    if values["threads"] is not None and values["engine"] != "onnxruntime":
+        raise click.UsageError("--threads sets onnxruntime's threads; add --engine onnxruntime", ctx=ctx)
+    timed = values["latency"] or values["engine"] != "flopcount"   # engines torch, onnxruntime time it themselves
+    if not timed and (given(ctx, "repeat") or given(ctx, "warmup")):
         raise click.UsageError("--repeat and --warmup apply to --latency runs; add --latency", ctx=ctx)
     return {name: _FROM_TEXT.get(name, lambda v: v)(value) for name, value in values.items()
             if name not in CLI_ONLY}
@@ -162,4 +168,4 @@ def spell(option: Option) -> str:
     return f"{flag} {value}"
 
 
-__all__ = ["OPTIONS", "CLI_ONLY", "run_options", "params", "profile_options", "spell"]
+__all__ = ["OPTIONS", "CLI_ONLY", "run_options", "params", "profile_options", "given", "spell"]

@@ -19,10 +19,11 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from ..conventions.base import takes_kwargs
+from ..hardware import compute_dtype
 from ..recording import pricing
 from ..recording.params import parameter_counts
 from ..report.model import Row, Unsupported
-from ..report.sums import COST_FIELDS, accumulate
+from ..report.sums import COST_FIELDS, accumulate, add_macs, add_macs_of
 from ..runtime.registry import Spec, nbytes
 
 
@@ -46,6 +47,20 @@ def _spec_bytes(value) -> int:
     if isinstance(value, dict):
         return sum(_spec_bytes(v) for v in value.values())
     return 0
+
+
+def _dtypes(specs) -> list:
+    """The dtypes of the tensors in (nested) input specs."""
+    if isinstance(specs, (tuple, list)):
+        return [d for s in specs for d in _dtypes(s)]
+    if isinstance(specs, dict):
+        return [d for s in specs.values() for d in _dtypes(s)]
+    return [specs.dtype] if isinstance(specs, Spec) or hasattr(specs, "dtype") else []
+
+
+def mac_dtype(input_specs) -> str:
+    """The dtype MACs on these inputs run in: their compute dtype (the widest floating one)."""
+    return compute_dtype(_dtypes(input_specs)).name
 
 
 class Priced:
@@ -100,8 +115,10 @@ class Priced:
         calls = self.rec.calls
         n = len(calls)
         self.functional_macs, self.functional_flops = f_macs, f_flops = [0] * n, [0] * n
+        f_by = [{} for _ in range(n)]  # MACs by the dtype they run in (COUNTING.md)
         self.has_functional = has = [False] * n
         top_macs = top_flops = 0
+        self.top_by_dtype = top_by = {}
         if self.counts_functional:
             for i, e in self._functional():
                 cost = self.op_cost[i]
@@ -110,22 +127,29 @@ class Priced:
                 if c >= 0:
                     f_macs[c] += macs
                     f_flops[c] += flops
+                    add_macs(f_by[c], mac_dtype(e.inputs) if macs else None, macs)
                     has[c] = True
                 else:
                     top_macs += macs
                     top_flops += flops
+                    add_macs(top_by, mac_dtype(e.inputs) if macs else None, macs)
         self.top_macs, self.top_flops = top_macs, top_flops
         # children come after their parent: going backwards, a call's children are done
         # when it is reached
         self.value_macs, self.value_flops = v_macs, v_flops = list(f_macs), list(f_flops)
+        self.value_by_dtype = v_by = f_by
         for i in range(n - 1, -1, -1):
             rule = self.rule_cost[i]
             if rule is not None:
                 v_macs[i], v_flops[i] = rule.macs, rule.flops
+                v_by[i] = {}
+                add_macs(v_by[i], mac_dtype(calls[i].inputs) if rule.macs else None, rule.macs)
             p = calls[i].parent
             if p >= 0:
                 v_macs[p] += v_macs[i]
                 v_flops[p] += v_flops[i]
+                for dtype, macs in v_by[i].items():
+                    add_macs(v_by[p], dtype, macs)
 
     def _functional(self):
         for i, e in enumerate(self.rec.events):
@@ -186,6 +210,8 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
             continue
         row.macs += v_macs[i]
         row.flops += v_flops[i]
+        for dtype, macs in priced.value_by_dtype[i].items():
+            add_macs(row.macs_by_dtype, dtype, macs)
         row.functional_macs += f_macs[i]
         row.functional_flops += f_flops[i]
         row.counted_by = "covered" if covered[i] else ("rule" if rules[i] is not None else "ops")
@@ -193,6 +219,8 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
         row.bytes_written += written_before[c.end] - written_before[c.start]
     rows[""].macs += priced.top_macs
     rows[""].flops += priced.top_flops
+    for dtype, macs in priced.top_by_dtype.items():
+        add_macs(rows[""].macs_by_dtype, dtype, macs)
     _roll_up_uncalled(rows)
     # backward: attributed to the forward module, rolled up the module tree
     for i, e in enumerate(events):
@@ -231,6 +259,7 @@ def _roll_up_uncalled(rows: dict) -> None:
             if child.counted_by == "covered":
                 continue
             accumulate(row, child, COST_FIELDS + ("output_bytes",))
+            add_macs_of(row, child)
 
 
 def op_records(priced: Priced, op_latency: list | None = None, op_start: list | None = None):
@@ -254,6 +283,7 @@ def _op_records(events, op_costs, own_costs, kinds, counts_functional, op_latenc
         r = pricing.op_record(
             e, cost, own, name=f"{base}_{seen_before}" if seen_before else base, scope=path, phase=e.phase,
             counted=counted, params=e.param_elems, param_bytes=e.param_bytes,
+            mac_dtype=mac_dtype(e.inputs) if cost is not None and cost.macs else None,
             latency_ms=op_latency[i] if op_latency is not None else None,
             start_ms=op_start[i] if op_start is not None else None)
         records.append(r)

@@ -1,7 +1,9 @@
 """Who runs the model when its latency is measured: ``flopcount`` (its own runtime: the graph
-executor or the eager view, the default) or ``torch`` (the user's PyTorch model, timed by
-PyTorch module by module: ``torch_engine.py``). Counts always come from flopcount's rules."""
+executor or the eager view, the default), ``torch`` (the user's PyTorch model, timed by
+PyTorch module by module: ``torch_engine.py``) or ``onnxruntime`` (an ONNX file timed by
+onnxruntime node by node: ``onnxruntime_engine.py``). Counts always come from flopcount's
+rules."""
 
-ENGINES = ("flopcount", "torch")
+ENGINES = ("flopcount", "torch", "onnxruntime")
 
 __all__ = ["ENGINES"]

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 from collections import Counter
 
+from ..hardware import compute_dtype
 from ..recording import pricing
 from ..report.model import Row
-from ..report.sums import COST_FIELDS, accumulate
+from ..report.sums import COST_FIELDS, accumulate, add_macs, add_macs_of
 
 # what a scope row sums over the nodes below it
 _SCOPE_COUNTS = COST_FIELDS + ("backward_macs", "backward_flops")
@@ -22,6 +23,12 @@ def op_call(node) -> pricing.OpCall:
     """A node as the op call it stands for, in specs."""
     return pricing.OpCall(node.op, node.output_specs(), tuple(None if v is None else v.spec for v in node.inputs),
                           node.attrs)
+
+
+def mac_dtype(node) -> str:
+    """The dtype a node's MACs run in: the one the importer states (a quantized file's conv on
+    int8), else its inputs' compute dtype (the widest floating one, else the widest)."""
+    return node.mac_dtype or compute_dtype([None if v is None else v.dtype for v in node.inputs]).name
 
 
 def _param_elems(node) -> tuple:
@@ -152,6 +159,7 @@ class NodeRows:
                       counted_by="ops" if cost is not None else "unsupported",
                       input_shapes=[None if v is None else v.shape for v in n.inputs],
                       output_shapes=[v.shape for v in n.outputs])
+            add_macs(row.macs_by_dtype, mac_dtype(n), row.macs)
             trainable = self._trainable_elems(n)
             row.trainable_params, row.frozen_params = trainable, elems - trainable
             children.setdefault(n.scope, []).append(row)
@@ -159,6 +167,7 @@ class NodeRows:
             for p in _prefixes(n.scope):
                 first_node.setdefault(p, i)
                 accumulate(scopes[p], row, _SCOPE_COUNTS, _SCOPE_TIMES)
+                add_macs_of(scopes[p], row)
             s = scopes[n.scope]
             s.calls = max(s.calls, 1)
         self._scope_params(scopes)
@@ -258,7 +267,8 @@ class NodeRows:
                 self.calls[i], cost, self.own[i], name=self.node_names[i], scope=n.scope, phase="forward",
                 counted=cost is not None, params=elems, param_bytes=nbytes,
                 latency_ms=latency[i] if latency is not None else None,
-                start_ms=starts[i] if starts is not None else None, source=n.source))
+                start_ms=starts[i] if starts is not None else None, source=n.source,
+                mac_dtype=mac_dtype(n) if cost and cost.macs else None))
         return out + list(backward_records or [])
 
     def unsupported(self, latency: list | None = None) -> list:

@@ -54,9 +54,10 @@ def _described(specs) -> tuple:
 
 def op_record(call, cost: Cost | None, own: Cost, *, name: str, scope: str, phase: str, counted: bool,
               params: int = 0, param_bytes: int = 0, latency_ms: float | None = None,
-              start_ms: float | None = None, source: str | None = None) -> OpRecord:
+              start_ms: float | None = None, source: str | None = None, mac_dtype: str | None = None) -> OpRecord:
     """The report's record of one priced op: shapes and dtypes from its specs, arithmetic from
-    ``cost`` (0 where the convention has no rule), bytes from ``own``."""
+    ``cost`` (0 where the convention has no rule), bytes from ``own``; ``mac_dtype`` is the
+    dtype its MACs run in."""
     outputs = call.output_spec if isinstance(call.output_spec, tuple) else (call.output_spec,)
     input_shapes, input_dtypes = _described(call.inputs)
     output_shapes, output_dtypes = _described(outputs)
@@ -65,7 +66,7 @@ def op_record(call, cost: Cost | None, own: Cost, *, name: str, scope: str, phas
                     bytes_read=own.bytes_read, bytes_written=own.bytes_written, params=params,
                     param_bytes=param_bytes, input_shapes=input_shapes, input_dtypes=input_dtypes,
                     output_shapes=output_shapes, output_dtypes=output_dtypes, counted=counted,
-                    latency_ms=latency_ms, start_ms=start_ms, source=source)
+                    latency_ms=latency_ms, start_ms=start_ms, source=source, mac_dtype=mac_dtype)
 
 
 def unsupported_name(op, attrs: dict) -> str:

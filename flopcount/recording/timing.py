@@ -10,6 +10,7 @@ from __future__ import annotations
 import statistics
 import time
 
+from ..runtime.allocator import keep_freed_memory
 from ..runtime.device import backend
 from ..runtime.dispatch import observe
 
@@ -24,6 +25,8 @@ def median_min(samples: list) -> tuple:
 def time_calls(fn, device, warmup: int, repeat: int) -> list:
     """Seconds of each of ``repeat`` synchronized calls of ``fn`` after ``warmup`` calls."""
     be = backend(device)
+    if be.name == "cpu":
+        keep_freed_memory()  # as PyTorch's and onnxruntime's arenas: no page faults in the timed runs
     for _ in range(warmup):
         fn()
     out = []

@@ -7,10 +7,11 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
       "model": str,                      # zoo name, file or model class
       "convention": "flopcount" | "ptflops",
       "mode": "eager" | "graph",
-      "device": str, "engine": "flopcount" | "torch", "dtype": str,
+      "device": str, "engine": "flopcount" | "torch" | "onnxruntime", "dtype": str,
       "input_shapes": [[int, ...], ...],
       "totals": {
         "macs": int, "flops": int, "params": int,
+        "macs_by_dtype": {dtype: int},    # the MACs split by the dtype they run in
         "trainable_params": int, "frozen_params": int,
         "bytes_read": int, "bytes_written": int,
         "latency_ms": float | null, "latency_min_ms": float | null,
@@ -62,7 +63,10 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
       "seen_not_counted": [ op records as in "ops" ],
       "folded": [ op records as in "ops" ],  # eager: computed from constants only
       "notes": [str],                    # how the model was loaded or captured
-      "warnings": [str]                  # spread-out timings, training-mode counts
+      "warnings": [str],                 # spread-out timings, training-mode counts
+      "engine_nodes": [{"name", "op_type", "provider", "latency_ms", "sources": [str], "macs",
+                        "flops", "bytes_read", "bytes_written", "flops_per_second",
+                        "bytes_per_second"}]  # engine "onnxruntime" only (else [])
     }
 """
 
@@ -107,6 +111,8 @@ def to_dict(report) -> dict:
         "folded": [o.to_dict() for o in report.folded],
         "notes": list(report.notes),
         "warnings": report.warnings,
+        # engine "onnxruntime": its optimized graph's nodes, timed, with the counts joined to them
+        "engine_nodes": [n.to_dict() for n in report.engine_nodes],
     }
 
 

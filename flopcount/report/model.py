@@ -25,7 +25,8 @@ class Row:
     """One line of a report: a module, a module scope or one op (graph node).
 
     ``macs``/``flops`` are forward counts of the whole subtree under the report's convention;
-    ``backward_*`` are the same for the backward pass; ``latency_ms`` is the median measured
+    ``macs_by_dtype`` splits ``macs`` by the dtype they run in (``{"float32": ..., "int8": ...}``:
+    see COUNTING.md, "MACs by dtype"); ``backward_*`` are the same for the backward pass; ``latency_ms`` is the median measured
     time (``None`` when not timed); ``params`` counts each parameter of the subtree once.
     """
 
@@ -36,6 +37,7 @@ class Row:
     kind: str = "module"            # "module" (eager), "scope" (graph roll-up) or "op" (graph node)
     macs: int = 0
     flops: int = 0
+    macs_by_dtype: dict = field(default_factory=dict)  # dtype name -> forward MACs run in it
     params: int = 0
     params_own: int = 0
     trainable_params: int = 0
@@ -116,6 +118,7 @@ class OpRecord:
     source: str = ""                # the model file's node name (ONNX), when the graph came from one
     roofline_ms: float | None = None  # with a hardware profile: max(compute, memory) time
     bound: str | None = None          # "compute" or "memory"
+    mac_dtype: str | None = None      # the dtype its MACs run in (None: no MACs)
 
     @property
     def output_bytes(self) -> int:
@@ -227,7 +230,8 @@ class Report:
         self.model = model
         self.hardware = None  # the hardware Profile the rooflines were priced on (report/roofline.py)
         self.notes = list(notes or [])   # remarks on how the model was loaded (a capture's fallback...)
-        self.engine = engine             # who ran the model for its latency: "flopcount" or "torch"
+        self.engine = engine             # who ran the model for its latency: "flopcount", "torch", "onnxruntime"
+        self.engine_nodes: list = []     # engine "onnxruntime": its nodes, timed and joined with counts
         self._by_name = OrderedDict((r.name, r) for r in self.rows)
         self._children: dict = {}
         for r in self.rows:
@@ -281,7 +285,7 @@ class Report:
         """Whole-model numbers: macs, flops, params (trainable/frozen), bytes, latency, backward."""
         r = self.root
         out = {
-            "macs": r.macs, "flops": r.flops, "params": r.params,
+            "macs": r.macs, "flops": r.flops, "macs_by_dtype": dict(r.macs_by_dtype), "params": r.params,
             "trainable_params": r.trainable_params, "frozen_params": r.frozen_params,
             "bytes_read": r.bytes_read, "bytes_written": r.bytes_written,
             "latency_ms": self.latency_ms, "latency_min_ms": self.latency_min_ms,

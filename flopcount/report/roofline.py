@@ -1,7 +1,7 @@
 """A report's rooflines on a hardware profile: per op, then summed per row.
 
-Each forward op record is priced by ``hardware.roofline`` with MACs in its compute dtype
-(``hardware.compute_dtype`` of its inputs). A row (module, scope, or the graph node of the same
+Each forward op record is priced by ``hardware.roofline`` with MACs in the dtype they run in
+(``OpRecord.mac_dtype``, else ``hardware.compute_dtype`` of its inputs). A row (module, scope, or the graph node of the same
 name) gets the sum of the rooflines of the ops under it: ops run one after another, each bound
 by its own resource, so a layer's best time is the sum, not the roofline of its summed counts.
 Its ``bound`` is the kind of op that holds most of that time.
@@ -28,7 +28,7 @@ def add_roofline(report, profile) -> None:
     by_scope: dict = {}     # scope -> [compute-bound seconds, memory-bound seconds]
     by_record: dict = {}
     for record in report.by_op("forward"):
-        r = _hw.roofline(record, profile, _hw.compute_dtype(record.input_dtypes))
+        r = _hw.roofline(record, profile, record.mac_dtype or _hw.compute_dtype(record.input_dtypes))
         record.roofline_ms, record.bound = r.time_s * 1e3, r.bound
         by_record[record.name] = record
         slot = 0 if r.bound == "compute" else 1

@@ -22,4 +22,16 @@ def accumulate(total, part, counts: tuple = COST_FIELDS, times: tuple = ()) -> N
             setattr(total, name, (getattr(total, name) or 0.0) + value)
 
 
-__all__ = ["COST_FIELDS", "accumulate"]
+def add_macs(by_dtype: dict, dtype: str | None, macs: int) -> None:
+    """Add ``macs`` run in ``dtype`` to a ``macs_by_dtype`` dict (nothing for zero MACs)."""
+    if macs:
+        by_dtype[dtype] = by_dtype.get(dtype, 0) + macs
+
+
+def add_macs_of(total, part) -> None:
+    """Add ``part``'s MACs by dtype into ``total``'s (rows alike)."""
+    for dtype, macs in part.macs_by_dtype.items():
+        add_macs(total.macs_by_dtype, dtype, macs)
+
+
+__all__ = ["COST_FIELDS", "accumulate", "add_macs", "add_macs_of"]

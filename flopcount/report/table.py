@@ -164,6 +164,9 @@ def _footer(report) -> list:
     t = report.totals
     lines.append(f"total: {macs_to_string(t['macs'])}, {flops_to_string(t['flops'])}, "
                  f"{params_to_string(t['params'])} params ({params_to_string(t['frozen_params'])} frozen)")
+    if set(t["macs_by_dtype"]) - {"float32"}:  # MACs that do not all run in float32
+        lines.append("MACs by dtype: " + ", ".join(f"{dtype} {macs_to_string(macs)}"
+                                                   for dtype, macs in t["macs_by_dtype"].items()))
     if report.latency_ms is not None:
         lines.append(_latency_line(report))
     if report.backward:

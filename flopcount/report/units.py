@@ -61,9 +61,10 @@ def time_to_string(ms: float | None, precision: int = 3) -> str:
     """A duration given in milliseconds: 's', 'ms' or 'µs'; '-' when not measured."""
     if ms is None:
         return "-"
-    if ms >= 1000:
+    # Compare the rounded value, so that 999.7 ms reads '1 s', not '1e+03 ms'.
+    if float(f"{ms:.{precision}g}") >= 1000:
         return f"{ms / 1000:.{precision}g} s"
-    if ms >= 1:
+    if float(f"{ms:.{precision}g}") >= 1:
         return f"{ms:.{precision}g} ms"
     return f"{ms * 1000:.{precision}g} µs"
 

@@ -108,7 +108,10 @@ def backward(root, grad=None, retain_graph: bool = False, create_graph: bool = F
             if len(outs) == 1:
                 g_arg = gouts[0]
             else:
-                g_arg = tuple(g if g is not None else ones_like(o, fill=0) for g, o in zip(gouts, outs))
+                # a boolean output (a dropout mask) has no gradient: its slot holds None rather
+                # than zeros of its shape, which for a large attention's mask are gigabytes
+                g_arg = tuple(g if g is not None else (ones_like(o, fill=0) if o.dtype.is_floating_point else None)
+                              for g, o in zip(gouts, outs))
             out_arg = outs[0] if len(outs) == 1 else outs
             gins = node.op.vjp(g_arg, out_arg, *node.inputs, **node.attrs)
             if not isinstance(gins, tuple):

@@ -73,7 +73,8 @@ class CPUBackend(Backend):
     # have few ufuncs. PyTorch's CPU kernels do the same: load, compute in float32, round.
     compute_dtypes = {_dt.float16: _dt.float32, _dt.bfloat16: _dt.float32,
                       **{f8: _dt.float32 for f8 in _dt.FLOAT8},
-                      _dt.int4: _dt.int8, _dt.uint4: _dt.uint8}
+                      _dt.float4_e2m1fn: _dt.float32, _dt.float8_e8m0fnu: _dt.float32,
+                      _dt.int4: _dt.int8, _dt.uint4: _dt.uint8, _dt.int2: _dt.int8, _dt.uint2: _dt.uint8}
 
     def __init__(self):
         self.rng = np.random.default_rng(0)

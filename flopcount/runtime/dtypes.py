@@ -84,10 +84,17 @@ float8_e4m3fn = DType("float8_e4m3fn", ml_dtypes.float8_e4m3fn, FLOATING, promot
 float8_e5m2 = DType("float8_e5m2", ml_dtypes.float8_e5m2, FLOATING, promotes="self")
 float8_e4m3fnuz = DType("float8_e4m3fnuz", ml_dtypes.float8_e4m3fnuz, FLOATING, promotes="self")
 float8_e5m2fnuz = DType("float8_e5m2fnuz", ml_dtypes.float8_e5m2fnuz, FLOATING, promotes="self")
+# the narrow types of microscaling (MX) formats and 2-bit weights: ONNX's FLOAT4E2M1 (no
+# infinities or NaN), FLOAT8E8M0 (a power-of-two scale) and INT2 / UINT2. Like float8 and
+# int4, they promote with nothing but themselves (the floats) or floating types (the ints)
+float4_e2m1fn = DType("float4_e2m1fn", ml_dtypes.float4_e2m1fn, FLOATING, bits=4, promotes="self")
+float8_e8m0fnu = DType("float8_e8m0fnu", ml_dtypes.float8_e8m0fnu, FLOATING, promotes="self")
+int2 = DType("int2", ml_dtypes.int2, INTEGER, bits=2, promotes="floats")
+uint2 = DType("uint2", ml_dtypes.uint2, INTEGER, bits=2, promotes="floats")
 
-ALL = (bool_, uint8, int8, int16, int32, int64, uint16, uint32, uint64, int4, uint4,
+ALL = (bool_, uint8, int8, int16, int32, int64, uint16, uint32, uint64, int4, uint4, int2, uint2,
        float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2, float8_e4m3fnuz,
-       float8_e5m2fnuz)
+       float8_e5m2fnuz, float4_e2m1fn, float8_e8m0fnu)
 FLOAT8 = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz)
 _BY_NAME = {d.name: d for d in ALL}
 # PyTorch's aliases, and the short names people type on a command line (bf16, fp16)

@@ -123,6 +123,21 @@ class Op:
     name: str = "?"
     kernels: dict = {}
     random: bool = False  # draws random numbers: never folded to a constant while tracing
+    # The fifth rule, SBP (runtime/sbp.py): ``sbp(out, *inputs, **attrs)`` lists the signatures
+    # the op accepts on one mesh axis. None: only "everything B" (each rank runs the whole op),
+    # which the sharding pass always adds itself.
+    sbp = None
+    # A layout op (a view: reshape, permute, expand, slicing) moves no data, so the sharding
+    # pass moves SBP through it both ways and applies boxing to its source instead.
+    layout: bool = False
+
+    @staticmethod
+    def shard_attrs(attrs: dict, signature, n: int, index: int, out, *inputs) -> dict:
+        """The attrs rank ``index`` of ``n`` runs the op with under ``signature``, given the
+        global specs. Ops whose attrs hold sizes (a reshape's target shape, a slice's bounds)
+        localize them; the others run with their attrs unchanged."""
+        return attrs
+
     # does arithmetic on values: inputs in a dtype the backend has no arithmetic for (bfloat16,
     # float8, int4 on numpy) reach its kernel widened (Backend.compute_dtypes), and the result
     # is rounded back; False for ops that only move or select elements, which take any storage

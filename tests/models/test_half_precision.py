@@ -27,7 +27,7 @@ from torchvision_ref import TORCHVISION_BUILDERS, calibrate_batch_norm, load_tor
 
 HEAVY = 12_000_000   # parameters: above this a model's run takes seconds
 # presets with billions of parameters: counted on meta below
-LARGE = ("llama2_7b", "llama3_8b", "mistral_7b", "qwen2_7b", "gemma_7b", "phi3_mini", "mixtral_8x7b")
+LARGE = ("llama2_7b", "llama3_8b", "mistral_7b", "qwen2_7b", "gemma_7b", "phi3_mini", "mixtral_8x7b", "gpt3_175b")
 SMALL_DECODER = dict(num_hidden_layers=2, vocab_size=1000)
 TEXT = {"gpt2": dict(n_layer=2, vocab_size=1000), "bert_base": dict(num_hidden_layers=2, vocab_size=1000),
         "roberta_base": dict(num_hidden_layers=2, vocab_size=1000), "distilbert_base": dict(n_layers=2, vocab_size=1000),

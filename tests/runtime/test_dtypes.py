@@ -63,10 +63,11 @@ def test_parameter_memory_follows_the_dtype():
 def _torch_pairs():
     torch = pytest.importorskip("torch")
     pairs = []
-    for a in _dt.ALL:
-        for b in _dt.ALL:
-            if "int4" in (a.name, b.name) and a is not b:
-                continue  # PyTorch asserts internally on int4 with another type; see below
+    known = [d for d in _dt.ALL if hasattr(torch, d.name)]  # (float4_e2m1fn: see below)
+    for a in known:
+        for b in known:
+            if ({"int4", "int2"} & {a.name, b.name}) and a is not b:
+                continue  # PyTorch asserts internally on int4 and int2 with another type; see below
             pairs.append((a, b, getattr(torch, a.name)))
     return torch, pairs
 
@@ -87,6 +88,18 @@ def test_promotion_is_pytorchs_for_every_pair():
             assert rt.promote_types(a, b).name == want, (a, b)
         checked += 1
     assert checked > 300
+
+
+def test_float4_promotes_with_itself_only_and_int2_as_uint2():
+    # PyTorch has no float4_e2m1fn (only a packed pair); flopcount gives it float8's rule
+    assert rt.promote_types(rt.float4_e2m1fn, rt.float4_e2m1fn) is rt.float4_e2m1fn
+    for other in (rt.float32, rt.float8_e4m3fn, rt.int8):
+        with pytest.raises(rt.ShapeError, match="cast one of them explicitly"):
+            rt.promote_types(rt.float4_e2m1fn, other)
+    assert rt.promote_types(rt.int2, rt.float16) is rt.float16
+    with pytest.raises(rt.ShapeError, match="cast one of them explicitly"):
+        rt.promote_types(rt.int2, rt.int8)
+    assert (rt.int2.bits, rt.int2.nbytes(9), rt.float4_e2m1fn.nbytes(9)) == (2, 3, 5)
 
 
 def test_int4_promotes_as_uint4_does():

@@ -110,7 +110,9 @@ class CUDABackend(Backend):
     per_device = True
     # float16 and bfloat16 run as they are (the raw and generated kernels load them into float
     # registers); float8 and 4-bit integers have no CuPy arithmetic: computed widened
-    compute_dtypes = {**{f8: _dt.float32 for f8 in _dt.FLOAT8}, _dt.int4: _dt.int8, _dt.uint4: _dt.uint8}
+    compute_dtypes = {**{f8: _dt.float32 for f8 in _dt.FLOAT8}, _dt.float4_e2m1fn: _dt.float32,
+                      _dt.float8_e8m0fnu: _dt.float32, _dt.int4: _dt.int8, _dt.uint4: _dt.uint8,
+                      _dt.int2: _dt.int8, _dt.uint2: _dt.uint8}
 
     def __init__(self, cupy, index: int = 0, seed: int = 0):
         self.cupy = cupy

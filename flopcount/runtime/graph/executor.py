@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from ..allocator import keep_freed_memory
 from ..device import CPU, META
 from ..dispatch import apply, state
 from ..errors import DeviceError, ShapeError, add_context
@@ -124,7 +125,10 @@ def run(graph, args: tuple, kwargs: dict, before=None, after=None, node_scopes: 
     ``node_scopes`` each node runs under its :class:`NodeScope` instead of its scope string."""
     tensors = _bind(graph, args, kwargs)
     prog = _program(graph)
-    fixed = _fixed_tensors(graph, _device_of(graph, tensors))
+    device = _device_of(graph, tensors)
+    if device.type == "cpu":
+        keep_freed_memory()  # each op's output reuses freed memory instead of faulting pages in
+    fixed = _fixed_tensors(graph, device)
     env: list = [None] * prog.n_slots
     for slot, name in prog.fixed:
         env[slot] = fixed[name]

@@ -62,12 +62,15 @@ class Node:
     """One op call: the op class, its input values (None for an absent optional input), its
     output values, attrs, the dotted scope of the module that ran it and that module's type.
     ``source`` names the node of the model file it came from (an ONNX node name), so reports
-    join with other tools' profiles of that file; it is empty for traced nodes."""
+    join with other tools' profiles of that file; it is empty for traced nodes. ``mac_dtype``
+    names the dtype its MACs run in where that is not its inputs' (a quantized file's conv on
+    dequantized int8 weights and activations runs on int8 in the engine it is made for); None
+    means the inputs say it."""
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "scope", "module_type", "source")
+    __slots__ = ("op", "inputs", "outputs", "attrs", "scope", "module_type", "source", "mac_dtype")
 
     def __init__(self, op, inputs: list, outputs: list, attrs: dict, scope: str = "",
-                 module_type: str = "", source: str = ""):
+                 module_type: str = "", source: str = "", mac_dtype: str | None = None):
         self.op = op
         self.inputs = list(inputs)
         self.outputs = list(outputs)
@@ -75,6 +78,7 @@ class Node:
         self.scope = scope
         self.module_type = module_type
         self.source = source
+        self.mac_dtype = mac_dtype
 
     @property
     def name(self) -> str:
@@ -86,7 +90,8 @@ class Node:
         return self.op.name
 
     def copy(self) -> "Node":
-        return Node(self.op, self.inputs, self.outputs, self.attrs, self.scope, self.module_type, self.source)
+        return Node(self.op, self.inputs, self.outputs, self.attrs, self.scope, self.module_type, self.source,
+                    self.mac_dtype)
 
     def output_specs(self):
         specs = tuple(v.spec for v in self.outputs)

@@ -33,9 +33,11 @@ _ITEMSIZE = {"BOOL": 1, "U8": 1, "I8": 1, "I16": 2, "U16": 2, "F16": 2, "BF16": 
 # holds them): their bytes are read from the checked offsets and viewed in the dtype
 _FLOAT8 = {"F8_E4M3": _dt.float8_e4m3fn, "F8_E5M2": _dt.float8_e5m2, "F8_E4M3FNUZ": _dt.float8_e4m3fnuz,
            "F8_E5M2FNUZ": _dt.float8_e5m2fnuz}
-# safetensors has no 4-bit integers: they are stored one per byte (I8 / U8), and the document
-# names their dtype ("stored_as"), so they load back as int4 / uint4
-_WIDER_IN_FILE = {_dt.int4: np.int8, _dt.uint4: np.uint8}
+# safetensors has no 4- and 2-bit integers: they are stored one per byte (I8 / U8), and the
+# document names their dtype ("stored_as"), so they load back as int4 / uint4 / int2 / uint2;
+# nor float4_e2m1fn and float8_e8m0fnu: their bytes are stored as U8 and viewed back
+_WIDER_IN_FILE = {_dt.int4: np.int8, _dt.uint4: np.uint8, _dt.int2: np.int8, _dt.uint2: np.uint8}
+_BYTES_IN_FILE = (_dt.float4_e2m1fn, _dt.float8_e8m0fnu)
 
 
 # --- attrs <-> JSON --------------------------------------------------------------------------
@@ -99,7 +101,8 @@ def graph_to_json(graph) -> dict:
                    "inputs": [None if v is None else v.name for v in n.inputs],
                    "outputs": [_value_json(v) for v in n.outputs],
                    "attrs": {k: encode_attr(a) for k, a in n.attrs.items()},
-                   "scope": n.scope, "module_type": n.module_type} for n in graph.nodes],
+                   "scope": n.scope, "module_type": n.module_type,
+                   **({"mac_dtype": n.mac_dtype} if n.mac_dtype else {})} for n in graph.nodes],
         "outputs": [v.name for v in graph.outputs], "output_tree": graph.output_tree,
     }
 
@@ -108,7 +111,8 @@ def _host(t) -> np.ndarray:
     if not isinstance(t, Tensor):
         arr = np.asarray(t)
     else:  # a meta constant carries its value as a numpy array
-        arr = np.asarray(t.data) if t.device.type == "meta" else t.numpy()
+        # (a constant folded by a reduction may hold a numpy scalar, not a 0-d array)
+        arr = np.asarray(t.data) if t.device.type == "meta" else np.asarray(t.numpy())
     return arr if arr.flags.c_contiguous else arr.copy()  # (ascontiguousarray makes 0-d 1-d)
 
 
@@ -149,6 +153,9 @@ def save(obj, path, example_inputs: tuple | None = None) -> None:
         dtype = _dt.get_dtype(arr.dtype)
         if dtype in _WIDER_IN_FILE:
             tensors[name] = arr.astype(_WIDER_IN_FILE[dtype])
+            stored_as[name] = dtype.name
+        elif dtype in _BYTES_IN_FILE:
+            tensors[name] = np.ascontiguousarray(arr).view(np.uint8)
             stored_as[name] = dtype.name
     if stored_as:
         doc["stored_as"] = stored_as
@@ -255,7 +262,10 @@ def _read_tensors(path: str, names, header: dict, doc: dict) -> dict:
                 dtype = _dt.get_dtype(dtype_name)
             except TypeError:
                 raise ModelFileError(f"{path}: tensor {name!r} is stored as unknown dtype {dtype_name!r}") from None
-            out[name] = out[name].astype(dtype.np)
+            if dtype in _BYTES_IN_FILE and out[name].dtype == np.uint8:
+                out[name] = out[name].view(dtype.np)
+            else:
+                out[name] = out[name].astype(dtype.np)
     return out
 
 
@@ -345,7 +355,10 @@ def graph_from_json(doc: dict, arrays: dict):
         scope, module_type = e.get("scope", ""), e.get("module_type", "")
         if not isinstance(scope, str) or not isinstance(module_type, str):
             raise ValueError(f"node {i} has scope {scope!r} and module type {module_type!r}; both must be strings")
-        g.nodes.append(Node(op, inputs, outputs, attrs, scope, module_type))
+        mac_dtype = e.get("mac_dtype")
+        if mac_dtype is not None and not isinstance(mac_dtype, str):
+            raise ValueError(f"node {i} has mac_dtype {mac_dtype!r}; it must be a string")
+        g.nodes.append(Node(op, inputs, outputs, attrs, scope, module_type, mac_dtype=mac_dtype))
     g.outputs = [values[name] for name in doc["outputs"]]
     g.output_tree = doc["output_tree"]
     _check_tree(g.input_tree, len(g.inputs), "input")

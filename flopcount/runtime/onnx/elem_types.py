@@ -24,7 +24,7 @@ TO_DTYPE = {
     1: _dt.float32, 2: _dt.uint8, 3: _dt.int8, 4: _dt.uint16, 5: _dt.int16, 6: _dt.int32, 7: _dt.int64,
     9: _dt.bool_, 10: _dt.float16, 11: _dt.float64, 12: _dt.uint32, 13: _dt.uint64, 16: _dt.bfloat16,
     17: _dt.float8_e4m3fn, 18: _dt.float8_e4m3fnuz, 19: _dt.float8_e5m2, 20: _dt.float8_e5m2fnuz,
-    21: _dt.uint4, 22: _dt.int4,
+    21: _dt.uint4, 22: _dt.int4, 23: _dt.float4_e2m1fn, 24: _dt.float8_e8m0fnu, 25: _dt.uint2, 26: _dt.int2,
 }
 FROM_DTYPE = {d.name: code for code, d in TO_DTYPE.items()}
 
@@ -51,11 +51,13 @@ def from_dtype(dtype) -> int:
 
 def unpack(raw, dtype, numel: int) -> np.ndarray:
     """``numel`` elements of ``dtype`` from an initializer's raw bytes: sub-byte types are packed
-    two to a byte, the first element in the low nibble (ONNX's layout); numpy (ml_dtypes) holds
-    each in a byte of its own."""
+    8 / bits to a byte, the first element in the lowest bits (ONNX's layout: two 4-bit numbers,
+    four 2-bit ones); numpy (ml_dtypes) holds each in a byte of its own."""
     data = np.frombuffer(raw, np.uint8)
     if dtype.bits >= 8:
         return data.view(dtype.np)[:numel]
-    nibbles = np.empty(2 * data.size, np.uint8)
-    nibbles[0::2], nibbles[1::2] = data & 0x0F, data >> 4
-    return nibbles[:numel].view(dtype.np)
+    per_byte, mask = 8 // dtype.bits, (1 << dtype.bits) - 1
+    fields = np.empty(per_byte * data.size, np.uint8)
+    for i in range(per_byte):
+        fields[i::per_byte] = (data >> (i * dtype.bits)) & mask
+    return fields[:numel].view(dtype.np)

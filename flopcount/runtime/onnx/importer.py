@@ -46,8 +46,10 @@ from ..graph.trace import Tracer
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
 from . import naming, symbolic, wire
+from .tables import precomputed_tables
 from ..ops.opaque import opaque
-from .converters import CONVERTERS, NodeContext
+from .converters import CONVERTERS, PACKED_WEIGHTS, NodeContext
+from .converters.quantized import mac_dtype as quantized_mac_dtype
 from .elem_types import TO_DTYPE, to_dtype, unpack
 
 # integer initializers up to this many elements are shape data (Reshape targets, axes, ids)
@@ -257,11 +259,51 @@ def _has_external_data(model) -> bool:
     return any(t.data_location == onnx.TensorProto.EXTERNAL for t in _all_tensors(model))
 
 
+# ops onnxruntime registers in ONNX's own domain at every opset, where ONNX does not define them
+# (Llama exports write SimplifiedLayerNormalization there; the transformer optimizer writes
+# LayerNormalization into opset-16 files): the checker sees those nodes in com.microsoft
+ONNXRUNTIME_DEFAULT_DOMAIN_OPS = ("SimplifiedLayerNormalization", "LayerNormalization")
+
+
+def _onnxruntime_ops_onnx_lacks(model) -> list:
+    """The nodes of ``ONNXRUNTIME_DEFAULT_DOMAIN_OPS`` the model's opset does not define."""
+    onnx, opset = _onnx(), default_opset(model)
+
+    def defined(op_type: str) -> bool:
+        try:
+            onnx.defs.get_schema(op_type, opset)
+            return True
+        except Exception:  # onnx.defs.SchemaError: not at this opset
+            return False
+
+    return [node for node in model.graph.node if node.domain in _DEFAULT_DOMAINS
+            and node.op_type in ONNXRUNTIME_DEFAULT_DOMAIN_OPS and not defined(node.op_type)]
+
+
 def _validate(model, path: str, data: bytes | None = None, weights: FileWeights | None = None) -> None:
     """Run ``onnx.checker`` on ``model``; ``data`` is its serialized form when at hand (the
     file's bytes, for a model read and not changed since). With ``weights`` (the model lacks
     their raw data), the raw data's sizes are checked here and the checker sees those
     initializers as empty tensors."""
+    moved = _onnxruntime_ops_onnx_lacks(model)
+    if not moved:
+        _check(model, path, data, weights)
+        return
+    added = not any(entry.domain == "com.microsoft" for entry in model.opset_import)
+    for node in moved:
+        node.domain = "com.microsoft"
+    if added:
+        model.opset_import.add(domain="com.microsoft", version=1)
+    try:
+        _check(model, path, None, weights)
+    finally:
+        for node in moved:
+            node.domain = ""
+        if added:
+            del model.opset_import[-1]
+
+
+def _check(model, path: str, data: bytes | None, weights: FileWeights | None) -> None:
     onnx = _onnx()
     try:
         if path and _has_external_data(model):
@@ -473,21 +515,34 @@ def _declared_inputs(model, initializers: set) -> list:
 
 
 def _buffer_names(model) -> set:
-    """Initializers that are running statistics (BatchNormalization's mean and variance)."""
+    """Initializers that are running statistics (BatchNormalization's mean and variance) or
+    precomputed tables (rotary caches, masks: ``tables.py``): buffers, not parameters."""
     return {name for node in model.graph.node if node.op_type == "BatchNormalization"
-            for name in node.input[3:5] if name}
+            for name in node.input[3:5] if name} | precomputed_tables(model)
 
 
 # the inputs of quantization ops that hold a layer's weights in an integer or float8 type
 _QUANTIZED_WEIGHT_INPUTS = {"DequantizeLinear": (0,), "MatMulInteger": (1,), "ConvInteger": (1,),
-                            "QLinearMatMul": (3,), "QLinearConv": (3,)}
+                            "QLinearMatMul": (3,), "QLinearConv": (3,), "com.microsoft.MatMulNBits": (1,),
+                            "com.microsoft.MatMulIntegerToFloat": (1,)}
 
 
 def _quantized_weight_names(model) -> set:
     """Initializers that are quantized weights: parameters of the model whatever their type
     (a QDQ file's int8 conv weights count as its parameters, at one byte each)."""
-    return {node.input[i] for node in model.graph.node for i in _QUANTIZED_WEIGHT_INPUTS.get(node.op_type, ())
+    return {node.input[i] for node in model.graph.node for i in _QUANTIZED_WEIGHT_INPUTS.get(op_label(node), ())
             if i < len(node.input) and node.input[i]}
+
+
+def _packed_weights(model) -> dict:
+    """{initializer name: (unpack, the reading node's attributes)} for weights a file stores
+    packed (MatMulNBits' two 4-bit numbers per byte): imported as the tensor they stand for."""
+    found = {}
+    for node in model.graph.node:
+        entry = PACKED_WEIGHTS.get(op_label(node))
+        if entry is not None and len(node.input) > entry[0] and node.input[entry[0]]:
+            found[node.input[entry[0]]] = (entry[1], node_attributes(node, 1))
+    return found
 
 
 def _initializer_tensors(model, path: str, weights: FileWeights | None = None, meta: bool = False) -> tuple:
@@ -495,7 +550,7 @@ def _initializer_tensors(model, path: str, weights: FileWeights | None = None, m
     as they come (read-only views of the file's or protobuf's bytes), not copied. With
     ``meta``, an initializer whose raw data is in the file (its size checked) and that is
     larger than shape data becomes a meta tensor: nothing is made for it."""
-    buffers, quantized = _buffer_names(model), _quantized_weight_names(model)
+    buffers, quantized, packed = _buffer_names(model), _quantized_weight_names(model), _packed_weights(model)
     constants, params = {}, {}
     for i, init in enumerate(model.graph.initializer):
         dtype = to_dtype(init.data_type, f"initializer {init.name!r}")
@@ -505,6 +560,13 @@ def _initializer_tensors(model, path: str, weights: FileWeights | None = None, m
             if tensor is None:
                 array = weights.array(i, dtype, tuple(init.dims)) if in_file else _array_of(init, dtype, path)
                 tensor = Tensor._make(array, tuple(array.shape), dtype, CPU)
+            if init.name in packed:
+                unpack, attrs = packed[init.name]
+                try:
+                    array, shape, dtype = unpack(tensor.data, tuple(init.dims), attrs)
+                except ValueError as exc:
+                    raise UnsupportedOpError(f"initializer {init.name!r}: {exc}") from None
+                tensor = Tensor._make(array, shape, dtype, META if array is None else CPU)
             params[init.name] = (Parameter(tensor), "param")
             continue
         if in_file and meta and prod(init.dims) > SHAPE_DATA_MAX:
@@ -567,6 +629,9 @@ class _Conversion:
         self.tracer = None
         self.used = _names_read(model.graph)
         self.notes: list = []  # what the report should say about the conversion (loop trip counts)
+        # {DequantizeLinear output: its quantized input}: a QDQ conv's MACs run in int8
+        self.dequantized = {n.output[0]: n.input[0] for n in model.graph.node
+                            if n.op_type == "DequantizeLinear" and n.domain in _DEFAULT_DOMAINS and n.output}
 
     def __call__(self, *inputs):
         values = self.values
@@ -681,9 +746,12 @@ class _Conversion:
             # attribute values or operands no valid file has (a zero step, a negative size)
             raise ModelFileError(f"{ctx.where}: invalid attributes or operands "
                                  f"({type(exc).__name__}: {_first_line(exc)})") from exc
+        mac = quantized_mac_dtype(op_label(node), list(node.input), values, self.dequantized)
         for n in recorded[first:]:
             n.module_type = module_type
             n.source = node.name
+            if mac:
+                n.mac_dtype = mac
         results = result if isinstance(result, (tuple, list)) else (result,)
         for i, name in enumerate(node.output):
             if i < len(results):
@@ -783,6 +851,11 @@ def import_model(model, input_shapes=None, path: str = "", weights: FileWeights 
                 raise
             bound.update((name, available[name]) for name in missing)
     graph.name = _graph_name(model, path)
+    tables = sorted(name for name in precomputed_tables(model) if name in graph.parameters)
+    if tables:
+        shown = ", ".join(tables[:4]) + (", ..." if len(tables) > 4 else "")
+        graph.notes.append(f"{len(tables)} initializer(s) are precomputed tables (rotary caches, masks, expanded "
+                           f"biases), counted as buffers, not parameters: {shown}")
     return graph.to("meta") if meta else graph
 
 

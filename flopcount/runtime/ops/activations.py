@@ -20,14 +20,17 @@ __all__ = ["relu", "relu6", "leaky_relu", "prelu", "elu", "selu", "celu", "gelu"
 
 import math
 
+import numpy as np
+
 from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, io_cost, numel, register_op
+from ..sbp import B, S, Signature, unary
 from ._erf import gelu_erf as _gelu_erf_kernel
 from ._parallel import split
 from ._helpers import check_float, norm_dim, same_spec
-from .elementwise import (abs as _abs, add, div, erf, exp, gt, le, logical_and, lt, mul, neg, sub,
+from .elementwise import (abs as _abs, add, div, erf, exp, gt, le, logical_and, lt, mul, neg, select, sub,
                           tanh, where)
 from .reduction import sum as reduce_sum
 
@@ -40,12 +43,38 @@ _GELU_TANH_C = 0.044715
 def _stable_sigmoid(xp, x):
     # 1 / (1 + exp(-x)) overflows for very negative x in float16/32; this form does not
     e = xp.exp(-xp.abs(x))
-    return xp.where(x >= 0, 1 / (1 + e), e / (1 + e)).astype(x.dtype, copy=False)
+    positive = 1 / (1 + e)
+    return select(xp, x >= 0, positive, e * positive).astype(x.dtype, copy=False)
+
+
+_ZERO_BLOCK = 1 << 14
+_zero_blocks: dict = {}
+
+
+def _max_with_zero(x, out) -> None:
+    """``numpy.maximum(x, 0, out=out)`` at memory speed, NaN kept as ``maximum`` keeps it.
+
+    numpy's ``maximum`` against a scalar takes a loop without SIMD, 8x slower than against an
+    array; so the scalar is a read-only block of zeros that stays in the cache, block by block.
+    """
+    zeros = _zero_blocks.get(x.dtype)
+    if zeros is None:
+        zeros = np.zeros(_ZERO_BLOCK, dtype=x.dtype)
+        zeros.flags.writeable = False
+        _zero_blocks[x.dtype] = zeros
+    for start in range(0, x.size, _ZERO_BLOCK):
+        stop = min(start + _ZERO_BLOCK, x.size)
+        np.maximum(x[start:stop], zeros[:stop - start], out=out[start:stop])
 
 
 def _softplus_kernel(xp, z):
     """log(1 + exp(z)) without overflow: max(z, 0) + log1p(exp(-|z|))."""
     return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
+
+
+def _elementwise_sbp(out, x, **attrs):
+    """SBP of an activation: element by element, so split along any dim (none is linear)."""
+    return unary(x)
 
 
 def _float_shape(name):
@@ -67,18 +96,19 @@ class Relu(Op):
         return xp.maximum(x, 0)
 
     def _cpu(xp, x):
-        # numpy's NaN-keeping maximum is compute-bound: parts of it go to every core
         if not x.flags.c_contiguous:
             return xp.maximum(x, 0)
         out = xp.empty_like(x)
         flat, flat_out = x.reshape(-1), out.reshape(-1)
-        split(flat.size, lambda a, b: xp.maximum(flat[a:b], 0, out=flat_out[a:b]))
+        split(flat.size, lambda a, b: _max_with_zero(flat[a:b], flat_out[a:b]))
         return out
 
     kernels = {"cpu": _cpu}
 
     def vjp(g, out, x):
         return where(gt(out, 0), g, 0.0)
+
+    sbp = _elementwise_sbp
 
     def cost(out, x):
         return io_cost(out, (x,), flops=numel(out))  # one compare-select per element
@@ -95,6 +125,8 @@ class Hardtanh(Op):
         # as PyTorch: no gradient at the bounds themselves
         return where(logical_and(gt(x, min_val), lt(x, max_val)), g, 0.0)
 
+    sbp = _elementwise_sbp
+
     def cost(out, x, *, min_val, max_val):
         return io_cost(out, (x,), flops=numel(out))  # one clamp per element (COUNTING.md row)
 
@@ -104,12 +136,14 @@ class LeakyRelu(Op):
     shape = _float_shape("leaky_relu")
 
     def forward(xp, x, *, negative_slope):
-        return xp.where(x > 0, x, x * negative_slope)
+        return select(xp, x > 0, x, x * negative_slope)
 
     kernels = {"cuda": cuda_kernels.activation("leaky_relu")(forward)}
 
     def vjp(g, out, x, *, negative_slope):
         return where(gt(x, 0), g, mul(g, negative_slope))
+
+    sbp = _elementwise_sbp
 
     def cost(out, x, *, negative_slope):
         return io_cost(out, (x,), flops=numel(out))  # one select per element (COUNTING.md row)
@@ -138,7 +172,7 @@ class Prelu(Op):
 
     def forward(xp, x, weight):
         w = weight.reshape(()) if weight.size == 1 else weight.reshape((1, -1) + (1,) * (x.ndim - 2))
-        return xp.where(x > 0, x, x * w)
+        return select(xp, x > 0, x, x * w)
 
     def vjp(g, out, x, weight):
         positive = gt(x, 0)
@@ -155,6 +189,15 @@ class Prelu(Op):
     def cost(out, x, weight):
         return io_cost(out, (x, weight), flops=numel(out))  # one select per element, as leaky_relu
 
+    def sbp(out, x, weight):
+        # any dim but the channels with the slopes whole; the channels with their slopes
+        sigs = [Signature((S(d), B), (S(d),)) for d in range(x.ndim) if d != 1 and x.shape[d] > 1]
+        if numel(weight) == 1:
+            sigs += [Signature((S(1), B), (S(1),))] if x.ndim > 1 and x.shape[1] > 1 else []
+        else:
+            sigs.append(Signature((S(1), S(0)), (S(1),)))
+        return sigs
+
 
 @register_op("elu")
 class Elu(Op):
@@ -165,7 +208,7 @@ class Elu(Op):
 
     def forward(xp, x, *, alpha, scale, input_scale):
         negative = alpha * xp.expm1(xp.minimum(x, 0) * input_scale)
-        return scale * xp.where(x > 0, x, negative)
+        return scale * select(xp, x > 0, x, negative)
 
     kernels = {"cuda": cuda_kernels.activation("elu")(forward)}
 
@@ -175,6 +218,8 @@ class Elu(Op):
         if input_scale != 1:
             negative = mul(negative, input_scale)
         return where(gt(x, 0), mul(g, scale) if scale != 1 else g, negative)
+
+    sbp = _elementwise_sbp
 
     def cost(out, x, *, alpha, scale, input_scale):
         # exp, subtract 1, multiply by alpha, select; one more multiply for each non-unit scale
@@ -213,6 +258,8 @@ class Gelu(Op):
         pdf = mul(exp(mul(mul(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
         return mul(g, add(cdf, mul(x, pdf)))
 
+    sbp = _elementwise_sbp
+
     def cost(out, x, *, approximate):
         # COUNTING.md: erf form 5 per element (scale, erf, add, mul, mul); tanh form 8
         return io_cost(out, (x,), flops=(8 if approximate == "tanh" else 5) * numel(out))
@@ -231,6 +278,8 @@ class Silu(Op):
         s = sigmoid(x)
         return mul(g, mul(s, add(mul(x, sub(1.0, s)), 1.0)))  # s·(1 + x(1 − s))
 
+    sbp = _elementwise_sbp
+
     def cost(out, x):
         return io_cost(out, (x,), flops=5 * numel(out))  # sigmoid (4) and the multiply by x
 
@@ -246,6 +295,8 @@ class Hardsigmoid(Op):
 
     def vjp(g, out, x):
         return where(logical_and(gt(x, -3.0), lt(x, 3.0)), mul(g, 1 / 6), 0.0)
+
+    sbp = _elementwise_sbp
 
     def cost(out, x):
         return io_cost(out, (x,), flops=3 * numel(out))  # add 3, clamp to [0, 6], divide by 6
@@ -265,6 +316,8 @@ class Hardswish(Op):
         middle = mul(g, add(mul(x, 1 / 3), 0.5))
         return where(lt(x, -3.0), 0.0, where(le(x, 3.0), middle, g))
 
+    sbp = _elementwise_sbp
+
     def cost(out, x):
         return io_cost(out, (x,), flops=4 * numel(out))  # hardsigmoid (3) and the multiply by x
 
@@ -277,13 +330,15 @@ class Softplus(Op):
 
     def forward(xp, x, *, beta, threshold):
         z = x * beta
-        return xp.where(z > threshold, x, _softplus_kernel(xp, z) / beta)
+        return select(xp, z > threshold, x, _softplus_kernel(xp, z) / beta)
 
     kernels = {"cuda": cuda_kernels.activation("softplus")(forward)}
 
     def vjp(g, out, x, *, beta, threshold):
         z = mul(x, beta) if beta != 1 else x
         return where(gt(z, threshold), g, mul(g, sigmoid(z)))
+
+    sbp = _elementwise_sbp
 
     def cost(out, x, *, beta, threshold):
         # exp, add 1, log, threshold select; scaling by beta and back adds 2 when beta != 1
@@ -304,6 +359,8 @@ class Mish(Op):
         t = tanh(softplus(x, 1.0, math.inf))
         return mul(g, add(t, mul(mul(x, sigmoid(x)), sub(1.0, mul(t, t)))))
 
+    sbp = _elementwise_sbp
+
     def cost(out, x):
         return io_cost(out, (x,), flops=5 * numel(out))  # softplus (exp, add, log), tanh, multiply
 
@@ -320,6 +377,8 @@ class Sigmoid(Op):
     def vjp(g, out, x):
         return mul(g, mul(out, sub(1.0, out)))
 
+    sbp = _elementwise_sbp
+
     def cost(out, x):
         return io_cost(out, (x,), flops=4 * numel(out))  # neg, exp, add, divide
 
@@ -334,11 +393,15 @@ class _RowSoftmax(Op):
     def cost(out, x, *, dim):
         return io_cost(out, (x,), flops=5 * numel(out))  # max, subtract, exp, sum, divide
 
+    def sbp(out, x, *, dim):
+        return unary(x, keep_dims=(dim % x.ndim,))  # each row along ``dim`` stays whole
+
 
 @register_op("softmax")
 class Softmax(_RowSoftmax):
     def forward(xp, x, *, dim):
-        e = xp.exp(x - x.max(axis=dim, keepdims=True))
+        e = x - x.max(axis=dim, keepdims=True)
+        xp.exp(e, out=e)  # in place: one array of the input's size, not two
         e /= e.sum(axis=dim, keepdims=True)
         return e
 

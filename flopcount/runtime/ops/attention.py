@@ -32,6 +32,7 @@ from ..errors import ShapeError
 from ..heads import heads_ratio, repeat_heads, scale_of
 from ..random import keep_mask
 from ..registry import Op, Spec, io_cost, register_op
+from ..sbp import B, P, S, Signature
 from ._helpers import as_tensor, broadcast_shapes, upcast_half
 from .linalg import blas_operand
 
@@ -143,6 +144,36 @@ class ScaledDotProductAttention(Op):
         flops = 2 * macs + n + 5 * n + (n if attn_mask is not None or is_causal else 0) + (2 * n if dropout_p > 0 else 0)
         return io_cost(out, (q, k, v, attn_mask), macs=macs, flops=flops)
 
+    def sbp(out, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa, causal_mode="full"):
+        n_out = 2 if dropout_p > 0 else 1
+        return _attention_sbp((q, k, v, attn_mask), q, k, v, attn_mask, is_causal,
+                              lambda d, per: (S(d),) * n_out)
+
+
+def _attention_sbp(inputs, q, k, v, attn_mask, is_causal, outs, rows=True) -> list:
+    """Signatures of attention: any batch dim, the heads (dim -3) above all (Megatron splits
+    attention by heads), every operand that has the dim split along it and a mask broadcast
+    there left whole. With ``rows``, also the queries (dim -2 of q) against whole keys and
+    values; not when the mask is causal, which each rank would draw from its own row 0."""
+    nd = max(t.ndim for t in (q, k, v))
+    sigs = []
+    for d in range(nd - 2):
+        per = []
+        for t in inputs:
+            if t is None:
+                per.append(None)
+                continue
+            i = d - (nd - t.ndim)
+            per.append(S(i) if i >= 0 and t.shape[i] > 1 else B)
+        if q.shape[d - (nd - q.ndim)] > 1:
+            sigs.append(Signature(tuple(per), outs(d, per)))
+    if rows and not is_causal and q.shape[-2] > 1:
+        carried = attn_mask is not None and attn_mask.ndim >= 2 and attn_mask.shape[-2] > 1
+        per = (S(q.ndim - 2), B, B, None if attn_mask is None else (S(attn_mask.ndim - 2) if carried else B))
+        sigs.append(Signature(per, outs(nd - 2, per)))
+    sigs.sort(key=lambda sig: next(s.dim for s in sig.outputs) != nd - 3)  # heads first
+    return sigs
+
 
 def _attention_macs(q, k, v, attn_mask, enable_gqa) -> tuple:
     """(forward MACs, numel of the scores) of one attention call."""
@@ -206,6 +237,16 @@ class ScaledDotProductAttentionBackward(Op):
         # softmax gradient (4), scale of dS, dropout mask multiply
         flops = 2 * macs + 4 * n + n + (n if keep is not None else 0)
         return io_cost(out, (g, q, k, v, attn_mask, keep), macs=macs, flops=flops)
+
+    def sbp(out, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, causal_mode,
+            mask_grad):
+        # a key, value or mask broadcast along a split dim serves every rank: its gradient is the
+        # sum of the ranks' parts
+        def outs(d, per):
+            grads = (per[1],) + tuple(p if p is not B else P for p in per[2:4 if not mask_grad else 5])
+            return grads
+
+        return _attention_sbp((g, q, k, v, attn_mask, keep), q, k, v, attn_mask, is_causal, outs, rows=False)
 
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,

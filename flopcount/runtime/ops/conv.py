@@ -18,6 +18,7 @@ from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
+from ..sbp import B, P, S, Signature
 from . import _conv_kernels as kernels
 from ._helpers import batched, check_ints, ntuple, unbatched, upcast_half
 from ._window import out_size, transpose_out_size
@@ -137,6 +138,16 @@ class Conv(Op):
         return io_cost(out, (x, weight, bias), macs=macs,
                        flops=2 * macs + (numel(out) if bias is not None else 0))
 
+    def sbp(out, x, weight, bias=None, *, stride, padding, dilation, groups):
+        # the batch; as linear layers, the output channels (column) or the input channels
+        # (row, partial sums out), for ungrouped convs
+        b = None if bias is None else B
+        sigs = [Signature((S(0), B, b), (S(0),))] if x.shape[0] > 1 else []
+        if groups == 1:
+            sigs += [Signature((B, S(0), None if bias is None else S(0)), (S(1),)),
+                     Signature((S(1), S(1), None if bias is None else P), (P,))]
+        return sigs + [Signature((P, B, None if bias is None else P), (P,))]
+
 
 @register_op("conv_weight_grad")
 class ConvWeightGrad(Op):
@@ -174,6 +185,13 @@ class ConvWeightGrad(Op):
         # the forward conv's MACs: one multiply-add per (output element, weight element) pair
         macs = numel(g) * (x.shape[1] // groups) * prod(kernel_size)
         return io_cost(out, (x, g), macs=macs, flops=2 * macs)
+
+    def sbp(out, x, g, *, kernel_size, stride, padding, dilation, groups):
+        # a sum over the batch: a split batch gives partial sums; channels follow the weight
+        sigs = [Signature((S(0), S(0)), (P,))] if x.shape[0] > 1 else []
+        if groups == 1:
+            sigs += [Signature((B, S(1)), (S(0),)), Signature((S(1), B), (S(1),))]
+        return sigs + [Signature((P, B), (P,)), Signature((B, P), (P,))]
 
 
 @register_op("conv_transpose")
@@ -225,6 +243,15 @@ class ConvTranspose(Op):
         return io_cost(out, (x, weight, bias), macs=macs,
                        flops=2 * macs + (numel(out) if bias is not None else 0))
 
+    def sbp(out, x, weight, bias=None, *, stride, padding, output_padding, dilation, groups):
+        # the weight is (Cin, Cout/g, *K): input channels give partial sums, output channels split
+        b = None if bias is None else B
+        sigs = [Signature((S(0), B, b), (S(0),))] if x.shape[0] > 1 else []
+        if groups == 1:
+            sigs += [Signature((B, S(1), None if bias is None else S(0)), (S(1),)),
+                     Signature((S(1), S(0), None if bias is None else P), (P,))]
+        return sigs + [Signature((P, B, None if bias is None else P), (P,))]
+
 
 @register_op("conv_transpose_weight_grad")
 class ConvTransposeWeightGrad(Op):
@@ -261,6 +288,12 @@ class ConvTransposeWeightGrad(Op):
         # the forward transposed conv's MACs
         macs = numel(x) * (g.shape[1] // groups) * prod(kernel_size)
         return io_cost(out, (x, g), macs=macs, flops=2 * macs)
+
+    def sbp(out, x, g, *, kernel_size, stride, padding, output_padding, dilation, groups):
+        sigs = [Signature((S(0), S(0)), (P,))] if x.shape[0] > 1 else []
+        if groups == 1:
+            sigs += [Signature((S(1), B), (S(0),)), Signature((B, S(1)), (S(1),))]
+        return sigs + [Signature((P, B), (P,)), Signature((B, P), (P,))]
 
 
 # --- functional API ----------------------------------------------------------------------------

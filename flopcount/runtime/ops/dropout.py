@@ -17,6 +17,7 @@ from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
 from ..random import keep_mask
+from ..sbp import unary
 from ._helpers import check_float, same_spec
 from .elementwise import mul
 
@@ -60,6 +61,10 @@ class Dropout(Op):
     def cost(out, x, *, p, training, channelwise=False):
         # compare the random number with p, multiply by the scaled mask; none in evaluation
         return io_cost(out, (x,), flops=2 * numel(x) if training else 0)
+
+    def sbp(out, x, *, p, training, channelwise=False):
+        # each rank draws the mask of its own slice; a channel mask splits with its channels
+        return [sig for sig in unary(x, n_outputs=2) if not channelwise or sig.inputs[0].dim < 2]
 
 
 def _check_p(p: float) -> None:

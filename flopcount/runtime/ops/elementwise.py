@@ -15,6 +15,7 @@ from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
+from ..sbp import pointwise, unary
 from ._erf import erf as _erf_kernel
 from ._helpers import as_tensor, broadcast_shapes, float_dtype, operands, same_spec
 
@@ -23,10 +24,18 @@ from ._helpers import as_tensor, broadcast_shapes, float_dtype, operands, same_s
 
 class _Binary(Op):
     """Cost shared by binary elementwise ops: 1 FLOP per output element. Each op sets its
-    shape rule with ``_binary_shape`` (broadcast, promote, and the op's name in errors)."""
+    shape rule with ``_binary_shape`` (broadcast, promote, and the op's name in errors).
+    SBP: split along any output dim (the operands broadcast there stay B); the linear ops say
+    which operands may be partial sums (``partial``)."""
+
+    partial: tuple = ()
 
     def cost(out, a, b):
         return io_cost(out, (a, b), flops=numel(out))
+
+    @classmethod
+    def sbp(cls, out, a, b):
+        return pointwise((a, b), out.shape, partial=cls.partial)
 
 
 def _binary_shape(name, result_dtype=None):
@@ -43,6 +52,7 @@ def _binary_shape(name, result_dtype=None):
 @register_op("add")
 class Add(_Binary):
     shape = _binary_shape("add")
+    partial = ((True, True),)  # a sum of partial sums is a partial sum
 
     def forward(xp, a, b):
         return a + b
@@ -54,6 +64,7 @@ class Add(_Binary):
 @register_op("sub")
 class Sub(_Binary):
     shape = _binary_shape("sub")
+    partial = ((True, True),)
 
     def forward(xp, a, b):
         return a - b
@@ -65,6 +76,7 @@ class Sub(_Binary):
 @register_op("mul")
 class Mul(_Binary):
     shape = _binary_shape("mul")
+    partial = ((True, False), (False, True))  # linear in either operand
 
     def forward(xp, a, b):
         return a * b
@@ -76,6 +88,7 @@ class Mul(_Binary):
 @register_op("div")
 class Div(_Binary):
     shape = _binary_shape("div", float_dtype)  # true division: integers give float32
+    partial = ((True, False),)  # linear in the numerator only
 
     def forward(xp, a, b):
         return a / b
@@ -91,12 +104,32 @@ class Pow(_Binary):
     shape = _binary_shape("pow")
 
     def forward(xp, a, b):
+        exponent = _small_exponent(a, b)
+        if exponent == 2:
+            return a * a
+        if exponent == 3:
+            return a * a * a
         return a ** b
 
     def vjp(g, out, a, b):
         ga = mul(g, mul(b, pow(a, sub(b, 1)))) if a.requires_grad else None
         gb = mul(g, mul(out, log(a))) if b.requires_grad else None
         return ga, gb
+
+
+def _small_exponent(a, b) -> float | None:
+    """2 or 3 when ``b`` is that one number held on the host and the result keeps ``a``'s dtype.
+
+    The ``x ** 3`` of tanh-GELU is most of GPT-2's elementwise time through numpy's general
+    ``power`` (about 250x slower than ``x * x * x``); PyTorch's CPU kernel multiplies for these
+    exponents too. A device array's value is not read: that would wait for the device.
+    """
+    if not isinstance(b, (int, float, np.ndarray, np.generic)) or np.size(b) != 1:
+        return None
+    if not isinstance(a, np.ndarray) or np.result_type(a, b) != a.dtype:
+        return None
+    value = float(np.asarray(b).reshape(()))
+    return value if value in (2.0, 3.0) else None
 
 
 @register_op("maximum")
@@ -274,6 +307,10 @@ class Where(Op):
     def cost(out, cond, a, b):
         return io_cost(out, (cond, a, b), flops=numel(out))  # one select per element
 
+    def sbp(out, cond, a, b):
+        # selecting between two partial sums elementwise is a partial sum
+        return pointwise((cond, a, b), out.shape, partial=((False, True, True),))
+
 
 _UINT = {4: "uint32", 8: "uint64"}
 
@@ -340,6 +377,9 @@ class Clamp(Op):
     def cost(out, x, *, min=None, max=None):
         return io_cost(out, (x,), flops=numel(out))  # one compare-select per element
 
+    def sbp(out, x, *, min=None, max=None):
+        return unary(x)
+
 
 def clamp(x, min=None, max=None):
     """Limit ``x`` to [min, max]; tensor bounds use ``maximum``/``minimum``."""
@@ -368,6 +408,10 @@ class Cast(Op):
     def cost(out, x, *, dtype):
         return io_cost(out, (x,))  # a conversion moves bytes and does no arithmetic
 
+    def sbp(out, x, *, dtype):
+        # a partial sum converted between floating types is still one (up to rounding)
+        return unary(x, linear=x.dtype.is_floating_point and _dt.get_dtype(dtype).is_floating_point)
+
 
 def cast(x, dtype):
     """``x`` converted to ``dtype`` (``x.to(dtype)``)."""
@@ -379,8 +423,9 @@ def cast(x, dtype):
 
 # --- unary -------------------------------------------------------------------------------------
 
-def _unary(name, flops_per_element=1, float_only=False, bool_out=False):
-    """Class decorator for unary ops: registers with a shared shape rule and cost rule."""
+def _unary(name, flops_per_element=1, float_only=False, bool_out=False, linear=False):
+    """Class decorator for unary ops: registers with a shared shape rule, cost rule and SBP
+    rule (split along any dim; partial sums pass through ``linear`` ops)."""
 
     def decorate(cls):
         def shape(x):
@@ -390,15 +435,19 @@ def _unary(name, flops_per_element=1, float_only=False, bool_out=False):
         def cost(out, x):
             return io_cost(out, (x,), flops=numel(out) * flops_per_element)
 
+        def sbp(out, x):
+            return unary(x, linear=linear)
+
         cls.shape = shape
         cls.cost = cost
+        cls.sbp = sbp
         cls.flops_per_element = flops_per_element
         return register_op(name)(cls)
 
     return decorate
 
 
-@_unary("neg")
+@_unary("neg", linear=True)
 class Neg(Op):
     def forward(xp, x):
         return -x

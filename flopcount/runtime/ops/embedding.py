@@ -3,6 +3,11 @@
 Cost: a lookup does no arithmetic; it reads the gathered rows and the ids (not the whole
 table) and writes the rows. Its gradient is a scatter-add into a zero table: one add per
 element of the incoming gradient.
+
+SBP: the ids' dims split the output; the table's columns split the output's last dim; the
+table's rows (the vocabulary, Megatron's vocabulary-parallel embedding) give partial sums: each
+rank looks up the ids its rows hold and gives zeros for the others. That last kernel needs the
+rank's first row, the ``offset`` attr the sharding pass sets (None: the table is whole).
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Cost, Op, Spec, io_cost, nbytes, numel, register_op
+from ..sbp import B, P, S, Signature
 from .indexing import _scatter_add
 
 
@@ -27,13 +33,16 @@ class Embedding(Op):
     """Rows of ``weight`` (num_embeddings, embedding_dim) picked by integer ``ids``."""
     computes = False  # moves or selects elements: runs on any dtype's storage
 
-    def shape(weight, ids, *, padding_idx=None, scale_grad_by_freq=False):
+    def shape(weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None):
         if weight.ndim != 2:
             raise ShapeError(f"embedding: weight must be 2-d (num_embeddings, embedding_dim), got {weight.shape}")
         _check_ids("embedding", ids)
         return Spec(tuple(ids.shape) + (weight.shape[1],), weight.dtype, weight.device)
 
-    def forward(xp, weight, ids, *, padding_idx=None, scale_grad_by_freq=False):
+    def forward(xp, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None):
+        if offset is not None:  # one shard of the rows: the ids it does not hold give zeros
+            local, held = _shard_ids(xp, ids, offset, weight.shape[0])
+            return weight[local] * held[..., None].astype(weight.dtype)
         if ids.size and (int(ids.min()) < 0 or int(ids.max()) >= weight.shape[0]):
             raise IndexError(f"embedding: ids must lie in [0, {weight.shape[0]}), got values in "
                              f"[{int(ids.min())}, {int(ids.max())}]")
@@ -41,14 +50,24 @@ class Embedding(Op):
 
     kernels = {"cuda": cuda_kernels.embedding(forward)}
 
-    def vjp(g, out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False):
+    def vjp(g, out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None):
+        extra = {} if offset is None else {"offset": offset}
         gw = apply(EmbeddingBackward, g, ids, num_weights=weight.shape[0], padding_idx=padding_idx,
-                   scale_grad_by_freq=scale_grad_by_freq)
+                   scale_grad_by_freq=scale_grad_by_freq, **extra)
         return gw, None
 
-    def cost(out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False):
+    def cost(out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None):
         # a gather: reads the picked rows and the ids, writes the rows, computes nothing
         return Cost(bytes_read=nbytes(out) + nbytes(ids), bytes_written=nbytes(out))
+
+    def sbp(out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None):
+        sigs = [Signature((S(0), B), (P,), contiguous=True), Signature((S(1), B), (S(out.ndim - 1),))]
+        return sigs + [Signature((B, S(d)), (S(d),)) for d in range(ids.ndim) if ids.shape[d] > 1]
+
+    def shard_attrs(attrs, signature, n, index, out, weight, ids):
+        if signature.inputs[0] == S(0):
+            return {**attrs, "offset": index * (weight.shape[0] // n)}
+        return attrs
 
 
 @register_op("embedding_backward")
@@ -56,25 +75,33 @@ class EmbeddingBackward(Op):
     """Scatter-add of the rows' gradient into a zero table; the padding row gets none."""
     backward = True  # dispatched by a vjp
 
-    def shape(g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False):
+    def shape(g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False, offset=None):
         _check_ids("embedding_backward", ids)
         if tuple(g.shape[:-1]) != tuple(ids.shape):
             raise ShapeError(f"embedding_backward: gradient {g.shape} does not fit ids {ids.shape}")
         return Spec((num_weights, g.shape[-1]), g.dtype, g.device)
 
-    def forward(xp, g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False):
+    def forward(xp, g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False, offset=None):
         flat_ids = ids.reshape(-1)
         rows = g.reshape(-1, g.shape[-1])
         if scale_grad_by_freq:  # each row's gradient divided by how often its id occurs
-            counts = xp.bincount(flat_ids, minlength=num_weights)
+            counts = xp.bincount(flat_ids)
             rows = rows / counts[flat_ids][:, None].astype(g.dtype)
+        if offset is not None:  # one shard of the rows: only the ids it holds scatter
+            flat_ids, held = _shard_ids(xp, flat_ids, offset, num_weights)
+            rows = rows[held]
+            flat_ids = flat_ids[held]
+            padding_idx = None if padding_idx is None or not 0 <= padding_idx - offset < num_weights \
+                else padding_idx - offset
         out = xp.zeros((num_weights, g.shape[-1]), dtype=g.dtype)
         _scatter_add(xp, out, (flat_ids,), rows)
         if padding_idx is not None:
             out[padding_idx] = 0
         return out
 
-    def vjp(gg, out, g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False):
+    def vjp(gg, out, g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False, offset=None):
+        if offset is not None:
+            raise NotImplementedError("embedding: double backward of one shard of a table is not supported")
         if scale_grad_by_freq:
             raise NotImplementedError("embedding: double backward with scale_grad_by_freq is not supported")
         from .elementwise import ne, where
@@ -85,8 +112,31 @@ class EmbeddingBackward(Op):
             gg_rows = where(unsqueeze(ne(ids, padding_idx), -1), gg_rows, 0.0)
         return gg_rows, None
 
-    def cost(out, g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False):
+    def cost(out, g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False, offset=None):
         return io_cost(out, (g, ids), flops=numel(g))  # one add per scattered element
+
+    def sbp(out, g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False, offset=None):
+        # the lookup's signatures read backwards: split ids give partial tables (a sum over the
+        # ids); split columns stay split; a vocabulary shard scatters only the ids it holds
+        sigs = [Signature((B, B), (S(0),), contiguous=True), Signature((S(g.ndim - 1), B), (S(1),)),
+                Signature((P, B), (P,))]
+        if not scale_grad_by_freq:  # the counts would be the shard's, not the whole batch's
+            sigs += [Signature((S(d), S(d)), (P,)) for d in range(ids.ndim) if ids.shape[d] > 1]
+        return sigs
+
+    def shard_attrs(attrs, signature, n, index, out, g, ids):
+        if signature.outputs[0] == S(0):
+            rows = out.shape[0] // n
+            return {**attrs, "num_weights": rows, "offset": index * rows}
+        return attrs
+
+
+def _shard_ids(xp, ids, offset: int, rows: int):
+    """(ids made local to a shard of ``rows`` rows starting at ``offset``, clipped into it; a
+    mask of the ids the shard holds)."""
+    local = ids - offset
+    held = (local >= 0) & (local < rows)
+    return xp.where(held, local, 0), held
 
 
 def embedding(input, weight, padding_idx: int | None = None, max_norm: float | None = None,

@@ -16,6 +16,7 @@ from .. import dtypes as _dt
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import STRIDED, VIEW, Cost, Op, Spec, io_cost, nbytes, no_cost, numel, register_op
+from ..sbp import B, P, S, Signature, Split, local_shape
 from ..tensor import Tensor
 from ._helpers import as_tensor, broadcast_shapes, norm_dim, same_spec
 
@@ -142,6 +143,76 @@ def indexed_shape(op: str, shape: tuple, items: list, tensor_shapes: list) -> tu
     return bshape + tuple(b for _, b in basic) + tuple(trailing)
 
 
+# --- SBP of basic indexing ------------------------------------------------------------------------
+
+def _dim_items(items: list, ndim: int) -> list:
+    """For each dim of the indexed tensor: (its item, or None past the items; the dim of the
+    result it becomes, or None for an integer index)."""
+    out, od = [], 0
+    for it in items:
+        if it[0] == "n":
+            od += 1
+        elif it[0] == "s":
+            out.append((it, od))
+            od += 1
+        else:
+            out.append((it, None))
+    for _ in range(len(out), ndim):
+        out.append((None, od))
+        od += 1
+    return out
+
+
+def _sliced_sbp(sbp, items: list, shape: tuple):
+    """The SBP of ``x[items]`` for ``x`` of ``shape`` split ``sbp``, or None. A slice along the
+    split dim keeps the split when it covers whole blocks (q, k, v sliced out of a fused
+    projection split block-wise hold each rank's heads)."""
+    if not isinstance(sbp, Split):
+        return sbp
+    it, od = _dim_items(items, len(shape))[sbp.dim]
+    if od is None:
+        return None
+    size = shape[sbp.dim]
+    if it is None or (it[1], it[2], it[3]) == (0, size, 1):
+        return Split(od, sbp.blocks)
+    block = size // sbp.blocks
+    if it[3] == 1 and it[1] % block == 0 and it[2] % block == 0:
+        return Split(od, (it[2] - it[1]) // block)
+    return None
+
+
+def _unsliced_sbp(sbp, items: list, shape: tuple):
+    """The SBP ``x`` (of ``shape``) needs for ``x[items]`` to be split ``sbp``, or None."""
+    if not isinstance(sbp, Split):
+        return sbp
+    for d, (it, od) in enumerate(_dim_items(items, len(shape))):
+        if od != sbp.dim:
+            continue
+        size = shape[d]
+        if it is None or (it[1], it[2], it[3]) == (0, size, 1):
+            return Split(d, sbp.blocks)
+        block = (it[2] - it[1]) // sbp.blocks if it[3] == 1 else 0
+        if block and size % block == 0 and it[1] % block == 0:
+            return Split(d, size // block)
+        return None
+    return None
+
+
+def _local_items(items: list, shape: tuple, sbp, n: int) -> list:
+    """``items`` as rank-local bounds when ``x`` (of ``shape``) is split ``sbp`` over ``n``."""
+    if not isinstance(sbp, Split):
+        return items
+    out, d = [], 0
+    for it in items:
+        if it[0] != "n":
+            if d == sbp.dim and it[0] == "s":
+                block = shape[d] // sbp.blocks
+                it = ["s", it[1] // block * (block // n), it[2] // block * (block // n), 1]
+            d += 1
+        out.append(it)
+    return out
+
+
 # --- ops ---------------------------------------------------------------------------------------
 
 @register_op("getitem")
@@ -177,6 +248,17 @@ class GetItem(Op):
     def vjp(g, out, x, *, items):
         return apply(GetItemBackward, g, shape=tuple(x.shape), items=items)
 
+    layout = True  # SBP: a split follows its dim, through slices that cover whole blocks
+
+    def output_sbp(sbp, n, out, x, *, items):
+        return _sliced_sbp(sbp, items, tuple(x.shape))
+
+    def input_sbp(sbp, n, out, x, *, items):
+        return _unsliced_sbp(sbp, items, tuple(x.shape))
+
+    def shard_attrs(attrs, signature, n, index, out, x):
+        return {**attrs, "items": _local_items(attrs["items"], tuple(x.shape), signature.inputs[0], n)}
+
 
 @register_op("getitem_backward")
 class GetItemBackward(Op):
@@ -196,6 +278,20 @@ class GetItemBackward(Op):
 
     def cost(out, g, *, shape, items):
         return io_cost(out, (g,))
+
+    # SBP: getitem's mapping read backwards (each rank writes its slice into its zeros)
+    layout = True
+
+    def output_sbp(sbp, n, out, g, *, shape, items):
+        return _unsliced_sbp(sbp, items, tuple(shape))
+
+    def input_sbp(sbp, n, out, g, *, shape, items):
+        return _sliced_sbp(sbp, items, tuple(shape))
+
+    def shard_attrs(attrs, signature, n, index, out, g):
+        sbp = signature.outputs[0]
+        return {**attrs, "shape": local_shape(out.shape, sbp, n),
+                "items": _local_items(attrs["items"], tuple(out.shape), sbp, n)}
 
 
 @register_op("index")
@@ -295,6 +391,9 @@ class Gather(Op):
     def cost(out, x, index, *, dim):
         return Cost(bytes_read=nbytes(out) + nbytes(index), bytes_written=nbytes(out))
 
+    def sbp(out, x, index, *, dim):
+        return _gather_sbp(x.shape, index.shape, dim)
+
 
 @register_op("gather_backward")
 class GatherBackward(Op):
@@ -317,6 +416,19 @@ class GatherBackward(Op):
     def cost(out, g, index, *, dim, shape):
         return io_cost(out, (g, index), flops=numel(g))  # one add per scattered element
 
+    def sbp(out, g, index, *, dim, shape):
+        # the gather's signatures read backwards; a scatter-add of partial sums is one
+        return _gather_sbp(shape, index.shape, dim) + [Signature((P, B), (P,))]
+
+    def shard_attrs(attrs, signature, n, index, out, g, idx):
+        return {**attrs, "shape": local_shape(out.shape, signature.outputs[0], n)}
+
+
+def _gather_sbp(x_shape: tuple, index_shape: tuple, dim: int) -> list:
+    """torch.gather splits along any dim but ``dim`` where source and index have one size."""
+    return [Signature((S(d), S(d)), (S(d),)) for d in range(len(x_shape))
+            if d != dim and x_shape[d] == index_shape[d] > 1]
+
 
 def _triangle(name, np_name):
     @register_op(name)
@@ -335,6 +447,11 @@ def _triangle(name, np_name):
 
         def cost(out, x, *, diagonal):
             return io_cost(out, (x,))  # a masked copy
+
+        def sbp(out, x, *, diagonal):
+            # the triangle is drawn in the last two dims: only the leading ones split
+            return [Signature((S(d),), (S(d),)) for d in range(x.ndim - 2) if x.shape[d] > 1] + \
+                [Signature((P,), (P,))]
 
     Triangle.__name__ = Triangle.__qualname__ = name.title()
     return Triangle

@@ -16,6 +16,7 @@ from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
+from ..sbp import B, P, S, Signature, pointwise
 from ._helpers import broadcast_shapes
 
 
@@ -67,6 +68,16 @@ class Matmul(Op):
         macs = prod(out.shape[:-2]) * a.shape[-2] * a.shape[-1] * b.shape[-1]
         return io_cost(out, (a, b), macs=macs, flops=2 * macs)
 
+    def sbp(out, a, b):
+        # batch dims as an elementwise op; rows of a; columns of b; the contracted dim on both
+        # gives partial sums; a partial operand times a whole one is a partial product
+        nd = out.ndim
+        sigs = [sig for sig in pointwise((_batch_spec(a), _batch_spec(b)), out.shape[:-2])]
+        sigs += [Signature((S(a.ndim - 2), B), (S(nd - 2),)), Signature((B, S(b.ndim - 1)), (S(nd - 1),)),
+                 Signature((S(a.ndim - 1), S(b.ndim - 2)), (P,)),
+                 Signature((P, B), (P,)), Signature((B, P), (P,))]
+        return sigs
+
 
 @register_op("linear")
 class Linear(Op):
@@ -108,6 +119,22 @@ class Linear(Op):
         macs = prod(x.shape[:-1]) * weight.shape[1] * weight.shape[0]
         flops = 2 * macs + (numel(out) if bias is not None else 0)
         return io_cost(out, (x, weight, bias), macs=macs, flops=flops)
+
+    def sbp(out, x, weight, bias=None):
+        # Megatron's two layers: column parallel (weight split along its output features, and
+        # the bias with it), then row parallel (input features split, partial sums out; the
+        # bias is added once, so it enters as a partial sum too: B -> P costs nothing).
+        b = None if bias is None else B
+        sigs = [Signature((B, S(0), None if bias is None else S(0)), (S(x.ndim - 1),)),
+                Signature((S(x.ndim - 1), S(1), None if bias is None else P), (P,))]
+        sigs += [Signature((S(d), B, b), (S(d),)) for d in range(x.ndim - 1) if x.shape[d] > 1]
+        sigs.append(Signature((P, B, None if bias is None else P), (P,)))
+        return sigs
+
+
+def _batch_spec(t):
+    """A matmul operand's batch dims (all but the matrix), for the elementwise SBP rule."""
+    return Spec(tuple(t.shape[:-2]), t.dtype, t.device)
 
 
 def _parse_einsum(equation: str, shapes) -> tuple[list, str]:
@@ -191,6 +218,20 @@ class Einsum(Op):
         # (for three or more operands a contraction order does fewer; we count the plain loop)
         macs = prod(sizes.values())
         return io_cost(out, xs, macs=macs, flops=2 * macs)
+
+    def sbp(out, *xs, equation):
+        # any index letter splits on every operand that has it; one summed away gives partial
+        # sums; the result is linear in each operand
+        subs, out_sub = equation.split("->")[0].split(","), equation.split("->")[1]
+        sizes = _einsum_sizes("einsum", subs, [t.shape for t in xs])
+        sigs = []
+        for c, n in sizes.items():
+            if n <= 1 or any(c in sub and t.shape[sub.index(c)] != n for sub, t in zip(subs, xs)):
+                continue
+            ins = tuple(S(sub.index(c)) if c in sub else B for sub in subs)
+            sigs.append(Signature(ins, (S(out_sub.index(c)) if c in out_sub else P,)))
+        sigs += [Signature(tuple(P if j == i else B for j in range(len(xs))), (P,)) for i in range(len(xs))]
+        return sigs
 
 
 def einsum_normalized(equation: str, *xs):

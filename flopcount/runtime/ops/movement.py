@@ -12,6 +12,7 @@ from math import prod
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import COPY, STRIDED, VIEW, Op, Spec, io_cost, no_cost, register_op
+from ..sbp import B, P, S, Signature, Split, local_shape, pointwise, reshape_sbp, unary
 from ._helpers import norm_dim, same_spec
 
 
@@ -56,6 +57,18 @@ class Reshape(Op):
     def vjp(g, out, x, *, shape):
         return reshape(g, x.shape)
 
+    # SBP: a layout op; a split moves to the dim of the result holding the same elements
+    layout = True
+
+    def output_sbp(sbp, n, out, x, *, shape):
+        return reshape_sbp(sbp, tuple(x.shape), tuple(out.shape), n)
+
+    def input_sbp(sbp, n, out, x, *, shape):
+        return reshape_sbp(sbp, tuple(out.shape), tuple(x.shape), n)
+
+    def shard_attrs(attrs, signature, n, index, out, x):
+        return {**attrs, "shape": local_shape(out.shape, signature.outputs[0], n)}
+
 
 @register_op("permute")
 class Permute(Op):
@@ -78,6 +91,14 @@ class Permute(Op):
         for i, d in enumerate(dims):
             inverse[d] = i
         return permute(g, tuple(inverse))
+
+    layout = True  # SBP: a split follows its dim to its new place
+
+    def output_sbp(sbp, n, out, x, *, dims):
+        return Split(list(dims).index(sbp.dim), sbp.blocks) if isinstance(sbp, Split) else sbp
+
+    def input_sbp(sbp, n, out, x, *, dims):
+        return Split(dims[sbp.dim], sbp.blocks) if isinstance(sbp, Split) else sbp
 
 
 @register_op("expand")
@@ -103,6 +124,24 @@ class Expand(Op):
     def vjp(g, out, x, *, shape):
         return g  # autograd sums it back over the broadcast dims
 
+    # SBP: a split of a real dim stays; a split of a broadcast dim needs only the input whole
+    # (B): each rank's expand makes its own slice
+    layout = True
+
+    def output_sbp(sbp, n, out, x, *, shape):
+        if isinstance(sbp, Split):
+            return Split(sbp.dim + len(shape) - x.ndim, sbp.blocks)
+        return sbp
+
+    def input_sbp(sbp, n, out, x, *, shape):
+        if not isinstance(sbp, Split):
+            return sbp
+        d = sbp.dim - (len(shape) - x.ndim)
+        return Split(d, sbp.blocks) if d >= 0 and x.shape[d] != 1 else B
+
+    def shard_attrs(attrs, signature, n, index, out, x):
+        return {**attrs, "shape": local_shape(out.shape, signature.outputs[0], n)}
+
 
 @register_op("contiguous")
 class Contiguous(Op):
@@ -121,6 +160,9 @@ class Contiguous(Op):
 
     def cost(out, x, *, force_copy=False):
         return io_cost(out, (x,))  # a copy: read once, written once
+
+    def sbp(out, x, *, force_copy=False):
+        return unary(x, linear=True)
 
 
 @register_op("cat")
@@ -152,6 +194,11 @@ class Cat(Op):
     def cost(out, *xs, dim):
         return io_cost(out, xs)  # a copy of every input into the output
 
+    def sbp(out, *xs, dim):
+        # any dim but the joined one; partial sums join into a partial sum
+        sigs = [sig for sig in pointwise(xs, out.shape) if sig.outputs[0].dim != dim]
+        return sigs + [Signature((P,) * len(xs), (P,))]
+
 
 @register_op("flip")
 class Flip(Op):
@@ -167,6 +214,9 @@ class Flip(Op):
 
     def cost(out, x, *, dims):
         return io_cost(out, (x,))  # PyTorch materializes the flipped copy
+
+    def sbp(out, x, *, dims):
+        return unary(x, linear=True, keep_dims=dims)
 
 
 @register_op("repeat")
@@ -194,6 +244,11 @@ class Repeat(Op):
     def cost(out, x, *, repeats):
         return io_cost(out, (x,))
 
+    def sbp(out, x, *, repeats):
+        lead = len(repeats) - x.ndim  # a split survives along dims that are not repeated
+        return [Signature((S(d),), (S(d + lead),)) for d in range(x.ndim)
+                if repeats[d + lead] == 1 and x.shape[d] > 1] + [Signature((P,), (P,))]
+
 
 @register_op("pad")
 class Pad(Op):
@@ -220,6 +275,10 @@ class Pad(Op):
 
     def cost(out, x, *, pads, value=0.0):
         return io_cost(out, (x,))  # a copy into a larger buffer
+
+    def sbp(out, x, *, pads, value=0.0):
+        padded = tuple(d for d, (a, b) in enumerate(pads) if a or b)
+        return unary(x, linear=value == 0, keep_dims=padded)
 
 
 # --- functional API ----------------------------------------------------------------------------

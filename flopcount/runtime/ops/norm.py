@@ -28,6 +28,7 @@ from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply, is_grad_enabled, no_grad
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
+from ..sbp import B, S, Signature, leading
 from ._helpers import check_float, same_spec, upcast_half
 from .elementwise import add, mul, rsqrt, sub
 from .movement import reshape
@@ -167,6 +168,18 @@ class BatchNorm(Op):
         return io_cost(out, (x, weight, bias, running_mean, running_var),
                        flops=(6 if training else 2) * numel(x))
 
+    def sbp(out, x, weight, bias, running_mean, running_var, *, training, momentum, eps):
+        # channels, with their parameters and statistics; in inference also any other dim. In
+        # training not the batch: each rank would normalize with its own batch's statistics
+        # (data parallelism without SyncBatchNorm), which is not this op's result
+        per_c = tuple(None if t is None else S(0) for t in (weight, bias, running_mean, running_var))
+        vec = tuple(None if t is None else B for t in (weight, bias, running_mean, running_var))
+        n_out = 3 if training else 1
+        sigs = [Signature((S(1),) + per_c, (S(1),) + (S(0),) * (n_out - 1))] if x.shape[1] > 1 else []
+        if not training:
+            sigs += [Signature((S(d),) + vec, (S(d),)) for d in range(x.ndim) if d != 1 and x.shape[d] > 1]
+        return sigs
+
 
 @register_op("batch_norm_backward")
 class BatchNormBackward(Op):
@@ -209,6 +222,11 @@ class BatchNormBackward(Op):
         # per element: subtract the mean, multiply by g, the two sums, then scale·g, k·(x − mean)
         # and two adds; the per-channel coefficients (a few per channel) are not counted
         return io_cost(out, (g, x, weight, batch_mean, batch_var), flops=8 * numel(x))
+
+    def sbp(out, g, x, weight, batch_mean, batch_var, *, eps):
+        # channels only: the gradient needs sums over the whole batch of every channel
+        w = None if weight is None else S(0)
+        return [Signature((S(1), S(1), w, S(0), S(0)), (S(1), S(0), S(0)))] if x.shape[1] > 1 else []
 
 
 def _update_running(running, batch_stat, momentum: float, correction: float = 1.0) -> None:
@@ -307,6 +325,9 @@ class LayerNorm(Op):
         # mean, subtract, square, variance sum, scale (5 per element) + weight and bias
         return io_cost(out, (x, weight, bias), flops=5 * numel(x) + _affine_flops(x, weight, bias))
 
+    def sbp(out, x, weight, bias, *, normalized_shape, eps):
+        return leading(x, x.ndim - len(normalized_shape), (weight, bias))  # rows are independent
+
 
 def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-5):
     """(x − mean) / sqrt(var + eps) over the last ``len(normalized_shape)`` dims, then affine.
@@ -361,6 +382,9 @@ class GroupNorm(Op):
         # mean, subtract, square, variance sum, scale (5 per element) + weight and bias
         return io_cost(out, (x, weight, bias), flops=5 * numel(x) + _affine_flops(x, weight, bias))
 
+    def sbp(out, x, weight, bias, *, num_groups, eps):
+        return leading(x, 1, (weight, bias))  # samples are independent
+
 
 def group_norm(input, num_groups: int, weight=None, bias=None, eps: float = 1e-5):
     """Normalize each group of ``C / num_groups`` channels of every sample, then affine per channel."""
@@ -403,6 +427,9 @@ class RMSNorm(Op):
         # COUNTING.md prices every norm alike: 5 per element (its kernel does 3: square, sum,
         # scale; the shared row keeps norms comparable across models) + the weight multiply
         return io_cost(out, (x, weight), flops=5 * numel(x) + _affine_flops(x, weight))
+
+    def sbp(out, x, weight, *, normalized_shape, eps):
+        return leading(x, x.ndim - len(normalized_shape), (weight,))
 
 
 def rms_norm(input, normalized_shape, weight=None, eps: float | None = None):

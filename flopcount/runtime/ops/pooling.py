@@ -24,6 +24,7 @@ from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError, UnsupportedOpError
 from ..registry import Op, Spec, io_cost, numel, register_op
+from ..sbp import per_channel
 from ._helpers import batched, check_float, check_ints, ntuple, same_spec, unbatched
 from .elementwise import select
 from ._scratch import scratch, scratch_zeros
@@ -152,6 +153,9 @@ class MaxPool(Op):
         # a window of prod(K) elements takes prod(K) - 1 comparisons
         return io_cost(out, (x,), flops=numel(out) * (prod(kernel_size) - 1))
 
+    def sbp(out, x, **attrs):
+        return per_channel((x,))
+
 
 @register_op("max_pool_backward")
 class MaxPoolBackward(Op):
@@ -185,6 +189,9 @@ class MaxPoolBackward(Op):
     def cost(out, g, x, *, kernel_size, stride, padding, dilation, ceil_mode):
         # the forward comparisons again (to find the argmax), then one add per output gradient
         return io_cost(out, (g, x), flops=numel(g) * (prod(kernel_size) - 1) + numel(g))
+
+    def sbp(out, g, x, **attrs):
+        return per_channel((g, x))
 
 
 # --- avg pool ----------------------------------------------------------------------------------
@@ -236,6 +243,9 @@ class AvgPool(Op):
         # prod(K) - 1 adds and one divide per output
         return io_cost(out, (x,), flops=numel(out) * prod(kernel_size))
 
+    def sbp(out, x, **attrs):
+        return per_channel((x,), linear=True)
+
 
 @register_op("avg_pool_backward")
 class AvgPoolBackward(Op):
@@ -272,6 +282,9 @@ class AvgPoolBackward(Op):
              divisor_override):
         # one divide per output gradient, then one add per window element
         return io_cost(out, (g,), flops=numel(g) * (prod(kernel_size) + 1))
+
+    def sbp(out, g, **attrs):
+        return per_channel((g,), linear=True)
 
 
 # --- adaptive pools ----------------------------------------------------------------------------
@@ -338,6 +351,9 @@ class AdaptiveAvgPool(Op):
         # COUNTING.md: every input element added once, every output divided once
         return io_cost(out, (x,), flops=numel(x) + numel(out))
 
+    def sbp(out, x, **attrs):
+        return per_channel((x,), linear=True)
+
 
 @register_op("adaptive_avg_pool_backward")
 class AdaptiveAvgPoolBackward(Op):
@@ -363,6 +379,9 @@ class AdaptiveAvgPoolBackward(Op):
     def cost(out, g, *, input_size):
         # the forward's count mirrored: one divide per output gradient, one add per input element
         return io_cost(out, (g,), flops=numel(out) + numel(g))
+
+    def sbp(out, g, **attrs):
+        return per_channel((g,), linear=True)
 
 
 def _max_windows_index(size: int, out: int) -> np.ndarray:
@@ -410,6 +429,9 @@ class AdaptiveMaxPool(Op):
         # as max pool: a window of k elements takes k - 1 comparisons
         return io_cost(out, (x,), flops=_adaptive_comparisons(x.shape, output_size))
 
+    def sbp(out, x, **attrs):
+        return per_channel((x,))
+
 
 @register_op("adaptive_max_pool_backward")
 class AdaptiveMaxPoolBackward(Op):
@@ -445,6 +467,9 @@ class AdaptiveMaxPoolBackward(Op):
     def cost(out, g, x):
         # the forward comparisons again, then one add per output gradient
         return io_cost(out, (g, x), flops=_adaptive_comparisons(x.shape, g.shape[2:]) + numel(g))
+
+    def sbp(out, g, x):
+        return per_channel((g, x))
 
 
 # --- functional API ----------------------------------------------------------------------------

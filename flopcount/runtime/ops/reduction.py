@@ -17,6 +17,7 @@ from .. import dtypes as _dt
 from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..registry import Op, Spec, io_cost, numel, register_op
+from ..sbp import P, S, Signature
 from ._helpers import check_float, float_dtype, norm_dim, norm_dims
 
 MaxMin = namedtuple("MaxMin", ["values", "indices"])  # as torch.return_types.max
@@ -26,6 +27,24 @@ def _reduced_shape(shape: tuple, dims: tuple, keepdim: bool) -> tuple:
     if keepdim:
         return tuple(1 if i in dims else n for i, n in enumerate(shape))
     return tuple(n for i, n in enumerate(shape) if i not in dims)
+
+
+def _kept_dims_sbp(x, dims, keepdim, reduced=None, linear: bool = False) -> list:
+    """Signatures of a reduction over ``dims``: a split along a kept dim stays a split (at its
+    place in the output); a split along a reduced dim gives ``reduced`` (P for a sum: each rank
+    sums its slice); partial sums pass through a ``linear`` reduction."""
+    sigs = []
+    for d in range(x.ndim):
+        if x.shape[d] <= 1:
+            continue
+        if d not in dims:
+            out_d = d if keepdim else d - builtins.sum(1 for r in dims if r < d)
+            sigs.append(Signature((S(d),), (S(out_d),)))
+        elif reduced is not None:
+            sigs.append(Signature((S(d),), (reduced,)))
+    if linear:
+        sigs.append(Signature((P,), (P,)))
+    return sigs
 
 
 def _expand_back(g, x, dims, keepdim):
@@ -46,6 +65,9 @@ class _Reduce(Op):
     def cost(out, x, *, dims, keepdim):
         return io_cost(out, (x,), flops=numel(x))
 
+    def sbp(out, x, *, dims, keepdim):
+        return _kept_dims_sbp(x, dims, keepdim)
+
 
 @register_op("sum")
 class Sum(_Reduce):
@@ -61,6 +83,10 @@ class Sum(_Reduce):
 
     def vjp(g, out, x, *, dims, keepdim):
         return _expand_back(g, x, dims, keepdim)
+
+    def sbp(out, x, *, dims, keepdim):
+        # each rank sums its slice of a reduced dim: the slices' sums add up to the sum
+        return _kept_dims_sbp(x, dims, keepdim, reduced=P, linear=x.dtype.is_floating_point)
 
 
 @register_op("mean")
@@ -81,6 +107,10 @@ class Mean(_Reduce):
 
     def cost(out, x, *, dims, keepdim):
         return io_cost(out, (x,), flops=numel(x) + numel(out))  # the adds, then one divide per output
+
+    def sbp(out, x, *, dims, keepdim):
+        # a slice's mean divides by the slice's count, not the whole's: no split of a reduced dim
+        return _kept_dims_sbp(x, dims, keepdim, linear=True)
 
 
 def _extreme_vjp(g, out, x, dims, keepdim):
@@ -134,12 +164,16 @@ class Argmax(Op):
     def cost(out, x, *, dim, keepdim):
         return io_cost(out, (x,), flops=numel(x))  # one comparison per element
 
+    def sbp(out, x, *, dim, keepdim):
+        return [] if dim is None else _kept_dims_sbp(x, (dim,), keepdim)
+
 
 @register_op("argmin")
 class Argmin(Op):
     vjp = None  # integer output: no gradient
     shape = Argmax.shape
     cost = Argmax.cost
+    sbp = Argmax.sbp
 
     def forward(xp, x, *, dim, keepdim):
         return _arg_extreme(xp.argmin, x, dim, keepdim)
@@ -193,6 +227,9 @@ class Cumsum(Op):
 
     def cost(out, x, *, dim):
         return io_cost(out, (x,), flops=numel(x))  # one add per element
+
+    def sbp(out, x, *, dim):
+        return _kept_dims_sbp(x, (dim,), True, linear=x.dtype.is_floating_point)
 
 
 # --- functional API ----------------------------------------------------------------------------

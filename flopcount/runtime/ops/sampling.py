@@ -21,6 +21,7 @@ import numpy as np
 from ..dispatch import apply
 from ..errors import ShapeError, UnsupportedOpError
 from ..registry import Op, Spec, io_cost, numel, register_op
+from ..sbp import per_channel
 from ._helpers import check_float
 
 
@@ -113,6 +114,9 @@ class UpsampleNearest(Op):
     def cost(out, x, *, output_size, scales, exact):
         return io_cost(out, (x,))  # a gather: bytes moved, no arithmetic
 
+    def sbp(out, x, **attrs):
+        return per_channel((x,), linear=True)
+
 
 @register_op("upsample_nearest_backward")
 class UpsampleNearestBackward(Op):
@@ -136,6 +140,9 @@ class UpsampleNearestBackward(Op):
 
     def cost(out, g, *, input_size, scales, exact):
         return io_cost(out, (g,), flops=numel(g))  # one add per output gradient element
+
+    def sbp(out, g, **attrs):
+        return per_channel((g,), linear=True)
 
 
 @register_op("upsample_bilinear")
@@ -166,6 +173,9 @@ class UpsampleBilinear(Op):
         taps = 2 ** len(output_size)
         return io_cost(out, (x,), flops=numel(out) * (2 * taps - 1))
 
+    def sbp(out, x, **attrs):
+        return per_channel((x,), linear=True)
+
 
 @register_op("upsample_bilinear_backward")
 class UpsampleBilinearBackward(Op):
@@ -193,6 +203,9 @@ class UpsampleBilinearBackward(Op):
     def cost(out, g, *, input_size, scales, align_corners):
         # per output gradient element: 2^d weight multiplies and 2^d scattered adds
         return io_cost(out, (g,), flops=numel(g) * 2 * 2 ** (g.ndim - 2))
+
+    def sbp(out, g, **attrs):
+        return per_channel((g,), linear=True)
 
 
 # --- functional API ----------------------------------------------------------------------------

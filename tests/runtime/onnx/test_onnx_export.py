@@ -165,7 +165,9 @@ def test_export_runs_in_onnxruntime_and_imports_back(name, fn, arrays, opset):
 
 def test_every_forward_op_has_an_emitter():
     backward = {name for name, op in rt.registered_ops().items() if op.backward}
-    missing = sorted(set(rt.registered_ops()) - backward - set(EMITTERS))
+    # the collectives of a rank's graph in a parallel plan: standard ONNX has no such ops
+    boxing = {name for name, op in rt.registered_ops().items() if op.__module__.endswith("ops.boxing")}
+    missing = sorted(set(rt.registered_ops()) - backward - boxing - set(EMITTERS))
     assert not missing, (f"runtime ops without an ONNX emitter: {missing}; add one to the family file in "
                          f"flopcount/runtime/onnx/emitters/ and a case to CASES in {__file__}")
 

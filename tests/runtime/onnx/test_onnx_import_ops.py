@@ -169,17 +169,19 @@ def test_one_node_model_matches_onnxruntime(case):
 
 def test_every_converter_is_exercised():
     # the layer ops are in test_onnx_import_layers.py, the newer families and control flow in
-    # test_onnx_import_families.py and test_onnx_control_flow.py, quantization in test_onnx_quantized.py; ops onnxruntime cannot run
+    # test_onnx_import_families.py and test_onnx_control_flow.py, quantization in test_onnx_quantized.py, com.microsoft in test_onnx_microsoft.py; ops onnxruntime cannot run
     # (DFT, FlexAttention, the optimizers...) by ONNX's own tests in the vendored subset
     from test_onnx_conformance import vendored_ops
     from test_onnx_control_flow import CONTROL_FLOW_OPS
     from test_onnx_import_families import FAMILY_OPS
     from test_onnx_import_layers import LAYER_OPS
+    from test_onnx_microsoft import MICROSOFT_OPS
     from test_onnx_quantized import QUANTIZED_OPS
 
     from flopcount.runtime.onnx.converters import CONVERTERS
 
-    covered = {c.op_type for c in CASES} | LAYER_OPS | FAMILY_OPS | CONTROL_FLOW_OPS | QUANTIZED_OPS | vendored_ops()
+    covered = ({c.op_type for c in CASES} | LAYER_OPS | FAMILY_OPS | CONTROL_FLOW_OPS | QUANTIZED_OPS | MICROSOFT_OPS
+               | vendored_ops())
     missing = sorted(set(rt.onnx.supported_ops()) - covered)
     where = [f"{op} (converter in {CONVERTERS[op].__module__.replace('.', '/')}.py)" for op in missing]
     assert not missing, (f"converters without an example: {where}; add a Case to "

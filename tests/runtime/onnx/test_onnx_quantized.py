@@ -52,6 +52,7 @@ def test_matmul_integer_and_qlinear_matmul(dtype):
     graph = compare(Case("MatMulInteger", [a, C(b), C(dtype(2)), C(dtype(7))], opset=10, atol=0))
     report = flopcount.profile(graph, *[flopcount.runtime.tensor(a)])
     assert report.macs == 2 * 5 * 8 * 6
+    assert report.totals["macs_by_dtype"] == {"int8": report.macs}  # run as int32, counted as int8
     compare(Case("QLinearMatMul", [a, C(np.float32(0.02)), C(dtype(2)), C(b), C(np.float32(0.03)), C(dtype(7)),
                                    C(np.float32(0.1)), C(dtype(4))], opset=10, atol=0))
 
@@ -63,6 +64,7 @@ def test_conv_integer_and_qlinear_conv(dtype):
     graph = compare(Case("ConvInteger", [x, C(w), C(dtype(3)), C(w.dtype.type(1))], attrs, opset=10, atol=0))
     report = flopcount.profile(graph, flopcount.runtime.tensor(x))
     assert report.macs == 4 * 4 * 4 * 3 * 3 * 3
+    assert report.totals["macs_by_dtype"] == {"int8": report.macs}  # run as float64, counted as int8
     w8 = _q((4, 3, 3, 3), np.int8, seed=1)
     bias = rng(2).integers(-500, 500, 4).astype(np.int32)
     scales = np.array([0.01, 0.02, 0.015, 0.03], np.float32)
@@ -97,6 +99,15 @@ def test_a_qdq_resnet18_from_onnxruntimes_quantizer(tmp_path):
                                  weight_type=quantization.QuantType.QInt8)
     fp, qdq = (flopcount.profile(p, input_shape=(1, 3, 32, 32)) for p in (float_path, qdq_path))
     assert qdq.macs == fp.macs
+    # the same MACs, now int8 MACs: every conv and the fc read dequantized int8 data and weights
+    assert fp.totals["macs_by_dtype"] == {"float32": fp.macs}
+    assert qdq.totals["macs_by_dtype"] == {"int8": fp.macs}
+    convs = [r for r in qdq.by_op("forward") if r.op == "conv"]
+    assert len(convs) == 20 and all(r.mac_dtype == "int8" for r in convs)
+    assert sum(r.macs_by_dtype.get("int8", 0) for r in qdq.rows if r.kind == "op") == fp.macs
+    native = str(tmp_path / "r18_qdq.safetensors")  # a native file keeps what the MACs run in
+    rt.save(rt.onnx.load(qdq_path, input_shapes={name: (1, 3, 32, 32)}), native)
+    assert flopcount.profile(native).totals["macs_by_dtype"] == {"int8": fp.macs}
     # one byte per int8 number the file stores, and those include every conv and fc weight of
     # resnet18: 11,689,512 parameters less the fc bias (1,000) and the 4,800 batch norms' 9,600
     import onnx

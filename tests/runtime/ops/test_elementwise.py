@@ -132,3 +132,34 @@ def test_cast_gradient_is_identity_in_the_input_dtype():
     (y * rt.tensor(B.astype(np.float32))).sum().backward()
     assert x.grad.dtype is rt.float64
     np.testing.assert_allclose(x.grad.numpy(), np.broadcast_to(B, A.shape), rtol=1e-6)
+
+
+@pytest.mark.parametrize("exponent", [2.0, 3.0])
+def test_pow_by_small_integer_multiplies_and_keeps_its_gradient(exponent):
+    # x ** 3 (tanh-GELU) and x ** 2 are computed by multiplication: within float32 rounding of
+    # the exact power, negative bases included, and the gradient is still b·x^(b-1)
+    x = rt.tensor(randn(4, 5).astype(np.float32), requires_grad=True)
+    b = rt.tensor(np.array(exponent, np.float32))
+    y = x ** b
+    exact = x.numpy().astype(np.float64) ** exponent
+    np.testing.assert_allclose(y.numpy(), exact, rtol=3e-7, atol=1e-7)
+    assert y.dtype == rt.float32
+    y.sum().backward()
+    np.testing.assert_allclose(x.grad.numpy(), exponent * x.numpy().astype(np.float64) ** (exponent - 1), rtol=1e-6)
+
+
+def test_sigmoid_family_is_exact_at_the_extremes_and_on_random_signs():
+    # the branch-free select must give what numpy's where gives, NaN and infinities included
+    x = np.concatenate([randn(1000), [np.inf, -np.inf, np.nan, 0.0, -0.0, 88.0, -104.0]]).astype(np.float32)
+    e = np.exp(-np.abs(x.astype(np.float64)))
+    expected = np.where(x >= 0, 1 / (1 + e), e / (1 + e))
+    np.testing.assert_allclose(rt.sigmoid(rt.tensor(x)).numpy(), expected, rtol=2e-7, atol=1.5e-45)
+    leaky = rt.nn.functional.leaky_relu(rt.tensor(x), 0.1).numpy()
+    np.testing.assert_array_equal(leaky, np.where(x > 0, x, x * np.float32(0.1)))
+
+
+def test_relu_over_many_blocks_keeps_nan_and_infinities_as_maximum_does():
+    x = randn(40_000).astype(np.float32)  # more than one block of the cached zeros
+    x[::997] = np.nan
+    x[1::1009], x[2::1013] = np.inf, -np.inf
+    np.testing.assert_array_equal(rt.relu(rt.tensor(x)).numpy(), np.maximum(x, 0))

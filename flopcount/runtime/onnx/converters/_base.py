@@ -21,6 +21,11 @@ from ...tensor import Tensor
 
 CONVERTERS: dict[str, Callable] = {}
 
+# {op label: (input index, unpack)} for weights a file stores packed: the importer calls
+# ``unpack(array or None on meta, dims, node attributes) -> (array or None, shape, dtype)`` on
+# such an initializer and imports the tensor it stands for (a parameter, at its element size)
+PACKED_WEIGHTS: dict[str, tuple] = {}
+
 
 def converter(*op_types: str):
     """Register ``fn`` as the converter of each ONNX op type in ``op_types``: ``"TopK"`` in the

@@ -17,6 +17,7 @@ from ...ops import elementwise as ew
 from ...ops import trigonometric as trig
 from ..elem_types import to_dtype
 from ._base import constant, converter, is_const
+from .quantized import NARROW_FLOATS, to_e8m0
 
 _ARITHMETIC = {"Add": ew.add, "Sub": ew.sub, "Mul": ew.mul}
 _COMPARE = {"Equal": ew.eq, "Less": ew.lt, "LessOrEqual": ew.le, "Greater": ew.gt,
@@ -99,7 +100,11 @@ def _cast(ctx, x, dtype):
     """Cast-19's rule: a float8 target saturates by default (values beyond its range, infinities
     included, become its largest finite value); with ``saturate=0`` they become inf or NaN, as a
     plain conversion gives."""
-    if dtype in _dt.FLOAT8 and ctx.attr("saturate", 1) and x.dtype.is_floating_point and x.dtype not in _dt.FLOAT8:
+    if dtype is _dt.float8_e8m0fnu and x.dtype is not dtype:
+        # a power of two, rounded as round_mode says (Cast-24)
+        return to_e8m0(x, bool(ctx.attr("saturate", 1)), ctx.attr("round_mode", "up") or "up")
+    if dtype in NARROW_FLOATS and ctx.attr("saturate", 1) and x.dtype.is_floating_point \
+            and x.dtype not in NARROW_FLOATS:
         limit = float(ml_dtypes.finfo(dtype.np).max)
         x = ew.clamp(x, -limit, limit)
     return ew.cast(x, dtype)

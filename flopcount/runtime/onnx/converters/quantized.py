@@ -2,6 +2,12 @@
 (per tensor, per axis, blocked), DynamicQuantizeLinear, MatMulInteger, ConvInteger,
 QLinearMatMul and QLinearConv.
 
+MACs are reported in the dtype they run in (``mac_dtype``): the integer GEMMs and convs in
+their operands' narrow integer type, though they are written here as int32 or float64 ops; and
+in a QDQ file, a Conv, MatMul or Gemm whose data and weight both come out of DequantizeLinear
+runs on the quantized numbers, as onnxruntime fuses it into QLinearConv (and TensorRT into an
+int8 kernel): its MACs are int8 MACs.
+
 Each is the arithmetic ONNX's spec gives it: subtract the zero points in int32, multiply (a
 matmul or a conv), rescale, round half to even, clamp to the target's range, cast. The counts
 are those ops' counts; a convolution over integers runs as a float64 conv (exact for 8- and
@@ -47,10 +53,54 @@ def _along(ctx, v, x, axis: int, block: int):
     return movement.narrow(movement.reshape(v, tuple(merged)), axis, 0, x.shape[axis])
 
 
+# narrow floating types a quantization or a saturating Cast clamps to their largest finite value
+NARROW_FLOATS = _dt.FLOAT8 + (_dt.float4_e2m1fn,)
+
+
+def to_e8m0(x, saturate: bool = True, round_mode: str = "up"):
+    """``x`` cast to float8_e8m0fnu (a power of two: only an exponent) as ONNX's Cast-24 does:
+    float32's exponent field, rounded up when any fraction bit is set (``round_mode="up"``),
+    half to even on the dropped bits (``"nearest"``) or dropped (``"down"``); infinities and
+    NaN become NaN; with ``saturate`` the largest exponent does not round up into NaN."""
+    from ...ops import bitwise
+
+    def const(value):
+        return _c(np.array(value, np.int32))
+
+    bits = bitwise.bitcast(ew.cast(x, _dt.float32), _dt.int32)
+    exponent = bitwise.bitwise_and(bitwise.bitshift(bits, const(23), "right"), const(0xFF))
+    special = ew.eq(exponent, const(0xFF))
+    if round_mode == "up":
+        up = ew.gt(bitwise.bitwise_and(bits, const(0x7FFFFF)), const(0))
+    elif round_mode == "nearest":
+        guard = ew.gt(bitwise.bitwise_and(bits, const(0x400000)), const(0))
+        rest = ew.logical_or(ew.gt(bitwise.bitwise_and(bits, const(0x3FFFFF)), const(0)), ew.gt(exponent, const(0)))
+        up = ew.logical_and(guard, rest)
+    elif round_mode == "down":
+        up = None
+    else:
+        raise ValueError(f"round_mode must be up, down or nearest, got {round_mode!r}")
+    if up is not None:
+        up = ew.logical_and(up, ew.logical_not(special))
+        if saturate:
+            up = ew.logical_and(up, ew.ne(exponent, const(0xFE)))
+        exponent = ew.add(exponent, ew.cast(up, _dt.int32))
+    exponent = ew.where(special, const(0xFF), exponent)
+    return bitwise.bitcast(ew.cast(exponent, _dt.uint8), _dt.float8_e8m0fnu)
+
+
+def _c(array):
+    from ._base import constant
+
+    return constant(array)
+
+
 def _saturate_to(x, dtype, saturate: bool = True):
     """Floating ``x`` cast to ``dtype``: integers rounded half to even and clamped to their
-    range, float8 clamped to its largest finite value (unless ``saturate`` is off)."""
-    if dtype in _dt.FLOAT8:
+    range, float8 and float4 clamped to their largest finite value (unless ``saturate`` is off)."""
+    if dtype is _dt.float8_e8m0fnu:
+        return to_e8m0(x, saturate)
+    if dtype in NARROW_FLOATS:
         if saturate:
             limit = float(ml_dtypes.finfo(dtype.np).max)
             x = ew.clamp(x, -limit, limit)
@@ -72,7 +122,7 @@ def quantize_linear(ctx, x, scale, zero_point=None):
         precision = to_dtype(ctx.attr("precision"), f"{ctx.where}: attribute 'precision'")
         x, scale = ew.cast(x, precision), ew.cast(scale, precision)
     scaled = ew.div(x, _along(ctx, scale, x, axis, block))
-    if dtype in _dt.FLOAT8:
+    if dtype in NARROW_FLOATS:
         return _saturate_to(scaled, dtype, bool(ctx.attr("saturate", 1)))
     if dtype not in _INTEGER:
         raise ctx.unsupported(f"quantizing to {dtype.name} is not an ONNX quantized type")
@@ -86,7 +136,7 @@ def quantize_linear(ctx, x, scale, zero_point=None):
 def dequantize_linear(ctx, x, scale, zero_point=None):
     axis, block = ctx.attr("axis", 1), ctx.attr("block_size", 0)
     values = ew.cast(x, _dt.float32)
-    if zero_point is not None and x.dtype not in _dt.FLOAT8:  # float8 zero points are zero
+    if zero_point is not None and x.dtype not in NARROW_FLOATS:  # float8 and float4 zero points are zero
         values = ew.sub(values, ew.cast(_along(ctx, zero_point, x, axis, block), _dt.float32))
     y = ew.mul(values, _along(ctx, scale, x, axis, block))
     out = to_dtype(ctx.attr("output_dtype"), f"{ctx.where}: attribute 'output_dtype'") \
@@ -165,3 +215,40 @@ def qlinear_conv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scal
     if w_scale.numel() > 1:  # one per output channel, along dim 1 of the output
         w_scale = movement.reshape(w_scale, (1, w_scale.numel()) + (1,) * (x.ndim - 2))
     return _rescale(product, (x_scale, w_scale), y_scale, y_zero_point, x.dtype)
+
+
+# the operands (input indices) of the ops that multiply quantized numbers
+_QUANTIZED_OPERANDS = {"MatMulInteger": (0, 1), "ConvInteger": (0, 1), "QLinearMatMul": (0, 3),
+                       "QLinearConv": (0, 3), "com.microsoft.MatMulIntegerToFloat": (0, 1)}
+# float ops a QDQ file quantizes by putting DequantizeLinear in front of their data and weight
+_QDQ_OPERANDS = {"Conv": (0, 1), "ConvTranspose": (0, 1), "MatMul": (0, 1), "Gemm": (0, 1)}
+
+
+def _narrow_dtype(dtypes) -> str | None:
+    """The dtype a product of these quantized operands runs in: ``int{bits}`` for integers
+    (uint8 x int8 is an int8 GEMM, as hardware rates it), a float8 type for float8; None for
+    anything else."""
+    if any(d is None for d in dtypes):
+        return None
+    if all(d in _INTEGER for d in dtypes):
+        return f"int{max(d.bits for d in dtypes)}"
+    if all(d in _dt.FLOAT8 for d in dtypes):
+        return max(dtypes, key=lambda d: d.bits).name
+    return None
+
+
+def mac_dtype(op_label: str, inputs: list, values: dict, dequantized: dict) -> str | None:
+    """The dtype the MACs of an ONNX node run in when its inputs do not say it (None when they
+    do): an integer GEMM's operand type, or the quantized type of a QDQ Conv/MatMul/Gemm's
+    DequantizeLinear inputs. ``inputs`` are the node's input names, ``values`` the tensors by
+    name, ``dequantized`` {DequantizeLinear output: its quantized input}."""
+    def dtype_of(name):
+        return values[name].dtype if name and name in values and values[name] is not None else None
+
+    if op_label in _QUANTIZED_OPERANDS:
+        return _narrow_dtype([dtype_of(inputs[i]) if i < len(inputs) else None for i in _QUANTIZED_OPERANDS[op_label]])
+    if op_label in _QDQ_OPERANDS:
+        names = [inputs[i] if i < len(inputs) else "" for i in _QDQ_OPERANDS[op_label]]
+        if all(n in dequantized for n in names):
+            return _narrow_dtype([dtype_of(dequantized[n]) for n in names])
+    return None

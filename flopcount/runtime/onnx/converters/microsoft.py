@@ -1,0 +1,446 @@
+"""The com.microsoft ops that onnxruntime's transformer optimizer and LLM exports (onnxruntime
+GenAI's builder, Olive) write: fused attention (Attention, MultiHeadAttention,
+GroupQueryAttention), fused norms (SkipLayerNormalization, SkipSimplifiedLayerNormalization,
+SimplifiedLayerNormalization, BERT's EmbedLayerNormalization), GELU forms (Gelu, BiasGelu, FastGelu, QuickGelu),
+RotaryEmbedding, and the quantized matmuls MatMulNBits and MatMulIntegerToFloat.
+
+Each is written with the runtime's ops whose math is the same, so its count is theirs: the
+attention is one ``scaled_dot_product_attention`` (its contractions are attention MACs) after
+the input projection and the masks onnxruntime applies, a skip norm is the adds and the norm,
+MatMulNBits is ``quantized_linear`` (the int4 weight read at 4 bits plus its block scales, as
+a fused W4A16 kernel reads it). Attributes the schema defaults are defaulted here, since the
+``onnx`` package does not know com.microsoft's schemas.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ... import dtypes as _dt
+from ...ops import activations as act
+from ...ops import elementwise as ew
+from ...ops import linalg, movement, norm, reduction
+from ...ops.attention import scaled_dot_product_attention
+from ...ops.quantized import quantized_linear
+from ._base import PACKED_WEIGHTS, constant, converter, is_const
+from .attention import _heads, _merge_heads, _rows
+from .quantized import _minus_zero_point, _row_zero_point
+
+MS = "com.microsoft."
+
+
+# --- activations ---------------------------------------------------------------------------------
+
+@converter(MS + "Gelu")
+def gelu(ctx, x):
+    return act.gelu(x)
+
+
+@converter(MS + "BiasGelu")
+def bias_gelu(ctx, x, bias):
+    return act.gelu(ew.add(x, bias))
+
+
+@converter(MS + "FastGelu")
+def fast_gelu(ctx, x, bias=None):
+    """The tanh approximation of GELU, of ``x + bias``."""
+    return act.gelu(x if bias is None else ew.add(x, bias), approximate="tanh")
+
+
+@converter(MS + "QuickGelu")
+def quick_gelu(ctx, x):
+    """x·sigmoid(alpha·x) (CLIP's GELU, alpha 1.702)."""
+    return ew.mul(x, act.sigmoid(ew.mul(x, float(ctx.attr("alpha", 1.702)))))
+
+
+# --- norms -------------------------------------------------------------------------------------
+
+def _skip_sum(x, skip, bias):
+    """input + skip (+ bias): the residual sum the fused norms normalize (and may return)."""
+    if tuple(skip.shape) != tuple(x.shape):  # a skip of (S, D) or (1, S, D) broadcast over batches
+        skip = movement.expand(skip, tuple(x.shape))
+    total = ew.add(x, skip)
+    return total if bias is None else ew.add(total, bias)
+
+
+def _unused_statistics(ctx, first: int) -> None:
+    """Outputs ``first`` and ``first + 1`` (mean, inverse std) are training-only: refuse them."""
+    for i in (first, first + 1):
+        if ctx.output_used(i):
+            raise ctx.unsupported(f"output {i} (the normalization's statistics) is not supported")
+
+
+@converter(MS + "SkipLayerNormalization")
+def skip_layer_norm(ctx, x, skip, gamma, beta=None, bias=None):
+    """layer_norm(input + skip + bias) · gamma + beta; output 3 is the sum before the norm."""
+    _unused_statistics(ctx, 1)
+    total = _skip_sum(x, skip, bias)
+    hidden = (x.shape[-1],)
+    y = norm.layer_norm(total, hidden, gamma, beta, float(ctx.attr("epsilon", 1e-12)))
+    return y, None, None, total
+
+
+@converter(MS + "SkipSimplifiedLayerNormalization")
+def skip_simplified_layer_norm(ctx, x, skip, gamma, bias=None):
+    """rms_norm(input + skip + bias) · gamma; output 3 is the sum before the norm."""
+    _unused_statistics(ctx, 1)
+    total = _skip_sum(x, skip, bias)
+    y = norm.rms_norm(total, (x.shape[-1],), gamma, float(ctx.attr("epsilon", 1e-12)))
+    return y, None, None, total
+
+
+@converter("SimplifiedLayerNormalization", MS + "SimplifiedLayerNormalization")
+def simplified_layer_norm(ctx, x, scale):
+    """RMS norm over the dims from ``axis`` on. onnxruntime registers it in ONNX's own domain
+    (where Llama exports write it), and the optimizer may write it in com.microsoft."""
+    if ctx.output_used(1):
+        raise ctx.unsupported("output 1 (the inverse standard deviation) is not supported")
+    axis = ctx.axis(int(ctx.attr("axis", -1)), x.ndim)
+    shape = tuple(x.shape[axis:])
+    eps = float(ctx.attr("epsilon", 1e-5))
+    if tuple(scale.shape) == shape:
+        return norm.rms_norm(x, shape, scale, eps)
+    return ew.mul(norm.rms_norm(x, shape, None, eps), scale)
+
+
+@converter(MS + "EmbedLayerNormalization")
+def embed_layer_norm(ctx, input_ids, segment_ids, word, position, segment=None, gamma=None, beta=None, mask=None,
+                     position_ids=None):
+    """BERT's embeddings fused: layer_norm(word[ids] + position[0 .. S-1 or position_ids] +
+    segment[segment_ids]); output 1 is the key lengths (the mask summed per row) Attention reads,
+    output 2 the sum before the norm."""
+    from ...ops.embedding import embedding
+
+    b, s = input_ids.shape
+    if position_ids is None:
+        position_ids = constant(np.arange(s, dtype=np.int64).reshape(1, s))
+    total = ew.add(embedding(ew.cast(input_ids, _dt.int64), word),
+                   embedding(ew.cast(position_ids, _dt.int64), position))
+    if segment is not None and segment_ids is not None:
+        total = ew.add(total, embedding(ew.cast(segment_ids, _dt.int64), segment))
+    y = norm.layer_norm(total, (word.shape[-1],), gamma, beta, float(ctx.attr("epsilon", 1e-12)))
+    if mask is not None:
+        lengths = ew.cast(reduction.sum(ew.cast(mask, _dt.int64), 1), _dt.int32)
+    else:
+        lengths = constant(np.zeros(b, np.int32))
+    return y, lengths, total
+
+
+# --- rotary embedding --------------------------------------------------------------------------
+
+def _rotate(x, cos, sin, interleaved: bool, dim: int):
+    """RoPE on (B, S, N, H) features with per-position tables (B, S, dim / 2): the first ``dim``
+    features rotated in pairs (halves, or even/odd with ``interleaved``), the rest kept."""
+    from ...ops.indexing import getitem
+
+    head = x.shape[-1]
+    cos, sin = movement.unsqueeze(cos, -2), movement.unsqueeze(sin, -2)
+    part = getitem(x, (Ellipsis, slice(0, dim)))
+    if interleaved:
+        x1, x2 = getitem(part, (Ellipsis, slice(0, dim, 2))), getitem(part, (Ellipsis, slice(1, dim, 2)))
+    else:
+        x1, x2 = getitem(part, (Ellipsis, slice(0, dim // 2))), getitem(part, (Ellipsis, slice(dim // 2, dim)))
+    real = ew.sub(ew.mul(cos, x1), ew.mul(sin, x2))
+    imag = ew.add(ew.mul(sin, x1), ew.mul(cos, x2))
+    if interleaved:
+        rotated = movement.reshape(movement.stack([real, imag], -1), tuple(part.shape))
+    else:
+        rotated = movement.cat([real, imag], -1)
+    if dim < head:
+        rotated = movement.cat([rotated, getitem(x, (Ellipsis, slice(dim, head)))], -1)
+    return rotated
+
+
+def _positions(position_ids, batch: int, length: int):
+    """Position ids (B, S): as given, or from one offset (shape (1,)): offset + 0 .. S-1."""
+    ids = ew.cast(position_ids, _dt.int64)
+    if ids.ndim == 2:
+        return ids
+    offset = movement.reshape(ids, (1, 1))
+    return movement.expand(ew.add(offset, constant(np.arange(length, dtype=np.int64).reshape(1, length))),
+                           (batch, length))
+
+
+def _rope_bsnh(x, cos_cache, sin_cache, positions, interleaved: bool, dim: int):
+    """``x`` (B, S, N, H) rotated at ``positions`` (B, S) read from the caches (max, dim / 2)."""
+    cos, sin = _rows(cos_cache, positions), _rows(sin_cache, positions)
+    return _rotate(x, ew.cast(cos, x.dtype), ew.cast(sin, x.dtype), interleaved, dim)
+
+
+@converter(MS + "RotaryEmbedding")
+def rotary_embedding(ctx, x, position_ids, cos_cache, sin_cache):
+    """com.microsoft's RotaryEmbedding: input (B, S, N·H) or (B, N, S, H); position ids (B, S)
+    or one offset; caches (max positions, rotary dim / 2)."""
+    if ctx.attr("is_packed_batching", 0):
+        raise ctx.unsupported("packed batching (is_packed_batching=1) is not supported")
+    four_d = x.ndim == 4
+    if four_d:
+        y = movement.permute(x, (0, 2, 1, 3))
+    else:
+        heads = int(ctx.attr("num_heads", 0))
+        b, length, hidden = x.shape
+        head = 2 * cos_cache.shape[-1] if heads == 0 else hidden // heads
+        y = movement.reshape(x, (b, length, hidden // head, head))
+    dim = int(ctx.attr("rotary_embedding_dim", 0) or y.shape[-1])
+    positions = _positions(position_ids, y.shape[0], y.shape[1])
+    rotated = _rope_bsnh(y, cos_cache, sin_cache, positions, bool(ctx.attr("interleaved", 0)), dim)
+    if four_d:
+        return movement.contiguous(movement.permute(rotated, (0, 2, 1, 3)))
+    return movement.reshape(rotated, tuple(x.shape))
+
+
+# --- attention ---------------------------------------------------------------------------------
+
+def _scale(ctx, head: int) -> float:
+    scale = float(ctx.attr("scale", 0.0) or 0.0)
+    return scale if scale else 1.0 / math.sqrt(head)
+
+
+def _causal(lq: int, lk: int):
+    """True where query i may see key j: j <= i + (Lk - Lq) (the new queries are the last)."""
+    return np.arange(lk).reshape(1, lk) <= np.arange(lq).reshape(lq, 1) + (lk - lq)
+
+
+def _additive(allowed, filter_value: float, dtype):
+    """A bool mask (True: attend) as the additive bias onnxruntime's kernels use: 0 or the
+    node's ``mask_filter_value`` (a large negative number, not -inf)."""
+    zero, masked = constant(np.array(0, dtype.np)), constant(np.array(filter_value, dtype.np))
+    return ew.where(allowed, zero, masked)
+
+
+def _key_mask(ctx, mask, batch: int, lq: int, lk: int):
+    """onnxruntime's key mask as a bool (B, 1, Lq or 1, Lk) mask: key lengths (B), end and start
+    positions (2B), a 0/1 matrix (B, Lk) or (B, Lq, Lk)."""
+    if mask.ndim == 1:
+        keys = constant(np.arange(lk, dtype=np.int64).reshape(1, lk))
+        ends = ew.cast(movement.narrow(mask, 0, 0, batch), _dt.int64)
+        allowed = ew.lt(keys, movement.reshape(ends, (batch, 1)))
+        if mask.shape[0] == 2 * batch:
+            starts = ew.cast(movement.narrow(mask, 0, batch, batch), _dt.int64)
+            allowed = ew.logical_and(allowed, ew.ge(keys, movement.reshape(starts, (batch, 1))))
+        return movement.reshape(allowed, (batch, 1, 1, lk))
+    if mask.ndim == 2:
+        return movement.reshape(ew.ne(mask, constant(np.array(0, mask.dtype.np))), (mask.shape[0], 1, 1, lk))
+    if mask.ndim == 3:
+        return movement.unsqueeze(ew.ne(mask, constant(np.array(0, mask.dtype.np))), 1)
+    raise ctx.unsupported(f"a mask of shape {tuple(mask.shape)} is not supported (expects (B), (2B), (B, L) "
+                          f"or (B, S, L))")
+
+
+def _attend(ctx, q, k, v, allowed, bias, scale: float):
+    """Attention of (B, N, S, H) heads with a bool mask and an additive bias (each optional):
+    one ``scaled_dot_product_attention``, the masked scores at ``mask_filter_value``."""
+    mask = None
+    if allowed is not None:
+        mask = _additive(allowed, float(ctx.attr("mask_filter_value", -10000.0)), q.dtype)
+    if bias is not None:
+        mask = ew.cast(bias, q.dtype) if mask is None else ew.add(mask, ew.cast(bias, q.dtype))
+    return scaled_dot_product_attention(q, k, v, attn_mask=mask, scale=scale, enable_gqa=q.shape[1] != k.shape[1])
+
+
+def _combine(first, second):
+    if first is None:
+        return second
+    return second if second is None else ew.logical_and(first, second)
+
+
+@converter(MS + "Attention")
+def attention(ctx, x, weights, bias=None, mask_index=None, past=None, attention_bias=None,
+              past_sequence_length=None):
+    """BERT's and GPT-2's fused self-attention: one packed Q/K/V projection, the heads, the
+    key mask and causal mask, softmax(q kᵀ·scale + masks) v; ``present`` stacks the keys and
+    values (past ones first)."""
+    for attr in ("do_rotary", "past_present_share_buffer"):
+        if ctx.attr(attr, 0):
+            raise ctx.unsupported(f"attribute {attr}=1 is not supported")
+    heads = int(ctx.attr("num_heads"))
+    sizes = ctx.attr("qkv_hidden_sizes") or [weights.shape[1] // 3] * 3
+    qkv = linalg.matmul(x, weights)
+    if bias is not None:
+        qkv = ew.add(qkv, bias)
+    q, k, v = movement.split(qkv, [int(s) for s in sizes], -1)
+    q, k, v = _heads(q, heads), _heads(k, heads), _heads(v, heads)
+    if past is not None:
+        k = movement.cat([movement.squeeze(movement.narrow(past, 0, 0, 1), 0), k], 2)
+        v = movement.cat([movement.squeeze(movement.narrow(past, 0, 1, 1), 0), v], 2)
+    batch, lq, lk = q.shape[0], q.shape[2], k.shape[2]
+    allowed = None if mask_index is None else _key_mask(ctx, mask_index, batch, lq, lk)
+    if ctx.attr("unidirectional", 0):
+        allowed = _combine(allowed, constant(_causal(lq, lk)))
+    y = _merge_heads(_attend(ctx, q, k, v, allowed, attention_bias, _scale(ctx, q.shape[-1])))
+    present = movement.stack([k, v], 0) if ctx.output_used(1) else None
+    return y, present
+
+
+def _bias_parts(bias, q, k, v):
+    """The packed projection bias (3·D) split over q, k and v."""
+    if bias is None:
+        return q, k, v
+    parts = movement.split(bias, [q.shape[-1], k.shape[-1], v.shape[-1]], 0)
+    return tuple(ew.add(t, b) for t, b in zip((q, k, v), parts))
+
+
+@converter(MS + "MultiHeadAttention")
+def multi_head_attention(ctx, query, key=None, value=None, bias=None, key_padding_mask=None,
+                         attention_bias=None, past_key=None, past_value=None, past_sequence_length=None,
+                         cache_indirection=None):
+    """Attention after the projections: query (B, S, D); key and value (B, L, D), or already
+    split into heads (B, N, L, H); or Q, K and V packed in the query (B, S, N, 3, H)."""
+    if cache_indirection is not None:
+        raise ctx.unsupported("cache_indirection (beam search) is not supported")
+    heads = int(ctx.attr("num_heads"))
+    if query.ndim == 5:  # packed (B, S, N, 3, H)
+        b, s, n, _, h = query.shape
+        q, k, v = (movement.permute(movement.squeeze(t, 3), (0, 2, 1, 3)) for t in movement.split(query, 1, 3))
+    elif key is not None and key.ndim == 5:  # packed key and value (B, L, N, 2, H)
+        k, v = (movement.permute(movement.squeeze(t, 3), (0, 2, 1, 3)) for t in movement.split(key, 1, 3))
+        q = _heads(query if bias is None else ew.add(query, movement.narrow(bias, 0, 0, query.shape[-1])), heads)
+    elif key is not None and key.ndim == 4:  # keys and values already in heads (cross attention caches)
+        q = _heads(query if bias is None else ew.add(query, movement.narrow(bias, 0, 0, query.shape[-1])), heads)
+        k, v = key, value
+    else:
+        q, k, v = _bias_parts(bias, query, key, value)
+        q, k, v = _heads(q, heads), _heads(k, heads), _heads(v, heads)
+    if past_key is not None:
+        k, v = movement.cat([past_key, k], 2), movement.cat([past_value, v], 2)
+    batch, lq, lk = q.shape[0], q.shape[2], k.shape[2]
+    allowed = None if key_padding_mask is None else _key_mask(ctx, key_padding_mask, batch, lq, lk)
+    if ctx.attr("unidirectional", 0):
+        allowed = _combine(allowed, constant(_causal(lq, lk)))
+    y = _merge_heads(_attend(ctx, q, k, v, allowed, attention_bias, _scale(ctx, q.shape[-1])))
+    return y, k, v
+
+
+@converter(MS + "GroupQueryAttention")
+def group_query_attention(ctx, query, key=None, value=None, past_key=None, past_value=None, seqlens_k=None,
+                          total_sequence_length=None, cos_cache=None, sin_cache=None, position_ids=None,
+                          attention_bias=None, head_sink=None):
+    """Causal grouped-query attention of LLM exports: query (B, S, N·H) and key, value
+    (B, S, Nkv·H), or all three packed in the query; optional rotary embedding of q and k
+    (``do_rotary``); the new keys and values appended to the past ones (B, Nkv, P, H).
+
+    Sequence b holds ``seqlens_k[b] + 1`` tokens in all, the last S of them new: its queries
+    sit at positions ``seqlens_k[b] + 1 - S`` on (0 on for the first prompt, where the past is
+    empty), which the rotary positions and the causal mask read. The past is the concatenated
+    layout (present = past + new): a cache shared in place with a fixed maximum length is not
+    supported."""
+    for attr in ("softcap", "smooth_softmax"):
+        if ctx.attr(attr, 0):
+            raise ctx.unsupported(f"attribute {attr} is not supported")
+    if head_sink is not None or position_ids is not None:
+        raise ctx.unsupported("head_sink and position_ids inputs are not supported")
+    heads, kv_heads = int(ctx.attr("num_heads")), int(ctx.attr("kv_num_heads"))
+    b, s, width = query.shape
+    if key is None:  # packed Q, K, V
+        head = width // (heads + 2 * kv_heads)
+        query, key, value = movement.split(query, [heads * head, kv_heads * head, kv_heads * head], -1)
+    head = query.shape[-1] // heads
+    q = movement.reshape(query, (b, s, heads, head))
+    k = movement.reshape(key, (b, s, kv_heads, head))
+    past = 0 if past_key is None else past_key.shape[2]
+    if total_sequence_length is not None and is_const(total_sequence_length) \
+            and ctx.scalar(total_sequence_length, "total_sequence_length") != past + s:
+        # the past is a buffer of the maximum length, written in place at each sequence's end
+        raise ctx.unsupported(f"a past buffer shared with the present (past length {past}, total length "
+                              f"{ctx.scalar(total_sequence_length, 'total_sequence_length')}) is not supported")
+    if seqlens_k is None:
+        raise ctx.unsupported("input seqlens_k is required")
+    # the first new token's position per sequence: seqlens_k + 1 - S, and 0 for a first prompt
+    start = ew.sub(ew.cast(seqlens_k, _dt.int64), s - 1)
+    if past == 0:
+        start = ew.mul(start, 0)
+    if ctx.attr("do_rotary", 0):
+        positions = ew.add(movement.reshape(start, (b, 1)), constant(np.arange(s, dtype=np.int64).reshape(1, s)))
+        interleaved = bool(ctx.attr("rotary_interleaved", 0))
+        dim = 2 * cos_cache.shape[-1]
+        q = _rope_bsnh(q, cos_cache, sin_cache, positions, interleaved, dim)
+        k = _rope_bsnh(k, cos_cache, sin_cache, positions, interleaved, dim)
+    q = movement.permute(q, (0, 2, 1, 3))
+    k = movement.permute(k, (0, 2, 1, 3))
+    v = _heads(value, kv_heads)
+    if past_key is not None:
+        k, v = movement.cat([past_key, k], 2), movement.cat([past_value, v], 2)
+    lk = k.shape[2]
+    # query i (at position start + i) sees key j when j <= start + i, and within the window
+    rows = movement.reshape(ew.add(movement.reshape(start, (b, 1)), constant(np.arange(s, dtype=np.int64).reshape(1, s))),
+                            (b, 1, s, 1))
+    cols = constant(np.arange(lk, dtype=np.int64).reshape(1, 1, 1, lk))
+    allowed = ew.le(cols, rows)
+    window = int(ctx.attr("local_window_size", -1))
+    if window > 0:
+        allowed = ew.logical_and(allowed, ew.gt(cols, ew.sub(rows, window)))
+    y = _merge_heads(_attend(ctx, q, k, v, allowed, attention_bias, _scale(ctx, head)))
+    return y, k, v
+
+
+# --- quantized matmuls -------------------------------------------------------------------------
+
+def nbits_layout(attrs: dict) -> tuple:
+    """(bits, block size, K, N) of a MatMulNBits node's attributes."""
+    return int(attrs.get("bits", 4)), int(attrs["block_size"]), int(attrs["K"]), int(attrs["N"])
+
+
+def unpack_nbits(packed: np.ndarray | None, dims: tuple, attrs: dict):
+    """MatMulNBits' packed weight (N, blocks, block·bits/8) of uint8 as the signed (N, K) weight
+    it stands for, q − 2^(bits−1) (int4 for 4 bits, int8 for 8): the zero point the file
+    omits (2^(bits−1)) taken out, so the weight and its scales are ``quantized_linear``'s.
+    Returns (array or None for a meta import, shape, dtype)."""
+    bits, block, k, n = nbits_layout(attrs)
+    dtype = {4: _dt.int4, 8: _dt.int8}.get(bits)
+    if dtype is None or k % block or len(dims) != 3 or dims[0] != n or dims[1] * block != k:
+        raise ValueError(f"MatMulNBits weight of shape {tuple(dims)} with bits={bits}, block_size={block}, K={k}, "
+                         f"N={n}: only 4- and 8-bit weights whose blocks tile K are supported")
+    if packed is None:
+        return None, (n, k), dtype
+    flat = packed.reshape(n, -1)
+    if bits == 4:
+        values = np.stack([flat & 0x0F, flat >> 4], -1).reshape(n, -1)
+    else:
+        values = flat
+    signed = values[:, :k].astype(np.int16) - (1 << (bits - 1))
+    return signed.astype(dtype.np), (n, k), dtype
+
+
+def _nbits_zero_points(ctx, zero_points, n: int, blocks: int, bits: int):
+    """Zero points as float (N, blocks) less 2^(bits−1): packed uint8 (two per byte for 4
+    bits, each row padded to whole bytes) or in the scales' floating type."""
+    if zero_points.dtype.is_floating_point:
+        return ew.sub(movement.reshape(zero_points, (n, blocks)), float(1 << (bits - 1)))
+    packed = ctx.const(zero_points, "zero_points").astype(np.uint8).reshape(n, -1)
+    values = np.stack([packed & 0x0F, packed >> 4], -1).reshape(n, -1) if bits == 4 else packed
+    return constant((values[:, :blocks].astype(np.float32) - (1 << (bits - 1))))
+
+
+PACKED_WEIGHTS[MS + "MatMulNBits"] = (1, unpack_nbits)
+
+
+@converter(MS + "MatMulNBits")
+def matmul_nbits(ctx, a, b, scales, zero_points=None, g_idx=None, bias=None):
+    """A (..., K) times the block-quantized weight (N, K)ᵀ: ``quantized_linear`` on the
+    importer's unpacked weight (4 bits each) and its scales (N, K / block). Zero points the
+    file gives subtract their share per block: y −= Σ_block(a) · (zp·scale)ᵀ."""
+    bits, block, k, n = nbits_layout(ctx.attrs)
+    if g_idx is not None:
+        raise ctx.unsupported("g_idx (act-order weights) is not supported")
+    if b.ndim != 2:
+        raise ctx.unsupported("the weight must be an initializer (the importer unpacks it)")
+    blocks = k // block
+    scale = movement.reshape(scales, (n, blocks))
+    y = quantized_linear(a, b, scale)
+    if zero_points is not None:
+        offsets = ew.cast(ew.mul(_nbits_zero_points(ctx, zero_points, n, blocks, bits), ew.cast(scale, _dt.float32)),
+                          a.dtype)
+        sums = reduction.sum(movement.reshape(a, tuple(a.shape[:-1]) + (blocks, block)), -1)
+        y = ew.sub(y, linalg.matmul(sums, movement.transpose(offsets, 0, 1)))
+    return y if bias is None else ew.add(y, bias)
+
+
+@converter(MS + "MatMulIntegerToFloat")
+def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_zero_point=None, bias=None):
+    """(A − a_zp)(B − b_zp) in int32, times a_scale · b_scale (per tensor or per column of B),
+    plus bias: a dynamically quantized MatMul's integer GEMM and its float output."""
+    product = linalg.matmul(_minus_zero_point(a, _row_zero_point(a_zero_point, a)), _minus_zero_point(b, b_zero_point))
+    y = ew.mul(ew.cast(product, a_scale.dtype), ew.mul(a_scale, b_scale))
+    return y if bias is None else ew.add(y, bias)

@@ -1,0 +1,253 @@
+"""The com.microsoft ops of onnxruntime's transformer optimizer and LLM exports, each in a
+one-node model built with onnx.helper, against onnxruntime's own kernels; their counts are the
+runtime ops they are written with."""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+from onnx_check import C, assert_same, randn, rng, run_ort
+
+import flopcount
+import flopcount.runtime as rt
+
+onnx = pytest.importorskip("onnx")
+from onnx import TensorProto, helper, numpy_helper  # noqa: E402
+
+MICROSOFT_OPS = {f"com.microsoft.{op}" for op in (
+    "Gelu", "BiasGelu", "FastGelu", "QuickGelu", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
+    "SimplifiedLayerNormalization", "EmbedLayerNormalization", "RotaryEmbedding", "Attention", "MultiHeadAttention",
+    "GroupQueryAttention", "MatMulNBits", "MatMulIntegerToFloat")} | {"SimplifiedLayerNormalization"}
+
+
+def ms_model(op_type: str, args: list, attrs: dict | None = None, outputs=(TensorProto.FLOAT,),
+             domain: str = "com.microsoft"):
+    """A one-node model of com.microsoft ``op_type``: arrays are graph inputs, ``C(array)``
+    initializers, None omitted inputs; ``outputs`` the element types of its outputs, or
+    (type, rank) where the rank is not the first input's (None: an output left empty)."""
+    inputs, names, inits = [], [], []
+    for i, arg in enumerate(args):
+        if arg is None:
+            names.append("")
+        elif isinstance(arg, C):
+            inits.append(numpy_helper.from_array(arg.array, f"c{i}"))
+            names.append(f"c{i}")
+        else:
+            inputs.append(helper.make_tensor_value_info(f"x{i}", helper.np_dtype_to_tensor_dtype(arg.dtype),
+                                                        list(arg.shape)))
+            names.append(f"x{i}")
+    while names and names[-1] == "":
+        names.pop()
+    outs = [f"y{i}" if t is not None else "" for i, t in enumerate(outputs)]
+    node = helper.make_node(op_type, names, outs, name=f"/layer/{op_type}", domain=domain, **(attrs or {}))
+    rank = np.ndim(args[0].array if isinstance(args[0], C) else args[0])
+    declared = []
+    for name, out in zip(outs, outputs):
+        if name:  # element type and rank, every dim symbolic
+            elem, n = out if isinstance(out, tuple) else (out, rank)
+            declared.append(helper.make_tensor_value_info(name, elem, [f"{name}_{d}" for d in range(n)]))
+    graph = helper.make_graph([node], "case", inputs, declared, inits)
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    return helper.make_model(graph, opset_imports=opsets, ir_version=8)
+
+
+def check(op_type: str, args: list, attrs: dict | None = None, outputs=(TensorProto.FLOAT,),
+          rtol: float = 1e-4, atol: float = 1e-5, domain: str = "com.microsoft"):
+    """Run the node in flopcount and onnxruntime and compare every output; returns the graph and
+    the feeds."""
+    model = ms_model(op_type, args, attrs, outputs, domain)
+    feeds = {f"x{i}": a for i, a in enumerate(args) if isinstance(a, np.ndarray)}
+    graph = rt.onnx.load(model)
+    ours = graph(*[rt.tensor(a) for a in feeds.values()])
+    ours = list(ours) if isinstance(ours, tuple) else [ours]
+    assert_same(ours, run_ort(model, feeds), rtol, atol, op_type)
+    return graph, feeds
+
+
+def macs(graph, feeds) -> int:
+    return flopcount.profile(graph, *[rt.tensor(a) for a in feeds.values()]).macs
+
+
+def test_gelu_forms():
+    x = randn(2, 5, 8) * 2
+    bias = randn(8, seed=1)
+    check("Gelu", [x])
+    check("BiasGelu", [x, C(bias)])
+    check("FastGelu", [x])
+    check("FastGelu", [x, C(bias)])
+    check("QuickGelu", [x])
+    check("QuickGelu", [x], {"alpha": 1.5})
+
+
+def test_skip_layer_norms():
+    x, skip = randn(2, 5, 16), randn(2, 5, 16, seed=1)
+    gamma, beta, bias = randn(16, seed=2), randn(16, seed=3), randn(16, seed=4)
+    check("SkipLayerNormalization", [x, skip, C(gamma), C(beta), C(bias)], {"epsilon": 1e-5},
+          outputs=(TensorProto.FLOAT, None, None, TensorProto.FLOAT))
+    check("SkipLayerNormalization", [x, randn(5, 16, seed=5), C(gamma)], {"epsilon": 1e-5})
+    check("SkipSimplifiedLayerNormalization", [x, skip, C(gamma), C(bias)], {"epsilon": 1e-6},
+          outputs=(TensorProto.FLOAT, None, None, TensorProto.FLOAT))
+    # onnxruntime registers this one in ONNX's own domain, where Llama exports write it
+    check("SimplifiedLayerNormalization", [x, C(gamma)], {"epsilon": 1e-6, "axis": -1}, domain="")
+
+
+@pytest.mark.parametrize("interleaved", [0, 1])
+def test_rotary_embedding(interleaved):
+    b, s, n, h = 2, 5, 3, 8
+    cos = np.cos(np.outer(np.arange(16), 1.0 / 10000 ** (np.arange(h // 2) * 2 / h))).astype(np.float32)
+    sin = np.sin(np.outer(np.arange(16), 1.0 / 10000 ** (np.arange(h // 2) * 2 / h))).astype(np.float32)
+    ids = rng(1).integers(0, 16, (b, s)).astype(np.int64)
+    attrs = {"interleaved": interleaved, "num_heads": n}
+    check("RotaryEmbedding", [randn(b, s, n * h), ids, C(cos), C(sin)], attrs)
+    check("RotaryEmbedding", [randn(b, n, s, h), ids, C(cos), C(sin)], attrs)
+    check("RotaryEmbedding", [randn(b, s, n * h), np.array([3], np.int64), C(cos), C(sin)], attrs)
+
+
+def _attention_macs(b, heads, lq, lk, head) -> int:
+    return b * heads * lq * lk * 2 * head  # q kᵀ and p v
+
+
+@pytest.mark.parametrize("unidirectional", [0, 1])
+def test_attention(unidirectional):
+    b, s, hidden, heads = 2, 6, 16, 4
+    x, w, bias = randn(b, s, hidden), randn(hidden, 3 * hidden, seed=1) * 0.3, randn(3 * hidden, seed=2)
+    attrs = {"num_heads": heads, "unidirectional": unidirectional}
+    graph, feeds = check("Attention", [x, C(w), C(bias)], attrs)
+    assert macs(graph, feeds) == b * s * hidden * 3 * hidden + _attention_macs(b, heads, s, s, hidden // heads)
+    lengths = np.array([6, 4], np.int32)
+    check("Attention", [x, C(w), C(bias), lengths], attrs)
+    raw = np.ones((b, s), np.int32)
+    raw[1, 3:] = 0
+    check("Attention", [x, C(w), C(bias), raw], attrs)
+    past = randn(2, b, heads, 3, hidden // heads, seed=3)
+    graph, feeds = check("Attention", [x, C(w), C(bias), raw_past := np.ones((b, s + 3), np.int32), past], attrs,
+                         outputs=(TensorProto.FLOAT, (TensorProto.FLOAT, 5)))
+    assert raw_past.shape == (b, s + 3)
+    assert macs(graph, feeds) == b * s * hidden * 3 * hidden + _attention_macs(b, heads, s, s + 3, hidden // heads)
+
+
+def test_attention_with_bias_and_uneven_projections():
+    b, s, hidden, heads = 1, 5, 12, 2
+    x, w, bias = randn(b, s, hidden), randn(hidden, 12 + 12 + 8, seed=1) * 0.3, randn(32, seed=2)
+    attention_bias = randn(1, heads, s, s, seed=3)
+    check("Attention", [x, C(w), C(bias), None, None, attention_bias],
+          {"num_heads": heads, "qkv_hidden_sizes": [12, 12, 8], "scale": 0.3})
+
+
+def test_multi_head_attention():
+    b, s, length, hidden, heads = 2, 4, 7, 16, 4
+    q, k, v = randn(b, s, hidden), randn(b, length, hidden, seed=1), randn(b, length, hidden, seed=2)
+    bias = randn(3 * hidden, seed=3)
+    graph, feeds = check("MultiHeadAttention", [q, k, v, C(bias)], {"num_heads": heads})
+    assert macs(graph, feeds) == _attention_macs(b, heads, s, length, hidden // heads)
+    mask = np.ones((b, length), np.int32)
+    mask[0, 5:] = 0
+    check("MultiHeadAttention", [q, k, v, None, mask], {"num_heads": heads})
+    head = hidden // heads
+    past_k, past_v = randn(b, heads, 3, head, seed=4), randn(b, heads, 3, head, seed=5)
+    self_k, self_v = randn(b, s, hidden, seed=6), randn(b, s, hidden, seed=7)
+    check("MultiHeadAttention", [q, self_k, self_v, None, None, None, past_k, past_v],
+          {"num_heads": heads, "unidirectional": 1},
+          outputs=(TensorProto.FLOAT, (TensorProto.FLOAT, 4), (TensorProto.FLOAT, 4)))
+    # keys and values already split into heads (a decoder's cross-attention cache)
+    check("MultiHeadAttention", [q, randn(b, heads, length, head, seed=8), randn(b, heads, length, head, seed=9)],
+          {"num_heads": heads})
+
+
+def _rope_tables(positions: int, head: int):
+    angles = np.outer(np.arange(positions), 1.0 / 10000 ** (np.arange(head // 2) * 2 / head))
+    return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
+
+
+@pytest.mark.parametrize("do_rotary", [0, 1])
+def test_group_query_attention(do_rotary):
+    """A prompt (no past), then one decode step over a past of 5, with 4 query heads sharing 2
+    key/value heads; rotary positions and the causal mask from seqlens_k."""
+    b, s, heads, kv_heads, head = 2, 5, 4, 2, 16  # (rotary kernels want a multiple of 16)
+    cos, sin = _rope_tables(32, head)
+    q, k, v = randn(b, s, heads * head), randn(b, s, kv_heads * head, seed=1), randn(b, s, kv_heads * head, seed=2)
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads, "do_rotary": do_rotary}
+    outputs = (TensorProto.FLOAT, (TensorProto.FLOAT, 4), (TensorProto.FLOAT, 4))
+    rotary = [C(cos), C(sin)] if do_rotary else []
+    seqlens, total = np.full(b, s - 1, np.int32), np.array(s, np.int32)
+    graph, feeds = check("GroupQueryAttention", [q, k, v, None, None, seqlens, total] + rotary, attrs,
+                         outputs=outputs)
+    assert macs(graph, feeds) == _attention_macs(b, heads, s, s, head)
+    past_k, past_v = randn(b, kv_heads, 5, head, seed=3), randn(b, kv_heads, 5, head, seed=4)
+    q1, k1, v1 = (t[:, :1] for t in (q, k, v))
+    check("GroupQueryAttention", [q1, k1, v1, past_k, past_v, np.full(b, 5, np.int32), np.array(6, np.int32)]
+          + rotary, attrs, outputs=outputs)
+    with pytest.raises(rt.UnsupportedOpError, match="past buffer shared with the present"):
+        rt.onnx.load(ms_model("GroupQueryAttention", [q1, k1, v1, past_k, past_v, np.full(b, 5, np.int32),
+                                                      C(np.array(5, np.int32))] + rotary, attrs, outputs))
+    packed = np.concatenate([q, k, v], -1)
+    check("GroupQueryAttention", [packed, None, None, None, None, seqlens, total] + rotary, attrs, outputs=outputs)
+
+
+def _pack_nbits(q: np.ndarray, block: int) -> np.ndarray:
+    """(N, K) uint4 values -> MatMulNBits' (N, K / block, block / 2) bytes, low nibble first."""
+    n, k = q.shape
+    return (q[:, 0::2] | (q[:, 1::2] << 4)).astype(np.uint8).reshape(n, k // block, block // 2)
+
+
+@pytest.mark.parametrize("zero_points", ["none", "packed", "float"])
+def test_matmul_nbits(zero_points):
+    m, k, n, block = 3, 64, 10, 16
+    q = rng(1).integers(0, 16, (n, k)).astype(np.uint8)
+    scales = (np.abs(randn(n, k // block, seed=2)) / 10 + 0.01).astype(np.float32)
+    args = [randn(2, m, k), C(_pack_nbits(q, block)), C(scales.reshape(-1))]
+    if zero_points == "none":
+        args.append(None)
+    elif zero_points == "packed":
+        zp = rng(3).integers(0, 16, (n, k // block)).astype(np.uint8)
+        args.append(C((zp[:, 0::2] | (zp[:, 1::2] << 4)).reshape(-1)))
+    elif zero_points == "float":
+        args.append(C(rng(3).uniform(0, 15, (n, k // block)).astype(np.float32).reshape(-1)))
+    args += [None, C(randn(n, seed=4))]
+    graph, feeds = check("MatMulNBits", args, {"K": k, "N": n, "bits": 4, "block_size": block}, atol=1e-4)
+    report = flopcount.profile(graph, *[rt.tensor(a) for a in feeds.values()])
+    # the GEMM, and with zero points their share: block sums of A times (zp·scale)ᵀ
+    assert report.macs == 2 * m * k * n + (0 if zero_points == "none" else 2 * m * (k // block) * n)
+    # the weight is a parameter of N·K 4-bit numbers: N·K / 2 bytes, as the file stores it
+    assert report.memory.parameters["int4"] == n * k // 2
+    assert report.params >= n * k
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.int8])
+def test_matmul_integer_to_float(dtype):
+    info = np.iinfo(dtype)
+    a = rng(0).integers(info.min, info.max + 1, (2, 5, 8)).astype(dtype)
+    b = rng(1).integers(-128, 128, (8, 6)).astype(np.int8)
+    scale_b = (np.abs(randn(6, seed=2)) / 50 + 0.001).astype(np.float32)
+    graph, feeds = check("MatMulIntegerToFloat", [a, C(b), C(np.float32(0.02)), C(scale_b), C(dtype(3)), None,
+                                                  C(randn(6, seed=3))])
+    assert macs(graph, feeds) == 2 * 5 * 8 * 6
+
+
+@pytest.mark.parametrize("name, model_type, fused", [
+    ("bert_torchscript_op17", "bert", {"Attention", "EmbedLayerNormalization", "SkipLayerNormalization", "BiasGelu"}),
+    ("gpt2_torchscript_op16", "gpt2", {"SkipLayerNormalization", "FastGelu"}),
+])
+def test_files_from_onnxruntimes_transformer_optimizer(tmp_path, name, model_type, fused):
+    """The test fixtures fused by onnxruntime's transformer optimizer: outputs as onnxruntime
+    runs the fused file, and the MACs of the file before fusion (the fused ops do the same
+    GEMMs). The optimizer writes LayerNormalization into the opset-16 GPT-2, as onnxruntime
+    registers it at every opset."""
+    optimizer = pytest.importorskip("onnxruntime.transformers.optimizer")
+    from pathlib import Path
+
+    source = str(Path(__file__).parents[2] / "data" / "onnx" / f"{name}.onnx")
+    fused_path = str(tmp_path / f"{name}_fused.onnx")
+    optimizer.optimize_model(source, model_type=model_type, num_heads=4, hidden_size=32).save_model_to_file(fused_path)
+    found = {n.op_type for n in onnx.load(fused_path).graph.node if n.domain == "com.microsoft"}
+    assert found == fused
+    ids = rng(0).integers(0, 100, (2, 7)).astype(np.int64)
+    graph = rt.onnx.load(fused_path, input_shapes={"input_ids": (2, 7)})
+    ours = graph(rt.tensor(ids))
+    assert_same(list(ours) if isinstance(ours, tuple) else [ours], run_ort(fused_path, {"input_ids": ids}),
+                1e-4, 1e-5, name)
+    before, after = (flopcount.profile(p, input_shape=(2, 7)) for p in (source, fused_path))
+    assert after.macs == before.macs
