@@ -144,7 +144,7 @@ class ScaledDotProductAttention(Op):
         flops = 2 * macs + n + 5 * n + (n if attn_mask is not None or is_causal else 0) + (2 * n if dropout_p > 0 else 0)
         return io_cost(out, (q, k, v, attn_mask), macs=macs, flops=flops)
 
-    def sbp(out, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa, causal_mode="full"):
+    def sbp(out, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa):
         n_out = 2 if dropout_p > 0 else 1
         return _attention_sbp((q, k, v, attn_mask), q, k, v, attn_mask, is_causal,
                               lambda d, per: (S(d),) * n_out)
@@ -238,8 +238,7 @@ class ScaledDotProductAttentionBackward(Op):
         flops = 2 * macs + 4 * n + n + (n if keep is not None else 0)
         return io_cost(out, (g, q, k, v, attn_mask, keep), macs=macs, flops=flops)
 
-    def sbp(out, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, causal_mode,
-            mask_grad):
+    def sbp(out, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, mask_grad):
         # a key, value or mask broadcast along a split dim serves every rank: its gradient is the
         # sum of the ranks' parts
         def outs(d, per):
