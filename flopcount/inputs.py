@@ -71,15 +71,29 @@ def given_shapes(input_shape) -> list:
         where = f"input_shape[{name!r}]" if name is not None else "input_shape"
         if not isinstance(shape, (tuple, list)) or not shape:
             raise ShapeError(f"{where} {shape!r}: expected a non-empty tuple of dimensions such as (1, 3, 224, 224)")
-        bad = [d for d in shape if not _is_int(d) or d < 1]
+        bad = [d for d in shape if not _is_int(d) or not 1 <= d <= MAX_DIM]
         if bad:
-            raise ShapeError(f"{where} {tuple(shape)!r}: every dimension must be an integer >= 1, got {bad[0]!r}")
+            shown = f"({', '.join(map(_shown, shape))})" if len(shape) <= MAX_DIMS else f"({len(shape)} dimensions)"
+            raise ShapeError(f"{where} {shown}: every dimension must be an integer from 1 to 2**63 - 1, got "
+                             f"{_shown(bad[0])}")
         out.append((name, tuple(int(d) for d in shape)))
     return out
 
 
+MAX_DIM = 2**63 - 1  # a dimension is an int64 everywhere (ONNX, numpy's shapes)
+MAX_DIMS = 64        # numpy's limit on an array's dimensions, so the runtime's on a tensor's
+
+
 def _is_int(value) -> bool:
     return isinstance(value, Integral) and not isinstance(value, bool)
+
+
+def _shown(value) -> str:
+    """A dimension as an error message prints it: repr, except an integer too long to read (or
+    for repr() to convert: Python refuses more than 4300 digits)."""
+    if _is_int(value) and abs(value) > MAX_DIM:
+        return f"<an integer of {value.bit_length()} bits>"
+    return repr(value)
 
 
 # --- what the model takes, merged with what the caller gave -----------------------------------
@@ -119,7 +133,15 @@ def resolve_inputs(expected: list | None, given: list, batch: int | None = None,
         if batch < 1:
             raise option_error(ShapeError, Option("batch", batch), ": must be at least 1")
         specs = [replace(s, shape=(batch,) + tuple(s.shape[1:])) for s in specs]
+    _check_ranks(specs)
     return _with_dtypes(specs, dtypes)
+
+
+def _check_ranks(specs: list) -> None:
+    for i, spec in enumerate(specs):
+        if len(spec.shape) > MAX_DIMS:
+            raise ShapeError(f"input {spec.name or f'#{i}'} has {len(spec.shape)} dimensions; a tensor has at most "
+                             f"{MAX_DIMS}")
 
 
 def _reshaped(spec: InputSpec, dims: tuple) -> InputSpec:

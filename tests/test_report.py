@@ -42,6 +42,8 @@ def test_units():
     assert units.params_to_string(56) == "56" and units.params_to_string(175_000_000_000) == "175.0 B"
     assert units.flops_to_string(8_217_433_576) == "8.22 GFLOPs" and units.flops_to_string(12) == "12 FLOPs"
     assert units.bytes_to_string(51_380_224) == "51.38 MB"
+    # a 256-step decode reads the weights 256 times: terabytes, never "3382.96 GB"
+    assert units.bytes_to_string(3_382_960_000_000) == "3.38 TB"
     assert units.time_to_string(12.3456) == "12.3 ms" and units.time_to_string(0.0042) == "4.2 µs"
     assert units.time_to_string(None) == "-"
     # at a unit's edge the rounded value decides: never '1e+03 ms'

@@ -17,12 +17,12 @@ import click
 
 from ..options import spelled
 from ..runtime.errors import FlopcountError
+from ..startup import EXIT_INTERRUPTED, main_takes_over  # 130, the shell's code for SIGINT
 from .options import spell
 
 DEBUG_KEY = "flopcount.debug"
 EXIT_USAGE = 2          # bad input, as click uses for usage errors
 EXIT_BUG = 1
-EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
 
 
 class CliError(click.ClickException):
@@ -73,6 +73,8 @@ class DefaultGroup(click.Group):
             return super().invoke(ctx)
         except (click.ClickException, click.exceptions.Exit, click.Abort):
             raise
+        except KeyboardInterrupt:
+            raise click.Abort() from None  # before click's own handling, which adds a blank line
         except Exception as exc:
             if ctx.meta.get(DEBUG_KEY):
                 raise
@@ -81,11 +83,14 @@ class DefaultGroup(click.Group):
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode: bool = True, **extra):
         """Run the command; with ``standalone_mode`` (the console script, CliRunner) every
         error ends the process with one line on stderr and its exit code."""
+        main_takes_over()  # Ctrl-C from here on is handled below (startup.py's until now)
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         try:
             code = super().main(args, prog_name or "flopcount", complete_var, standalone_mode=False, **extra)
-        except click.Abort:
+        except (click.Abort, KeyboardInterrupt):
+            if sys.stderr.isatty():
+                click.echo(err=True)  # the terminal echoed "^C" on the current line
             fail_line("interrupted")
             sys.exit(EXIT_INTERRUPTED)
         except CliError as exc:

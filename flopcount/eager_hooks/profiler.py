@@ -14,7 +14,7 @@ from __future__ import annotations
 from ..report.model import Memory, Report
 from ..runtime.device import backend
 from ..runtime.dispatch import no_grad, observe
-from ..runtime.graph.tree import tensor_leaves
+from ..runtime.graph.tree import flatten, tensor_leaves
 from ..runtime.nn.modules.module import Module
 from ..conventions import get as get_convention
 from ..recording import memory as mem
@@ -85,7 +85,8 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
         recorder = Recorder(model, tensor_leaves((list(args), kwargs)), index=index)
         with recorder.attached():
             out = step()
-        output_ids = [recorder.serial(t) for t in tensor_leaves(out)]
+        # what the graph view's trace refuses (a generator), this view refuses with the same line
+        output_ids = [recorder.serial(t) for t in flatten(out, what="output")[0]]
         priced = analysis.Priced(recorder, conv)
         events = recorder.events
 

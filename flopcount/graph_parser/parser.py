@@ -18,6 +18,7 @@ from ..runtime.graph.tree import tensor_leaves
 from ..runtime.nn.modules.module import Module
 from ..recording.params import bytes_by_dtype
 from ..recording.state import preserved
+from ..runtime.host_memory import check_fits
 from . import execution
 from .rows import NodeRows
 
@@ -77,6 +78,10 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
     memory = _memory(graph, module)
     memory.activations = sum(live.storage_bytes[o] for o in live.activations)
     memory.predicted_peak = live.peak_bytes
+    if device.type == "cpu" and (latency or measure_memory):
+        # refused with the prediction, before the run allocates it
+        check_fits(live.peak_bytes, f"running {name or graph.name} (activations at their predicted peak)",
+                   "count without latency (shapes only), or use smaller inputs")
     if real and measure_memory:
         memory.measured_peak, memory.measured_activation_peak = execution.measure_peak(graph, args, kwargs, device)
 

@@ -18,7 +18,7 @@ import difflib
 from ..runtime.errors import FlopcountError
 from .catalog import PROFILES
 from .profile import Profile, peak_key
-from .roofline import Roofline, compute_dtype, roofline
+from .roofline import COMPUTE, MEMORY, Roofline, compute_dtype, roofline
 
 _BY_NAME = {p.name: p for p in PROFILES}
 
@@ -50,4 +50,4 @@ def get(name) -> Profile:
         raise FlopcountError(f"unknown hardware {name!r}; {hint}") from None
 
 
-__all__ = ["Profile", "Roofline", "compute_dtype", "get", "names", "peak_key", "roofline"]
+__all__ = ["Profile", "Roofline", "COMPUTE", "MEMORY", "compute_dtype", "get", "names", "peak_key", "roofline"]

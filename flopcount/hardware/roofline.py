@@ -17,6 +17,8 @@ from dataclasses import dataclass
 from ..runtime import dtypes as _dt
 from .profile import Profile
 
+COMPUTE, MEMORY = "compute", "memory"   # what bounds an op: its Roofline's ``bound``
+
 
 @dataclass(frozen=True)
 class Roofline:
@@ -65,7 +67,7 @@ def roofline(cost, profile: Profile, dtype) -> Roofline:
     compute_s = matrix_flops / peak + other_flops / profile.vector_flops
     moved = cost.bytes_read + cost.bytes_written
     memory_s = moved / profile.memory_bandwidth
-    bound = "compute" if compute_s > memory_s else "memory"
+    bound = COMPUTE if compute_s > memory_s else MEMORY
     return Roofline(time_s=max(compute_s, memory_s), compute_s=compute_s, memory_s=memory_s, bound=bound,
                     intensity=cost.flops / moved if moved else None, ridge=peak / profile.memory_bandwidth,
                     dtype=dtype if isinstance(dtype, str) else _dt.get_dtype(dtype).name)

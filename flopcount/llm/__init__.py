@@ -8,14 +8,13 @@ Phases are inputs (``phases.py``): the decoder is traced on a prompt, or on one 
 meta KV cache of the context's length. Each op's MACs, FLOPs and bytes (weights, KV cache,
 activations) come from the op's cost rule on the traced shapes (``step.py``, ``traffic.py``); a
 generation's decode steps are summed exactly from a few traces (``generation.py``); a hardware
-profile turns them into roofline times (``roofline.py``).
+profile (``flopcount.hardware``) turns them into roofline times (``timing.py``).
 """
 
 from .api import decoder, kv_bytes_per_token, kv_cache_bytes, profile
 from .moe import MoESummary, expected_experts, moe_summary
 from .phases import Decode, Generate, Prefill, parse_phase
 from .report import LLMReport
-from .roofline import Device
 
-__all__ = ["profile", "Prefill", "Decode", "Generate", "parse_phase", "LLMReport", "Device", "MoESummary",
+__all__ = ["profile", "Prefill", "Decode", "Generate", "parse_phase", "LLMReport", "MoESummary",
            "expected_experts", "moe_summary", "decoder", "kv_bytes_per_token", "kv_cache_bytes"]

@@ -58,8 +58,8 @@ def profile(model, phase, *, batch: int = 1, dtype=None, hardware=None,
             attn_implementation: str | None = None) -> LLMReport:
     """The cost of ``phase`` (``Prefill``, ``Decode`` or ``Generate``) on ``model`` at ``batch``
     sequences: per op and per layer MACs, FLOPs, weight, KV cache and activation bytes, the
-    memory it needs, and with ``hardware`` (a profile name such as ``"h100-sxm"``) roofline
-    times: time to first token, time per output token, tokens per second, whether it fits.
+    memory it needs, and with ``hardware`` (a ``flopcount.hardware`` profile or its name, such
+    as ``"h100-sxm"``) roofline times: time to first token, time per output token, tokens per second, whether it fits.
 
     >>> from flopcount import llm
     >>> r = llm.profile("llama2_7b", llm.Decode(context=2048), dtype="float16")
@@ -98,7 +98,7 @@ def _profile(net, label: str, phase, batch: int, hardware) -> LLMReport:
         report.notes.append("MoE routing: balanced (a meta trace has no router values: the tokens' k choices "
                             "spread evenly over the experts)")
     if hardware is not None:
-        from .roofline import phase_times
+        from .timing import phase_times
 
         report.roofline = phase_times(report, hardware)
     return report

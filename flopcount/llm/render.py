@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from ..report.units import bytes_to_string, flops_to_string, macs_to_string, params_to_string, time_to_string
-from .roofline import COMPUTE, MEMORY
+from ..hardware import COMPUTE, MEMORY
+from ..report.units import (bytes_to_string, flops_to_string, macs_to_string, params_to_string, rate_to_string,
+                            time_to_string)
 from .step import COUNTS, Counts
 
 HEADERS = ["MACs", "FLOPs", "weights read", "KV read", "KV written", "activations", "FLOP/byte"]
@@ -152,9 +153,9 @@ def _bits(report) -> int:
 
 
 def _roofline_line(report, times) -> str:
-    d = times.device
-    parts = [f"roofline on {d.name} ({flops_to_string(d.peak_flops)}/s, {bytes_to_string(d.bandwidth)}/s, "
-             f"ridge {d.ridge:.0f} FLOP/byte)"]
+    d = times.profile
+    parts = [f"roofline on {d.name} ({rate_to_string(times.peak_flops, 'FLOP')} {times.dtype}, "
+             f"{rate_to_string(d.memory_bandwidth, 'B')}, ridge {times.ridge:.0f} FLOP/byte)"]
     if times.time_to_first_token is not None:
         parts.append(f"time to first token {time_to_string(times.time_to_first_token * 1e3)}")
     if times.time_per_output_token is not None:
@@ -162,7 +163,7 @@ def _roofline_line(report, times) -> str:
         parts.append(f"{times.tokens_per_second:.4g} tokens/s (batch {report.batch})")
     verdict = "fits" if times.fits else "does not fit"
     parts.append(f"weights + KV cache {bytes_to_string(times.needed_bytes)} {verdict} in "
-                 f"{bytes_to_string(d.memory)}")
+                 f"{bytes_to_string(d.memory_bytes)}")
     return " · ".join(parts)
 
 
@@ -199,8 +200,8 @@ def report_dict(report, ops: bool = True) -> dict:
                          "groups": [{"name": g.name, **_counts(g)} for g in r.decode.groups],
                          "last_step": step_dict(r.decode.last, t.last_decode if t else None)}
     if t is not None:
-        doc["roofline"] = {"device": t.device.name, "peak_flops": t.device.peak_flops,
-                           "bandwidth": t.device.bandwidth, "memory": t.device.memory,
+        doc["roofline"] = {"device": t.profile.name, "peak_flops": t.peak_flops,
+                           "bandwidth": t.profile.memory_bandwidth, "memory": t.profile.memory_bytes,
                            "time_to_first_token_s": t.time_to_first_token,
                            "time_per_output_token_s": t.time_per_output_token,
                            "tokens_per_second": t.tokens_per_second, "decode_s": t.decode_seconds,

@@ -2,7 +2,7 @@
 
 ``LLMReport`` holds the counted steps (``step.StepCost``, ``generation.DecodeSteps``), the
 model's KV cache geometry and MoE layers, and renders them: ``table()`` (text), ``to_dict()``
-(JSON-ready). Times come from a roofline (``roofline.py``) when a hardware profile is given.
+(JSON-ready). Times come from a roofline (``timing.py``) when a hardware profile is given.
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ class LLMReport:
     prefill: StepCost | None = None
     decode: DecodeSteps | None = None
     moe: MoESummary | None = None
-    roofline: object = None             # roofline.PhaseTimes, when a hardware profile was given
+    roofline: object = None             # timing.PhaseTimes, when a hardware profile was given
     notes: list = field(default_factory=list)
 
     @property

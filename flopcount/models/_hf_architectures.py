@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Callable
 
-from . import bert, distilbert, gemma, gpt2, llama, mistral, phi3, qwen2, roberta, vit_hf
+from . import bert, distilbert, gemma, gpt2, llama, mistral, mixtral, phi3, qwen2, roberta, vit_hf
 
 TEXT, IMAGE = "text", "image"
 
@@ -30,8 +30,10 @@ class HFArchitecture:
     transformers' field names; ``inputs`` is ``text`` (token ids) or ``image`` (pixels);
     ``requires`` maps a config.json field to the values this class implements (a missing field
     counts as its first value); ``renames`` are (regex, replacement) pairs from older
-    checkpoints' parameter names to the class's; ``adapt`` turns config.json fields the
-    dataclass spells otherwise into its own."""
+    checkpoints' parameter names to the class's; ``regroup`` turns the checkpoint's tensors
+    ({name: array}, before the renames) into the class's where they are laid out otherwise (Mixtral's
+    per-expert tensors stacked); ``adapt`` turns config.json fields the dataclass spells otherwise
+    into its own."""
 
     name: str
     model: Callable
@@ -39,6 +41,7 @@ class HFArchitecture:
     inputs: str
     requires: dict = field(default_factory=dict)
     renames: tuple = ()
+    regroup: Callable | None = None
     adapt: Callable | None = None
 
     def config_from(self, data: dict):
@@ -109,6 +112,8 @@ _TABLE = [
     HFArchitecture("Qwen2ForCausalLM", qwen2.Qwen2ForCausalLM, qwen2.Qwen2Config, TEXT, _LLAMA, adapt=_rope),
     HFArchitecture("GemmaForCausalLM", gemma.GemmaForCausalLM, gemma.GemmaConfig, TEXT, _LLAMA, adapt=_rope),
     HFArchitecture("Phi3ForCausalLM", phi3.Phi3ForCausalLM, phi3.Phi3Config, TEXT, _LLAMA, adapt=_rope),
+    HFArchitecture("MixtralForCausalLM", mixtral.MixtralForCausalLM, mixtral.MixtralConfig, TEXT, _LLAMA,
+                   renames=mixtral.CHECKPOINT_RENAMES, regroup=mixtral.stack_experts, adapt=_rope),
 ]
 ARCHITECTURES: dict[str, HFArchitecture] = {a.name: a for a in _TABLE}
 

@@ -128,9 +128,11 @@ def _no_weights(folder: str) -> str:
     return f"{folder}: no *.safetensors weights in the folder"
 
 
-def load_weights(model, folder: str, renames: tuple = ()) -> None:
+def load_weights(model, folder: str, renames: tuple = (), regroup=None) -> None:
     """Fill ``model``'s parameters (in place, every name a tied parameter has) with the
-    folder's tensors, mapped from the files, in the dtype they were saved in."""
+    folder's tensors, mapped from the files, in the dtype they were saved in. ``regroup`` (an
+    architecture's: {name: array} -> {name: array}, on the checkpoint's names) and then
+    ``renames`` turn the checkpoint's tensors and names into the model's."""
     from ..runtime.device import CPU
     from ..runtime.io.mapped import map_tensors
 
@@ -139,10 +141,14 @@ def load_weights(model, folder: str, renames: tuple = ()) -> None:
         raise errors.ModelFileError(_no_weights(folder))
     tensors = {}
     for path in files:
-        for name, array in map_tensors(path).items():
-            for pattern, replacement in renames:
-                name = re.sub(pattern, replacement, name)
-            tensors[name] = array
+        tensors.update(map_tensors(path))
+    if regroup is not None:
+        try:
+            tensors = regroup(tensors)
+        except ValueError as exc:
+            raise errors.ModelFileError(f"{folder}: {exc}") from None
+    for pattern, replacement in renames:
+        tensors = {re.sub(pattern, replacement, name): array for name, array in tensors.items()}
     owners: dict = {}
     for name, param in model.named_parameters(remove_duplicate=False):
         owners.setdefault(id(param), (param, []))[1].append(name)
@@ -191,7 +197,7 @@ def _native(folder: str, data: dict, arch, config, weights: bool) -> Folder:
         with rt.meta():
             model = arch.model(config)
         materialize_buffers(model)
-        load_weights(model, folder, arch.renames)
+        load_weights(model, folder, arch.renames, arch.regroup)
     else:
         with rt.meta():
             model = arch.model(config)

@@ -16,12 +16,21 @@ and the outputs come back weighted. Which tokens an expert gets depends on the v
   the same as any routing's (every assignment costs one expert MLP); which and how many experts
   run, and so the weights read, are the balanced case's.
 
+Checkpoints (Mixtral's published ones, and what transformers 5's ``save_pretrained`` writes
+back by default) store every expert apart, under ``block_sparse_moe``:
+``experts.{e}.w1.weight`` (gate), ``w3`` (up) and ``w2`` (down). ``CHECKPOINT_RENAMES`` and
+``stack_experts`` turn them into the stacked layout on load, as transformers' conversion mapping
+does; a checkpoint already stacked (``save_pretrained(..., save_original_format=False)``) loads
+as it is.
+
 Presets: ``mixtral`` (small: 2 layers, 4 experts, top-2, for tests) and ``mixtral_8x7b``
 (Mixtral 8x7B: 46.7B parameters, 12.9B active per token; build it on meta).
 """
 
 from __future__ import annotations
 
+import re
+from collections import defaultdict
 from dataclasses import dataclass
 
 import numpy as np
@@ -35,7 +44,7 @@ from ._decoder import (DecoderAttention, DecoderConfig, DecoderForCausalLM, Deco
 from ._text import activation
 
 __all__ = ["MixtralConfig", "MixtralForCausalLM", "MixtralModel", "MixtralSparseMoeBlock", "Routing", "mixtral",
-           "mixtral_8x7b"]
+           "mixtral_8x7b", "CHECKPOINT_RENAMES", "stack_experts"]
 
 
 @dataclass
@@ -187,6 +196,45 @@ class MixtralModel(DecoderModel):
 class MixtralForCausalLM(DecoderForCausalLM):
     config_class = MixtralConfig
     model_class = MixtralModel
+
+
+# --- checkpoints ---------------------------------------------------------------------------------
+
+CHECKPOINT_RENAMES = ((r"\.block_sparse_moe\.", ".mlp."),)
+_EXPERT = re.compile(r"^(?P<experts>.+\.experts)\.(?P<index>\d+)\.(?P<which>w[123])\.weight$")
+
+
+def stack_experts(tensors: dict) -> dict:
+    """Per-expert checkpoint tensors (``...experts.{e}.w1/w2/w3.weight``) stacked into the zoo's
+    ``...experts.gate_up_proj`` (experts, 2·ffn, hidden: w1 then w3 of each expert) and
+    ``...experts.down_proj`` (experts, hidden, ffn: each w2); every other tensor as given.
+    ValueError when a layer's experts are incomplete or differ in shape.
+
+    >>> w = {f"experts.{e}.{k}.weight": np.zeros((3, 2)) for e in range(4) for k in ("w1", "w3")}
+    >>> w.update({f"experts.{e}.w2.weight": np.zeros((2, 3)) for e in range(4)})
+    >>> {k: v.shape for k, v in stack_experts({"x." + k: v for k, v in w.items()}).items()}
+    {'x.experts.gate_up_proj': (4, 6, 2), 'x.experts.down_proj': (4, 2, 3)}
+    """
+    out, layers = {}, defaultdict(dict)
+    for name, array in tensors.items():
+        match = _EXPERT.match(name)
+        if match is None:
+            out[name] = array
+        else:
+            layers[match["experts"]][int(match["index"]), match["which"]] = array
+    for prefix, found in layers.items():
+        count = 1 + max(index for index, _ in found)
+        missing = [f"{prefix}.{e}.{w}.weight" for e in range(count) for w in ("w1", "w2", "w3") if (e, w) not in found]
+        if missing:
+            raise ValueError(f"{missing[0]} is missing ({count} experts in {prefix})")
+        try:
+            # a copy: one expert's tensors are apart in the file, the stacked parameter is one array
+            out[prefix + ".gate_up_proj"] = np.stack([np.concatenate([found[e, "w1"], found[e, "w3"]])
+                                                      for e in range(count)])
+            out[prefix + ".down_proj"] = np.stack([found[e, "w2"] for e in range(count)])
+        except ValueError as exc:
+            raise ValueError(f"{prefix}: the experts' w1/w2/w3 do not stack ({exc})") from None
+    return out
 
 
 PRESETS = {

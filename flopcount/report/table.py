@@ -17,9 +17,14 @@ LEFT_ALIGNED = frozenset({"Module", "Type", "Node", "Op", "Scope", "Input shape"
 TABULATE_FORMATS = {"plain": "plain", "github": "github", "grid": "grid", "markdown": "pipe"}
 
 
+MAX_SHAPES = 8  # shapes listed in a cell; a Sum of 100,000 inputs made a 600 KB one
+
+
 def _shapes(shapes) -> str:
-    """'1x3x224x224, 1x10' ('-' for an absent optional input, '' for none)."""
-    return ", ".join("x".join(str(d) for d in s) if s is not None else "-" for s in shapes)
+    """'1x3x224x224, 1x10' ('-' for an absent optional input, '' for none); past
+    ``MAX_SHAPES``, the first ones and how many there are."""
+    listed = ", ".join("x".join(str(d) for d in s) if s is not None else "-" for s in shapes[:MAX_SHAPES])
+    return listed if len(shapes) <= MAX_SHAPES else f"{listed}, ... ({len(shapes):,} inputs)"
 
 
 def _timed_backward(report) -> bool:
@@ -232,19 +237,57 @@ def tabulate_text(report, fmt: str = "github", depth=None, top=None, sort=None, 
     return text + "\n\n" + "\n".join(_footer(report)) + "\n"
 
 
-def rich_table(report, depth=None, top=None, sort=None, by: str = "module", width: int | None = None):
-    """The report as a rich Table no wider than ``width`` cells (see :mod:`.layout`: share
-    columns go first, then long headers, then text is cut; numbers never wrap)."""
-    from rich.table import Table
+# rich lays out every cell of every row in Python, about 2 ms a row: a 200,000-node graph's
+# table took minutes, far longer than counting it. Above this many rows the same cells, title
+# and footer are drawn in a box of the same lines by _large_table_text: padding strings only
+# (tabulate, tried first, spends most of its time guessing each cell's type: 20 s for 100,000
+# rows), so no colours and no cutting.
+RICH_MAX_ROWS = 2000
 
+
+def _laid_out(report, depth, top, sort, by, width) -> tuple:
+    """(title, headers, body, layout, footer) of the table at ``width`` cells."""
     headers, body = cells(report, depth, top, sort, by)
     layout = fit(headers, body, width)
-
     title = f"{report.model or report.root.type} — {report.mode} view, {report.convention} convention"
     footer = _footer(report)
     if layout.dropped:
         footer.insert(0, f"columns left out at {width} columns: {', '.join(layout.dropped)} "
                          f"(a wider terminal, or --format markdown/csv/json, shows them)")
+    return title, headers, body, layout, footer
+
+
+def _large_table_text(title: str, headers: list, body: list, layout, footer: list) -> str:
+    from rich.cells import cell_len
+
+    names = layout.headers
+    rows = [[row[i] for i in layout.columns] for row in body]
+    left = [headers[i] in LEFT_ALIGNED for i in layout.columns]
+    widths = [max([cell_len(name)] + [cell_len(r[j]) for r in rows]) for j, name in enumerate(names)]
+
+    def line(texts) -> str:
+        padded = [t + " " * (w - cell_len(t)) if is_left else " " * (w - cell_len(t)) + t
+                  for t, w, is_left in zip(texts, widths, left)]
+        return "│ " + " │ ".join(padded) + " │"
+
+    def rule(first: str, middle: str, last: str) -> str:
+        return first + middle.join("─" * (w + 2) for w in widths) + last
+
+    lines = [title, rule("┌", "┬", "┐"), line(names), rule("├", "┼", "┤"), *map(line, rows),
+             rule("└", "┴", "┘"), *footer]
+    return "\n".join(lines) + "\n"
+
+
+def rich_table(report, depth=None, top=None, sort=None, by: str = "module", width: int | None = None):
+    """The report as a rich Table no wider than ``width`` cells (see :mod:`.layout`: share
+    columns go first, then long headers, then text is cut; numbers never wrap)."""
+    title, headers, body, layout, footer = _laid_out(report, depth, top, sort, by, width)
+    return _rich(title, headers, body, layout, footer)
+
+
+def _rich(title: str, headers: list, body: list, layout, footer: list):
+    from rich.table import Table
+
     table = Table(title=title, caption="\n".join(footer), caption_justify="left")
     for i, name in zip(layout.columns, layout.headers):
         table.add_column(name, justify="left" if headers[i] in LEFT_ALIGNED else "right", no_wrap=True,
@@ -259,7 +302,11 @@ def print_rich_table(report, depth=None, top=None, sort=None, by: str = "module"
     from rich.console import Console
 
     console = Console(file=file)
-    console.print(rich_table(report, depth, top, sort, by, width=console.width))
+    parts = _laid_out(report, depth, top, sort, by, console.width)
+    if len(parts[2]) > RICH_MAX_ROWS:
+        console.file.write(_large_table_text(*parts))
+        return
+    console.print(_rich(*parts))
 
 
 def rich_table_text(report, depth=None, top=None, sort=None, by: str = "module", width: int | None = None) -> str:
@@ -267,7 +314,9 @@ def rich_table_text(report, depth=None, top=None, sort=None, by: str = "module",
     from rich.console import Console
 
     width = width or 200
+    parts = _laid_out(report, depth, top, sort, by, width)
+    if len(parts[2]) > RICH_MAX_ROWS:
+        return _large_table_text(*parts)
     buffer = io.StringIO()
-    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(
-        rich_table(report, depth, top, sort, by, width=width))
+    Console(file=buffer, width=width, color_system=None, force_terminal=False).print(_rich(*parts))
     return buffer.getvalue()

@@ -11,7 +11,7 @@ from __future__ import annotations
 _MAC_UNITS = (("TMac", 10**12), ("GMac", 10**9), ("MMac", 10**6), ("KMac", 10**3))
 _FLOP_UNITS = (("PFLOPs", 10**15), ("TFLOPs", 10**12), ("GFLOPs", 10**9), ("MFLOPs", 10**6), ("KFLOPs", 10**3))
 _PARAM_UNITS = (("B", 10**9), ("M", 10**6), ("k", 10**3))
-_BYTE_UNITS = (("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
+_BYTE_UNITS = (("PB", 10**15), ("TB", 10**12), ("GB", 10**9), ("MB", 10**6), ("KB", 10**3))
 
 
 def _scaled(value: float, table, base: str, units: str | None, precision: int) -> str:

@@ -557,8 +557,8 @@ class Tensor:
     def norm(self, p=2, dim=None, keepdim: bool = False):
         return _red.norm(self, p, dim, keepdim)
 
-    def cumsum(self, dim: int):
-        return _red.cumsum(self, dim)
+    def cumsum(self, dim: int, dtype=None):
+        return _red.cumsum(self, dim, dtype=dtype)
 
     def matmul(self, other):
         return _la.matmul(self, other)

@@ -6,13 +6,19 @@ per byte at head size 128, under the ridge of about 295)."""
 import pytest
 
 import flopcount.runtime as rt
-from flopcount import llm
-from flopcount.llm.roofline import COMPUTE, MEMORY, sum_of_max
+from flopcount import hardware, llm
+from flopcount.hardware import COMPUTE, MEMORY
+from flopcount.llm.timing import sum_of_max
 
 HALF = getattr(rt, "bfloat16", rt.float16)
 # NVIDIA H100 SXM5 datasheet: 989.4 TFLOP/s dense BF16/FP16 tensor (1,979 with sparsity),
-# 3.35 TB/s HBM3, 80 GB
-H100 = llm.Device("h100-sxm", 989.4e12, 3.35e12, 80 * 10 ** 9)
+# 67 TFLOP/s FP32 (also the vector units' rate), 3.35 TB/s HBM3, 80 GB; given by hand (the
+# node's links do not enter a single device's roofline)
+H100 = hardware.Profile("h100-sxm", "H100 SXM5 by hand",
+                        peak_flops={"bfloat16": 989.4e12, "float16": 989.4e12, "float32": 67e12}, vector_flops=67e12,
+                        memory_bandwidth=3.35e12, memory_bytes=80 * 10 ** 9,
+                        intra_node_bandwidth=0.0, inter_node_bandwidth=0.0, devices_per_node=1,
+                        intra_node_link="-", node="-")
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +37,7 @@ def _gemms(step, times):
 
 def test_decode_at_batch_1_is_the_weights_and_cache_read_at_full_bandwidth(decode):
     step, times = decode.decode.last, decode.roofline.last_decode
-    streamed = (step.total.weight_read + step.total.kv_read) / H100.bandwidth
+    streamed = (step.total.weight_read + step.total.kv_read) / H100.memory_bandwidth
     assert times.seconds == pytest.approx(streamed, rel=0.01)
     assert decode.roofline.time_per_output_token == times.seconds
     assert decode.roofline.tokens_per_second == pytest.approx(1 / times.seconds)
@@ -40,7 +46,7 @@ def test_decode_at_batch_1_is_the_weights_and_cache_read_at_full_bandwidth(decod
 
 def test_prefill_weight_gemms_are_compute_bound_and_score_matmuls_memory_bound(prefill):
     step, times = prefill.prefill, prefill.roofline.prefill
-    assert H100.ridge == pytest.approx(295, abs=1)
+    assert H100.ridge(HALF) == pytest.approx(295, abs=1) == prefill.roofline.ridge
     gemms = _gemms(step, times)
     weights = [(op, t) for op, t in gemms if op.weight_read]
     scores = [(op, t) for op, t in gemms if op.kv_read]
@@ -77,7 +83,7 @@ def test_sum_of_max_of_two_lines(a, b):
 
 
 def test_a_hardware_profile_name_gives_the_datasheet_device(decode):
-    """``hardware="h100-sxm"`` reads flopcount.hardware's profile: the same times as the
+    """``hardware="h100-sxm"`` reads flopcount.hardware's catalog profile: the same times as the
     datasheet's figures given by hand."""
     named = llm.profile("llama2_7b", llm.Decode(context=2048), dtype=HALF, hardware="h100-sxm")
     assert named.roofline.decode_seconds == pytest.approx(decode.roofline.decode_seconds, rel=1e-3)

@@ -38,6 +38,7 @@ class Case:
     fragments: tuple
     api: dict = field(default_factory=dict)
     cli: tuple = ()
+    where: tuple = ("api", "cli")    # text only the command line reads: ("cli",)
 
     def expected(self) -> list:
         return [f.replace("{path}", self.model) for f in self.fragments]
@@ -258,6 +259,17 @@ def onnx_cases(directory: str) -> list:
         cases.append(Case(name, _write(directory, name.replace(" ", "_") + ".onnx", model), "ShapeError",
                           ("{path}", "'c'", "GiB", "256 MiB")))
 
+    for name, text in DEEP_LITERALS.items():
+        deep = mlp_onnx()
+        entry = deep.graph.node[0].metadata_props.add()
+        entry.key, entry.value = "pkg.torch.onnx.name_scopes", text
+        cases.append(Case(f"onnx name scope of {name}", _write(directory, f"scope_{name.replace(' ', '_')}.onnx", deep),
+                          "ModelFileError", ("{path}", "node 'fc'", "name_scopes", "nested too deeply")))
+    rank = (1,) * 65
+    rank65 = onnx_model([helper.make_node("Relu", ["x"], ["y"], name="act")], [_value("x", rank)], [_value("y", rank)])
+    cases.append(Case("onnx input with 65 dimensions", _write(directory, "rank_65.onnx", rank65), "ShapeError",
+                      ("input x has 65 dimensions", "at most 64")))
+
     negative = onnx_model([helper.make_node("Relu", ["x"], ["y"], name="act")], [_value("x", (1, -4))],
                           [_value("y", (1, 4))])
     cases.append(Case("onnx input with a negative dim", _write(directory, "negative_dim.onnx", negative),
@@ -298,6 +310,13 @@ def native_cases(directory: str) -> list:
     cases.append(Case("native graph edited without its checksum",
                       _write(directory, "edited.safetensors", native_join(edited, body)),
                       "ModelFileError", ("{path}", "checksum does not match")))
+    for name, version, shown in (("a superscript digit", "\u00b2", "'\u00b2'"),
+                                 ("5000 digits", "9" * 5000, "'" + "9" * 40 + "'... (5000 characters)")):
+        odd = json.loads(json.dumps(header))
+        odd["__metadata__"]["format_version"] = version
+        cases.append(Case(f"native format version of {name}", _write(directory, f"version_{name.replace(' ', '_')}"
+                                                                                 f".safetensors", native_join(odd, body)),
+                          "ModelFileError", ("{path}", f"format version {shown} is not a version number")))
     claim = {"w": {"dtype": "F32", "shape": [268435456], "data_offsets": [0, GIB]}, "__metadata__": header["__metadata__"]}
     cases.append(Case("native claims 1 GiB", _write(directory, "claims_1gib.safetensors", native_join(claim, b"\0" * 64)),
                       "ModelFileError", ("{path}", "tensor 'w'", "1073741824")))
@@ -348,7 +367,31 @@ def raises():
 
 def not_a_module():
     return {"weights": 1}
+
+
+class Yields(rt.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = rt.nn.Linear(4, 2)
+
+    def forward(self, x):
+        yield self.fc(x)
+
+
+def yields():
+    return Yields()
+
+
+def takes(width=4):
+    return rt.nn.Linear(4, width)
+
+
+def elementwise():
+    return rt.nn.ReLU()  # takes an input of any rank
 '''
+
+# strings that Python's parser refuses with RecursionError and MemoryError, not SyntaxError
+DEEP_LITERALS = {"30000 plus terms": "+".join(["1"] * 30000), "100000 minus signs": "-" * 100000 + "1"}
 
 
 def factory_cases(directory: str) -> list:
@@ -372,6 +415,25 @@ def factory_cases(directory: str) -> list:
              api={"input_shape": [(3, 4), (3, 4)]}, cli=("-i", "3x4", "-i", "3x4")),
         Case("an input forward lacks", f"{path}:good", "ShapeError", ("no parameter 'mask'",),
              api={"input_shape": {"x": (3, 4), "mask": (3, 4)}}, cli=("-i", "x=3x4", "-i", "mask=3x4")),
+        Case("an input with 65 dimensions", f"{path}:elementwise", "ShapeError", ("input #0 has 65 dimensions",),
+             api={"input_shape": (1,) * 65}, cli=("-i", "x".join(["1"] * 65))),
+        Case("a superscript digit in a shape", f"{path}:good", "ShapeError", ("4\u00b2",),
+             api={"input_shape": (3, "4\u00b2")}, cli=("-i", "3x4\u00b2")),
+    ] + [
+        Case(f"forward returns a generator ({mode} view)", f"{path}:yields", "UnsupportedValueError",
+             ("the model's output is or holds a generator", "a forward that yields"),
+             api={"input_shape": (3, 4), "mode": mode}, cli=("-i", "3x4", "--mode", mode))
+        for mode in ("graph", "eager")
+    ] + [
+        Case(f"factory argument of {name}", f"{path}:takes", "FlopcountError",
+             ("--factory-arg", "nested too deeply to read as a Python literal"),
+             cli=("-i", "3x4", "--factory-arg", f"width={text}"), where=("cli",))
+        for name, text in DEEP_LITERALS.items()
+    ] + [
+        Case("a shape of 5000 digits", f"{path}:good", "ShapeError", ("(5002 characters)", "at most 18 digits"),
+             cli=("-i", "3x" + "9" * 5000), where=("cli",)),
+        Case("a dimension of 5000 digits", f"{path}:good", "ShapeError", ("<an integer of 16610 bits>",),
+             api={"input_shape": (3, 10 ** 5000 - 1)}, where=("api",)),
     ]
 
 

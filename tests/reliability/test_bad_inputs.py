@@ -26,12 +26,16 @@ def _runner() -> CliRunner:
         return CliRunner()
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+API_CASES = [c for c in CASES if "api" in c.where]
+CLI_CASES = [c for c in CASES if "cli" in c.where]
+
+
+@pytest.mark.parametrize("case", API_CASES, ids=[c.name for c in API_CASES])
 def test_the_api_raises_one_flopcount_error(case):
     with traced_peak() as memory, pytest.raises(flopcount.FlopcountError) as info:
         flopcount.profile(case.model, **case.api)
     error = info.value
-    assert isinstance(error, getattr(flopcount, case.error)), (type(error).__name__, str(error))
+    assert case.error in [c.__name__ for c in type(error).__mro__], (type(error).__name__, str(error))
     message = str(error)
     assert "\n" not in message
     for fragment in case.expected():
@@ -39,7 +43,7 @@ def test_the_api_raises_one_flopcount_error(case):
     assert memory.peak < MEMORY_BOUND, f"{memory.peak / 2**20:.0f} MiB allocated while refusing {case.name}"
 
 
-@pytest.mark.parametrize("case", CASES, ids=[c.name for c in CASES])
+@pytest.mark.parametrize("case", CLI_CASES, ids=[c.name for c in CLI_CASES])
 def test_the_cli_prints_one_line_exits_2_and_writes_nothing(case, tmp_path):
     out = tmp_path / "report.json"
     result = _runner().invoke(main, [case.model, *case.cli, "--format", "json", "-o", str(out)],
@@ -57,6 +61,9 @@ def test_the_corpus_covers_the_issue():
     names = " ".join(c.name for c in CASES)
     for kind in ("empty", "random bytes", "truncated", "missing initializer", "cycle", "dangling", "unknown op",
                  "axis", "opset", "external data missing", "checksum", "corrupted", "factory raises",
-                 "non-module", "negative dim", "zero dim", "non-integer dim", "two shapes", "1 GiB"):
+                 "non-module", "negative dim", "zero dim", "non-integer dim", "two shapes", "1 GiB",
+                 "superscript digit", "5000 digits", "65 dimensions", "30000 plus terms", "100000 minus signs",
+                 "generator"):
         assert kind in names, kind
-    assert {c.error for c in CASES} == {"ModelFileError", "ShapeError", "UnsupportedOpError"}
+    assert {c.error for c in CASES} == {"ModelFileError", "ShapeError", "UnsupportedOpError", "FlopcountError",
+                                        "UnsupportedValueError"}

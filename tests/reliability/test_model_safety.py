@@ -129,3 +129,54 @@ def test_a_shape_error_halfway_leaves_the_model_as_it_was():
         with pytest.raises(flopcount.ShapeError, match="linear"):
             flopcount.profile(net, rt.randn(2, 3, 5, 5), mode=mode, backward=True)  # fc expects 6x6 maps
     _same(before, _snapshot(net))
+
+
+class SelfChanging(nn.Module):
+    """A forward that changes its own weights every way a module can: in place (a parameter and a
+    buffer), by index, by rebinding a parameter and a buffer to new tensors, by replacing a
+    registered parameter with a plain attribute, and by adding a submodule."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(4, 4)
+        self.scale = nn.Parameter(rt.ones(4))
+        self.register_buffer("steps", rt.zeros(1))
+
+    def forward(self, x):
+        with rt.no_grad():
+            self.fc.weight.mul_(2)
+            self.steps.add_(1)
+            self.steps[0] = 7.0
+        self.steps = self.steps + 1
+        self.fc.bias = nn.Parameter(rt.full((4,), 3.0))
+        self.__dict__["scale"] = rt.zeros(4)   # a plain attribute hiding the parameter
+        self.extra = nn.Linear(4, 4)
+        return self.fc(x) * self.scale
+
+
+@pytest.mark.parametrize("options", RUNS, ids=lambda o: "-".join(f"{k}={v}" for k, v in o.items()))
+def test_a_forward_that_changes_its_own_weights_leaves_them_as_they_were(options):
+    net = SelfChanging()
+    arrays = {n: t.data for n, t in list(net.named_parameters()) + list(net.named_buffers())}
+    values = {n: np.array(a, copy=True) for n, a in arrays.items()}
+    objects = {n: t for n, t in list(net.named_parameters()) + list(net.named_buffers())}
+    flopcount.profile(net, rt.randn(2, 4), repeat=1, **options)
+    now = dict(list(net.named_parameters()) + list(net.named_buffers()))
+    assert now.keys() == objects.keys() and all(now[n] is objects[n] for n in now)   # the same tensors
+    assert [n for n, _ in net.named_modules()] == ["", "fc"]                           # no module added
+    for name, t in now.items():
+        assert t.data is arrays[name], name                  # its own array, never a copy swapped in
+        assert np.array_equal(t.numpy(), values[name]), name
+        assert t.data.flags.writeable, name                  # read-only only while profiling
+    assert net.scale is objects["scale"]
+
+
+def test_weights_are_not_copied_to_be_restored():
+    """The restore costs no copy of the weights: the run reads the model's own arrays, and a
+    write goes to a copy of the one array written."""
+    net = nn.Sequential(nn.Linear(64, 64), nn.ReLU(), nn.Linear(64, 64))
+    weights = [p.data for p in net.parameters()]
+    seen = []
+    net[0].register_forward_hook(lambda m, i, o: seen.append(m.weight.data is weights[0]))
+    flopcount.profile(net, rt.randn(2, 64), mode="eager")
+    assert seen == [True] and all(p.data is w for p, w in zip(net.parameters(), weights))

@@ -8,9 +8,17 @@ A tree is an int (the index of a tensor leaf), ``{"tuple": [...]}``, ``{"list": 
 
 from __future__ import annotations
 
+import inspect
+
+from ..errors import FlopcountError
 from ..tensor import Tensor
 
 _LITERALS = (type(None), bool, int, float, str)
+
+
+class UnsupportedValueError(FlopcountError, TypeError):
+    """A model's input or output holds something neither view can follow: a generator (a
+    forward that yields has run nothing when it returns), an object of the model's own class."""
 
 
 def flatten(obj, leaves: list | None = None, what: str = "value") -> tuple[list, object]:
@@ -27,8 +35,10 @@ def flatten(obj, leaves: list | None = None, what: str = "value") -> tuple[list,
         return leaves, {"dict": [[k, flatten(v, leaves, what)[1]] for k, v in obj.items()]}
     if isinstance(obj, _LITERALS):
         return leaves, {"value": obj}
-    raise TypeError(f"graph {what}: a {type(obj).__name__} is not supported; use tensors, tuples, "
-                    f"lists, dicts and plain Python values (None, bool, int, float, str)")
+    why = " (a forward that yields returns before running anything)" if inspect.isgenerator(obj) else ""
+    raise UnsupportedValueError(f"the model's {what} is or holds a {type(obj).__name__}{why}, which flopcount "
+                                f"cannot follow; use tensors, tuples, lists, dicts and plain Python values "
+                                f"(None, bool, int, float, str)")
 
 
 def unflatten(tree, leaves: list):

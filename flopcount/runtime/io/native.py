@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from collections import OrderedDict
 from math import prod
 
@@ -218,8 +219,12 @@ def _read_doc(path: str) -> tuple[dict, dict, str]:
     if meta.get("format") != FORMAT:
         raise ModelFileError(f"{path}: a safetensors file, but not a flopcount model file "
                              f"(metadata format {meta.get('format')!r})")
-    version = meta.get("format_version", "?")
-    if not str(version).isdigit() or int(version) > VERSION:
+    version = str(meta.get("format_version", "?"))
+    # ASCII digits of a sane length only: str.isdigit() takes '²', int() refuses 5000 digits
+    if not re.fullmatch(r"[0-9]{1,9}", version):
+        shown = repr(version) if len(version) <= 40 else repr(version[:40]) + f"... ({len(version)} characters)"
+        raise ModelFileError(f"{path}: format version {shown} is not a version number")
+    if int(version) > VERSION:
         raise ModelFileError(f"{path}: format version {version!r} is newer than this flopcount reads ({VERSION})")
     text = meta.get("graph")
     if not isinstance(text, str) or hashlib.sha256(text.encode()).hexdigest() != meta.get("graph_sha256"):

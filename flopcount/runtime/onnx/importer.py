@@ -313,9 +313,9 @@ def _check(model, path: str, data: bytes | None, weights: FileWeights | None) ->
         declared = list(model.graph.input) + list(model.graph.output)
         if any(v.type.HasField("tensor_type") and not v.type.tensor_type.HasField("shape") for v in declared):
             # the checker wants declared shapes, which some producers leave out; infer them
-            # (shape inference reads initializers' values: it gets the whole model)
             if weights is not None:
-                model = onnx.load_model_from_string(bytes(weights.data))
+                _check_raw_sizes(weights.stripped(model), path)
+                model = _for_inference(model, weights)
             onnx.checker.check_model(onnx.shape_inference.infer_shapes(model))
             return
         if weights is None:
@@ -340,6 +340,33 @@ def _check(model, path: str, data: bytes | None, weights: FileWeights | None) ->
             init.dims.extend(dims)
 
 
+def _for_inference(model, weights: FileWeights):
+    """A copy of ``model`` (which lacks its weights' raw data) for shape inference and the
+    checker: small initializers with their values, which inference may read (shape data), and
+    large ones declared as graph inputs of their type and shape, which is all inference needs
+    of them. Parsing the whole file again for this, with its weights, tripled the peak memory
+    of a model whose outputs have no declared shape (3.1 GB for a 512 MiB weight)."""
+    onnx = _onnx()
+    light = onnx.ModelProto()
+    light.CopyFrom(model)
+    graph = light.graph
+    inputs = {v.name for v in graph.input}
+    kept = []
+    for init, span in zip(graph.initializer, weights.spans):
+        if span is not None and span[1] > SHAPE_DATA_MAX:
+            if init.name not in inputs:
+                graph.input.append(onnx.helper.make_tensor_value_info(init.name, init.data_type, list(init.dims)))
+            continue
+        if span is not None:
+            offset, length = span
+            init.raw_data = bytes(memoryview(weights.data)[offset:offset + length])
+        kept.append(init)
+    kept = [onnx.TensorProto.FromString(t.SerializeToString()) for t in kept]
+    del graph.initializer[:]
+    graph.initializer.extend(kept)
+    return light
+
+
 def _checker_error(exc: Exception, path: str) -> None:
     if "is deprecated in domain_version" in str(exc):
         return  # a deprecated op version (GroupNormalization-18) is still a defined one
@@ -362,25 +389,70 @@ def _check_raw_sizes(stripped: list, path: str) -> None:
                                  f"shape {dims} and type ({needed} bytes required)")
 
 
-def _load_external_data(model, path: str) -> None:
+def _load_external_data(model, path: str) -> dict:
     """Read the external data of every tensor in ``model`` from the model's own folder. onnx's
     reader refuses a location that leaves the folder (``..``, an absolute path, a symlink out)
     and an offset or length beyond the file; a model given without a path has no folder, so
-    its external data is refused rather than looked for in the working directory."""
+    its external data is refused rather than looked for in the working directory.
+
+    The graph's initializers of numeric types are not read into the model but mapped: returned
+    as {name: read-only array over the side file}, whose pages are read when a run touches them
+    (loading them into protobuf and then into arrays held the weights twice: 2.5 GiB of weights
+    peaked at 5.2 GB)."""
     onnx = _onnx()
     external = [t for t in _all_tensors(model) if t.data_location == onnx.TensorProto.EXTERNAL]
     if not external:
-        return
+        return {}
     if not path:
         raise ModelFileError(f"model: tensor {external[0].name!r} stores its data in an external file, but the "
                              f"model was given without a path to find it from; pass the .onnx file's path")
     folder = os.path.dirname(os.path.abspath(path))
+    initializers = {id(t) for t in model.graph.initializer}
+    mapped, files = {}, {}
     for tensor in external:
         _check_location(tensor, folder, path)
+        if id(tensor) in initializers and _mappable(tensor):
+            mapped[tensor.name] = _mapped_tensor(tensor, folder, path, files)
+            continue
         try:
             onnx.external_data_helper.load_external_data_for_tensor(tensor, folder)
         except Exception as exc:
             raise ModelFileError(f"{path}: cannot read the model's external weight data: {_first_line(exc)}") from None
+    return mapped
+
+
+def _mappable(tensor) -> bool:
+    dtype = TO_DTYPE.get(tensor.data_type)
+    return dtype is not None and dtype.bits >= 8 and sys.byteorder == "little"  # ONNX stores little-endian
+
+
+def _mapped_tensor(tensor, folder: str, path: str, files: dict) -> np.ndarray:
+    """The tensor's values as a read-only array mapped from its side file (checked by
+    ``_check_location``), after the checks onnx's reader makes: offset and length inside the
+    file, and a length that fits the declared shape. ``files`` holds each file's one mapping."""
+    info = {e.key: e.value for e in tensor.external_data}
+    dtype, dims = TO_DTYPE[tensor.data_type], tuple(tensor.dims)
+    need = dtype.nbytes(prod(dims))
+    file = os.path.join(folder, info["location"])
+    try:
+        offset = int(info.get("offset", 0))
+        length = int(info.get("length", need))
+        size = os.stat(file).st_size
+    except (ValueError, OSError) as exc:
+        raise ModelFileError(f"{path}: cannot read the model's external weight data: {_first_line(exc)}") from None
+    if offset < 0 or length != need or offset + length > size:
+        raise ModelFileError(f"{path}: cannot read the model's external weight data: tensor {tensor.name!r} "
+                             f"claims bytes {offset} to {offset + length} of {info['location']!r} ({size} bytes), "
+                             f"and its shape {list(dims)} needs {need}")
+    if need == 0:
+        return np.zeros(dims, dtype.np)
+    if file not in files:
+        with open_model_file(file) as f:
+            files[file] = mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ)
+    array = np.frombuffer(files[file], dtype=dtype.np, count=prod(dims), offset=offset).reshape(dims)
+    if not array.flags.aligned or array.size <= SHAPE_DATA_MAX:
+        return np.array(array)  # kernels take slow paths on unaligned arrays; shape data is small
+    return array
 
 
 def _check_location(tensor, folder: str, path: str) -> None:
@@ -545,7 +617,8 @@ def _packed_weights(model) -> dict:
     return found
 
 
-def _initializer_tensors(model, path: str, weights: FileWeights | None = None, meta: bool = False) -> tuple:
+def _initializer_tensors(model, path: str, weights: FileWeights | None = None, meta: bool = False,
+                        mapped: dict | None = None) -> tuple:
     """(constants, parameters): {name: Tensor} and {name: (Tensor, kind)}. Arrays are adopted
     as they come (read-only views of the file's or protobuf's bytes), not copied. With
     ``meta``, an initializer whose raw data is in the file (its size checked) and that is
@@ -558,7 +631,7 @@ def _initializer_tensors(model, path: str, weights: FileWeights | None = None, m
         if init.name in quantized and prod(init.dims) > 1:
             tensor = Tensor._make(None, tuple(init.dims), dtype, META) if in_file and meta else None
             if tensor is None:
-                array = weights.array(i, dtype, tuple(init.dims)) if in_file else _array_of(init, dtype, path)
+                array = weights.array(i, dtype, tuple(init.dims)) if in_file else _array_of(init, dtype, path, mapped)
                 tensor = Tensor._make(array, tuple(array.shape), dtype, CPU)
             if init.name in packed:
                 unpack, attrs = packed[init.name]
@@ -577,7 +650,7 @@ def _initializer_tensors(model, path: str, weights: FileWeights | None = None, m
             else:
                 params[init.name] = (Parameter(tensor), "param")
             continue
-        array = weights.array(i, dtype, tuple(init.dims)) if in_file else _array_of(init, dtype, path)
+        array = weights.array(i, dtype, tuple(init.dims)) if in_file else _array_of(init, dtype, path, mapped)
         tensor = Tensor._make(array, tuple(array.shape), dtype, CPU)
         if array.ndim == 0 or (not dtype.is_floating_point and array.size <= SHAPE_DATA_MAX):
             constants[init.name] = tensor
@@ -588,8 +661,11 @@ def _initializer_tensors(model, path: str, weights: FileWeights | None = None, m
     return constants, params
 
 
-def _array_of(init, dtype, path: str) -> np.ndarray:
-    """An initializer's values read by onnx (typed data fields, external data loaded)."""
+def _array_of(init, dtype, path: str, mapped: dict | None = None) -> np.ndarray:
+    """An initializer's values: mapped from its external file, or read by onnx (typed data
+    fields, external data loaded)."""
+    if mapped and init.name in mapped:
+        return mapped[init.name]
     try:
         array = _onnx().numpy_helper.to_array(init)
     except Exception as exc:
@@ -715,12 +791,14 @@ class _Conversion:
         return self._inferred
 
     def _convert(self, node, values: dict) -> None:
-        metadata = {p.key: p.value for p in node.metadata_props}
-        scope, module_type = naming.node_scope(node.name, metadata)
         opset = self.opset if node.domain in _DEFAULT_DOMAINS else self.domains.get(node.domain, 1)
         ctx = NodeContext(node.op_type, node.name, opset, node_attributes(node, opset),
                           len(node.output), tuple(bool(name) and name in self.used for name in node.output),
                           self.sources, _Subgraphs(self, values, self.notes))
+        try:
+            scope, module_type = naming.node_scope(node.name, {p.key: p.value for p in node.metadata_props})
+        except ModelFileError as exc:
+            raise ModelFileError(f"{ctx.where}: {exc}") from None
         inputs = []
         for name in node.input:
             if not name:
@@ -830,11 +908,12 @@ def _graph_name(model, path: str) -> str:
 
 
 def import_model(model, input_shapes=None, path: str = "", weights: FileWeights | None = None,
-                 meta: bool = False, input_values: dict | None = None) -> Graph:
+                 meta: bool = False, input_values: dict | None = None, mapped: dict | None = None) -> Graph:
     """A Graph from a checked ModelProto whose external data is loaded (``weights``: where the
-    raw data the model lacks lies in the file's bytes; ``meta`` and ``input_values``: see
-    ``load``)."""
-    constants, params = _initializer_tensors(model, path, weights, meta)
+    raw data the model lacks lies in the file's bytes; ``mapped``: {name: array} of the
+    initializers whose external data is mapped rather than loaded; ``meta`` and
+    ``input_values``: see ``load``)."""
+    constants, params = _initializer_tensors(model, path, weights, meta, mapped or {})
     declared = _declared_inputs(model, {t.name for t in model.graph.initializer})
     shapes = symbolic.bind([(name, dims) for name, dims, _ in declared], input_shapes)
     dtypes = [to_dtype(code, f"graph input {name!r}") for name, _, code in declared]
@@ -926,5 +1005,5 @@ def load(path, input_shapes=None, device=None, input_values=None, strict: bool =
         raise UnsupportedOpError(f"{path or 'model'}: {listing} (the checker: "
                                  f"{str(exc).split('model: ', 1)[-1]})") from None
     del data  # the file's bytes, unless the weights' arrays are views of them
-    _load_external_data(model, path)
-    return import_model(model, input_shapes, path, weights, meta, input_values)
+    mapped = _load_external_data(model, path)
+    return import_model(model, input_shapes, path, weights, meta, input_values, mapped)

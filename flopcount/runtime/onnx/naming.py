@@ -12,15 +12,21 @@ from __future__ import annotations
 
 import ast
 
+from ..errors import ModelFileError
+
 _SCOPES_KEY = "pkg.torch.onnx.name_scopes"
 _CLASSES_KEY = "pkg.torch.onnx.class_hierarchy"
 
 
-def _literal_list(text: str) -> list:
+def _literal_list(text: str, key: str) -> list:
     try:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError):
         return []
+    except (RecursionError, MemoryError):
+        # Python's parser gives up on deep nesting (30,000 '+' terms, 100,000 '-' signs) with
+        # these, before allocating anything large: a crafted file, refused like other bad ones
+        raise ModelFileError(f"metadata {key} ({len(text)} characters) is nested too deeply to read") from None
     return [str(v) for v in value] if isinstance(value, (list, tuple)) else []
 
 
@@ -45,10 +51,10 @@ def torchscript_scope(name: str) -> str:
 
 def node_scope(name: str, metadata: dict) -> tuple[str, str]:
     """(dotted module scope, module type name) of an ONNX node."""
-    scopes = _literal_list(metadata.get(_SCOPES_KEY, ""))
+    scopes = _literal_list(metadata.get(_SCOPES_KEY, ""), _SCOPES_KEY)
     if scopes:
         modules = [s for s in scopes[:-1] if s]  # the last entry is the node itself
-        classes = _literal_list(metadata.get(_CLASSES_KEY, ""))
+        classes = _literal_list(metadata.get(_CLASSES_KEY, ""), _CLASSES_KEY)
         module_type = classes[-2].rsplit(".", 1)[-1] if len(classes) >= 2 and modules else ""
         return (modules[-1] if modules else ""), module_type
     if "/" in name:

@@ -213,22 +213,28 @@ class Any(_Reduce):
 
 @register_op("cumsum")
 class Cumsum(Op):
-    def shape(x, *, dim):
-        dtype = x.dtype if x.dtype.is_floating_point else _dt.int64
-        return Spec(x.shape, dtype, x.device)
+    """Running sums along ``dim``, accumulated in ``dtype`` (torch's ``cumsum(dtype=)``); without
+    one, integers and bools accumulate in int64 (torch's promotion) and floats in their own dtype."""
 
-    def forward(xp, x, *, dim):
-        return xp.cumsum(x, axis=dim)
+    def shape(x, *, dim, dtype=None):
+        return Spec(x.shape, _cumsum_dtype(x.dtype, dtype), x.device)
 
-    def vjp(g, out, x, *, dim):
+    def forward(xp, x, *, dim, dtype=None):
+        # numpy would widen int32 to int64 on its own: the accumulator is named explicitly
+        return xp.cumsum(x, axis=dim, dtype=_cumsum_dtype(_dt.get_dtype(x.dtype), dtype).np)
+
+    def vjp(g, out, x, *, dim, dtype=None):
         from .movement import flip
 
-        return flip(cumsum(flip(g, (dim,)), dim), (dim,))
+        if not x.dtype.is_floating_point:
+            return None
+        grad = flip(cumsum(flip(g, (dim,)), dim), (dim,))
+        return grad if grad.dtype is x.dtype else grad.to(x.dtype)
 
-    def cost(out, x, *, dim):
+    def cost(out, x, *, dim, dtype=None):
         return io_cost(out, (x,), flops=numel(x))  # one add per element
 
-    def sbp(out, x, *, dim):
+    def sbp(out, x, *, dim, dtype=None):
         return _kept_dims_sbp(x, (dim,), True, linear=x.dtype.is_floating_point)
 
 
@@ -299,8 +305,21 @@ def any(x, dim=None, keepdim: bool = False):
     return apply(Any, x, dims=norm_dims("any", dim, x.ndim), keepdim=keepdim)
 
 
-def cumsum(x, dim: int):
-    return apply(Cumsum, x, dim=norm_dim("cumsum", dim, x.ndim))
+def _cumsum_dtype(dtype, asked):
+    if asked is not None:
+        return _dt.get_dtype(asked)
+    return dtype if dtype.is_floating_point else _dt.int64
+
+
+def cumsum(x, dim: int, dtype=None):
+    """Running sums along ``dim``; ``dtype``: the accumulator's and the result's (as torch's).
+
+    >>> import flopcount.runtime as rt
+    >>> rt.cumsum(rt.tensor([1, 2, 3], dtype="int32"), 0, dtype="int32").dtype.name
+    'int32'
+    """
+    dtype = None if dtype is None else _dt.get_dtype(dtype).name
+    return apply(Cumsum, x, dim=norm_dim("cumsum", dim, x.ndim), dtype=dtype)
 
 
 def var(x, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):

@@ -56,6 +56,16 @@ def test_integer_sum_widens_to_int64():
     assert rt.ones(3, dtype=rt.int32).mean().dtype is rt.float32
 
 
+def test_cumsum_accumulates_in_the_dtype_asked():
+    big = np.array([2**30, 2**30, 2**30, 5], dtype=np.int32)   # overflows int32 at the second sum
+    for device in ("cpu", "meta"):
+        x = rt.tensor(big).to(device)
+        assert x.cumsum(0).dtype is rt.int64 and x.cumsum(0, dtype=rt.int32).dtype is rt.int32
+        assert rt.cumsum(x > 0, 0, dtype="float16").dtype is rt.float16
+    np.testing.assert_array_equal(rt.tensor(big).cumsum(0, dtype="int32").numpy(), np.cumsum(big, dtype=np.int32))
+    np.testing.assert_array_equal(rt.tensor(big).cumsum(0).numpy(), np.cumsum(big.astype(np.int64)))
+
+
 def test_bad_dim_names_op():
     with pytest.raises(rt.ShapeError, match="sum: dim 3 is out of range"):
         rt.ones(2, 2).sum(3)

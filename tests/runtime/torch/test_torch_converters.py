@@ -150,6 +150,11 @@ CASES = {
                                 a.new_empty(a.shape).zero_() + a, torch.empty_strided((2, 3), (3, 1)).fill_(2) * a,
                                 a.new_empty_strided((2, 3), (3, 1)).zero_() + a), [r(2, 3)]),
     "cumsum_diff": (lambda m, a: (a.cumsum(1), torch.diff(a, dim=1), a.long().cumsum(0)), [r(3, 4)]),
+    # cumsum's dtype= is the accumulator's and the result's (int32 stays int32, as transformers'
+    # position ids are made); without it integers and bools accumulate in int64
+    "cumsum_dtypes": (lambda m, a: ((a * 3).int().cumsum(1, dtype=torch.int32), (a > 0).cumsum(0, dtype=torch.int32),
+                                    (a * 3).int().cumsum(0), (a > 0).cumsum(1), a.cumsum(1, dtype=torch.float64),
+                                    (a * 3).long().cumsum(1, dtype=torch.float32)), [r(3, 4)]),
     # reductions
     "reductions": (lambda m, a: (a.sum(), a.sum(1), a.sum((0, 1), keepdim=True), a.mean(), a.mean(-1), a.amax(0),
                                  a.amin(1), a.max(), a.max(1)[0], a.max(1)[1], a.min(0)[0], a.argmax(1), a.argmin(),

@@ -26,11 +26,12 @@ from ..elem_types import to_dtype
 from ._base import converter
 from .nn import conv
 
-_INTEGER = (_dt.uint8, _dt.int8, _dt.uint16, _dt.int16, _dt.int32, _dt.int4, _dt.uint4)
+_INTEGER = (_dt.uint8, _dt.int8, _dt.uint16, _dt.int16, _dt.int32, _dt.int4, _dt.uint4, _dt.int2, _dt.uint2)
+_SUB_BYTE = (_dt.int4, _dt.uint4, _dt.int2, _dt.uint2)  # numpy's iinfo does not know them
 
 
 def _range(dtype) -> tuple:
-    info = ml_dtypes.iinfo(dtype.np) if dtype in (_dt.int4, _dt.uint4) else np.iinfo(dtype.np)
+    info = ml_dtypes.iinfo(dtype.np) if dtype in _SUB_BYTE else np.iinfo(dtype.np)
     return int(info.min), int(info.max)
 
 

@@ -116,9 +116,7 @@ def all_(ctx, self, dim=None, keepdim=False):
 
 @converter("cumsum")
 def cumsum(ctx, self, dim, dtype=None):
-    if dtype is not None:
-        self = ew.cast(self, dtype)
-    return red.cumsum(self, dim)
+    return red.cumsum(self, dim, dtype=dtype)
 
 
 @converter("logsumexp")
