@@ -11,7 +11,11 @@
   is shown beside it for reference;
 * ONNX: ``rt.onnx.load(path)`` (read, check, convert) and ``flopcount.profile(graph)`` of a
   resnet50 file with its weights (exported by PyTorch's TorchScript exporter, or flopcount's
-  own when torch is missing) against ``onnx.load(path)`` of the same file: ratio <= 1.5.
+  own when torch is missing) against ``onnx.load(path)`` of the same file: ratio <= 1.5;
+* ONNX without ``wire.py``: the same ``rt.onnx.load`` + profile against itself with
+  ``wire.split_weights`` off (protobuf then parses the whole file and every weight is copied out
+  of it): the gain that keeps the hand-written wire reader (ARCHITECTURE.md), reported with no
+  target.
 
 Calls alternate between the two sides; medians over the repeats.
 """
@@ -126,6 +130,29 @@ def onnx_row(model, x, repeat: int, folder: str) -> Row:
                ONNX_LIMIT, note=f"peer column: onnx.load; file written by {exporter}")
 
 
+def onnx_wire_row(path: str, repeat: int) -> Row:
+    import flopcount
+    import flopcount.runtime as rt
+    from flopcount.runtime.onnx import wire
+
+    split = wire.split_weights
+
+    def with_wire():
+        return flopcount.profile(rt.onnx.load(path))
+
+    def without_wire():
+        wire.split_weights = lambda data, types: None  # the importer then parses the whole file
+        try:
+            return flopcount.profile(rt.onnx.load(path))
+        finally:
+            wire.split_weights = split
+
+    a, b = interleaved(with_wire, without_wire, repeat)
+    return Row("the same, wire.py on (peer column: wire.py off)", median_ms(a), median_ms(b),
+               note="the onnx package parses the whole file; weights copied out of protobuf",
+               paired=paired_ratio(a, b))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeat", type=int, default=31, help="timed calls per side")
@@ -141,6 +168,7 @@ def main() -> None:
     rows = [eager_row(model, x, args.repeat), graph_row(model, x, args.repeat)]
     with tempfile.TemporaryDirectory() as folder:
         rows.append(onnx_row(model, x, args.repeat, folder))
+        rows.append(onnx_wire_row(os.path.join(folder, "resnet50.onnx"), args.repeat))
     peer = f"onnx {onnx.__version__}"
     try:
         import torch

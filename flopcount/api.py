@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import os
 import sys
 import threading
 import weakref
@@ -23,11 +24,12 @@ from .hardware import get as hardware_profile
 from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
 from .graph_parser import profile_graph
-from .inputs import API, bind_inputs, given_shapes, inputs_for, resolve_inputs
+from .inputs import bind_inputs, given_shapes, inputs_for, resolve_inputs
+from .options import Option, option_error
 from .report import Report
 from .report.units import macs_to_string, params_to_string
 from .runtime import errors
-from .runtime.graph import Graph
+from .runtime.graph import Graph, LazyGraph
 from .runtime.nn.modules.module import Module
 from .runtime import torch as rt_torch
 
@@ -99,6 +101,12 @@ def _run_view(mode: str, model, args: tuple, kwargs: dict, **options) -> Report:
         return profile_graph(model, args, kwargs, **options)
 
 
+def _eager_form(model):
+    """``rt.Graph(module)`` is its module, compiled on each call for the inputs given: profiled
+    as that module (the graph view traces it for the same inputs)."""
+    return model.module if isinstance(model, LazyGraph) else model
+
+
 def _by_declared_name(path: str, args: tuple) -> dict:
     """Positional tensors for an ONNX file, named as the file declares its inputs."""
     declared = [i.name for i in loading.onnx_module(path).inputs(path)] if args else []
@@ -113,6 +121,32 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
 
     return ([(None, tuple(a.shape)) for a in args if isinstance(a, Tensor)]
             + [(k, tuple(v.shape)) for k, v in kwargs.items() if isinstance(v, Tensor)])
+
+
+def _check_device(device) -> None:
+    """Fail early, in one line, when ``device`` cannot be used (CUDA without CuPy or a GPU)."""
+    from .runtime.device import backend, device as parse_device
+
+    if device is not None and str(device) not in ("cpu", "meta"):
+        backend(parse_device(device))
+
+
+def _input_device(target, device: str, zoo_device: str):
+    """Where the inputs made for ``target`` go: where a file or object model lives."""
+    if target.device is not None:
+        return target.device
+    if target.kind == loading.OBJECT:
+        return _parameter_device(target.model) or device
+    return zoo_device if target.kind == loading.ZOO else device
+
+
+def _does_not_fit(target, specs: list, exc: errors.ShapeError) -> errors.ShapeError:
+    """A model's ShapeError on inputs built from the shapes given: say which inputs, and the
+    model's default ones."""
+    default = ", ".join(s.describe() for s in target.expected) if target.expected else None
+    return errors.ShapeError(
+        f"input {', '.join(s.describe() for s in specs)} does not fit {target.name}"
+        + (f" (its default input is {default})" if default else "") + f": {exc}")
 
 
 def _is_shape(value) -> bool:
@@ -130,30 +164,34 @@ def _floats_in(dtype, values) -> tuple:
 
 # --- profile -------------------------------------------------------------------------------------
 
-def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu", latency: bool = False,
-            backward: bool = False, convention: str = "flopcount", strict: bool = False,
-            warmup: int = 1, repeat: int = 5, measure_memory: bool = False, factory_args: dict | None = None,
-            hardware=None, dtype=None, weights=None, engine: str = "flopcount",
-            input_values: dict | None = None, threads: int | None = None, **named_inputs) -> Report:
+def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: str = "graph",
+            device=None, latency: bool = False, repeat: int = 5, warmup: int = 1, backward: bool = False,
+            measure_memory: bool = False, convention: str = "flopcount", strict: bool = False,
+            factory_args: dict | None = None, hardware=None, dtype=None, weights=None, engine: str = "flopcount",
+            input_values: dict | None = None, threads: int | None = None,
+            progress: Callable[[str], None] | None = None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
-    ``model`` is a Module, a Graph, a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
+    ``model`` is a Module (``rt.Graph(module)`` counts as its module), a Graph, a zoo name
+    (``"resnet50"``) or a model file: ``.onnx``, a
     native file, or ``file.py:factory`` (which RUNS that Python file and calls
     ``factory(**factory_args)``; model files are only read). A bare name that is both a zoo
     model and a file means the zoo model (``"./name"`` is the file); see :mod:`flopcount.loading`.
     ``inputs`` and ``named_inputs`` are the model's inputs: names are bound to ``forward``'s
     parameters (or a graph's input names), checked before anything runs. Without them
     ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
-    default input is used; an ONNX file's symbolic dims are bound from ``input_shape`` (or from
-    the inputs given). An ONNX file's inputs that carry shapes (a Reshape target, TopK's k)
-    take their values from ``input_values`` ``{name: values}`` or from the tensors given; the
-    graph is specialized to them, as to shapes. A Module is profiled where its parameters live; ``device`` places models
-    built here and the inputs made here (``"meta"`` counts without allocating). ``mode`` is
-    ``"graph"`` (trace and parse every op) or ``"eager"`` (module hooks on a real run).
-    ``latency=True`` times warm-up plus ``repeat`` synchronized runs; ``backward=True`` adds a
-    training step's backward pass; ``measure_memory=True`` measures the activation peak beside
-    the prediction. ``strict=True`` raises UnsupportedOpError when anything ran that the
-    convention has no rule for. ``hardware`` (a name from ``flopcount.hardware.names()``, such
+    default input is used, with ``batch`` as every input's first dimension; an ONNX file's symbolic dims
+    are bound from ``input_shape`` and ``batch`` (or from the inputs given). An ONNX file's inputs
+    that carry shapes (a Reshape target, TopK's k) take their values from ``input_values``
+    ``{name: values}`` or from the tensors given; the graph is specialized to them, as to shapes.
+    A Module is profiled where its parameters live; ``device`` places models built here and the
+    inputs made here (``"meta"`` counts without allocating; left out, a zoo model that is only
+    counted is built on meta and anything that runs on the CPU). ``mode`` is ``"graph"`` (trace
+    and parse every op) or ``"eager"`` (module hooks on a real run). ``latency=True`` times ``warmup``
+    plus ``repeat`` synchronized runs; ``backward=True`` adds a training step's backward pass;
+    ``measure_memory=True`` measures the activation peak beside the prediction. ``strict=True``
+    raises UnsupportedOpError when anything ran that the convention has no rule for.
+    ``hardware`` (a name from ``flopcount.hardware.names()``, such
     as ``"h100-sxm"``, or a Profile) prices every op on that device's roofline: each op's and
     row's ``roofline_ms`` and ``bound``, and ``totals["roofline_ms"]`` (beside the measured
     latency as ``roofline_fraction`` when timed). ``dtype`` (``"bfloat16"``, ``"bf16"``,
@@ -165,7 +203,9 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     ``lm_head`` and tied ones) in a weight format: ``"int8"`` (a float16 scale per output
     channel), ``"int4"`` (a float16 scale per 128 weights: 4.125 bits each), ``"fp8"`` (e4m3, one
     float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
-    (see :mod:`flopcount.runtime.quantization`). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
+    (see :mod:`flopcount.runtime.quantization`).
+    ``progress`` is called with the name of each step as it starts (``"loading resnet50"``,
+    ``"counting"``). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
     ``engine="torch"`` measures a PyTorch model's latency with PyTorch itself, module by module
     (warm-up, ``repeat`` runs, median; see :mod:`flopcount.engines.torch_engine`), beside
@@ -182,11 +222,17 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     >>> report.macs, report.flops, report.params
     (24, 56, 8)
     """
+    model = _eager_form(model)
     if mode not in MODES:
         raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
+    counting = conventions.get(convention)
+    _check_device(device)
+    say = progress or (lambda step: None)
     profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
     dtype, input_dtypes = loading.split_dtype(dtype)
     weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
+    if engine not in ENGINES:
+        raise errors.FlopcountError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if engine in (torch_engine.NAME, onnxruntime_engine.NAME) and (dtype is not None or weight_format is not None):
         # the engine would time the model as it is, beside counts of a converted copy
         timed, yours = ("PyTorch model", "torch module") if engine == torch_engine.NAME else ("ONNX file", "file")
@@ -200,18 +246,26 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
     values = dict(input_values or {})
-    onnx_file = isinstance(model, str) and loading.kind_of(model) == loading.ONNX
+    onnx_file = isinstance(model, (str, os.PathLike)) and loading.kind_of(os.fspath(model)) == loading.ONNX
     if onnx_file and (inputs or named_inputs):
         # the tensors given bind the values of the inputs that carry shapes; by name from here on
-        named_inputs = {**_by_declared_name(model, inputs), **named_inputs}
+        named_inputs = {**_by_declared_name(os.fspath(model), inputs), **named_inputs}
         inputs = ()
         values.update((k, t.numpy()) for k, t in named_inputs.items() if k not in values and t.data is not None)
-    target = loading.load(model, device, given=given, factory_args=factory_args, spelling=API,
-                          values=values or None)
-    if target.kind == loading.TORCH:
+    # counting needs shapes only: a zoo model that nothing runs is built on the meta device
+    only_counted = device is None and not (latency or measure_memory or inputs or named_inputs)
+    device = device or "cpu"
+    zoo_device = "meta" if only_counted else device
+    if isinstance(model, (str, os.PathLike)):
+        say(f"loading {os.fspath(model)}")
+    target = loading.load(model, device, zoo_device=zoo_device, given=given, batch=batch,
+                          factory_args=factory_args, values=values or None)
+    if mode == "eager" and isinstance(target.model, Graph):
+        raise option_error(errors.FlopcountError, Option("mode", "eager"), f" runs a model's Python modules; "
+                           f"{target.name} is a graph (a model file), profile it with ", Option("mode", "graph"))
+    if target.kind == loading.TORCH and (inputs or named_inputs):
         # captured for the inputs given, the graph then takes inputs made from their shapes
-        target = loading.specialize(target, given=given, examples=(inputs, named_inputs), train=backward,
-                                    spelling=API)
+        target = loading.specialize(target, examples=(inputs, named_inputs), train=backward)
         inputs, named_inputs = (), {}
     if dtype is not None:
         target = loading.in_dtype(target, dtype)
@@ -219,6 +273,7 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
     if weight_format is not None:
         target = loading.with_weights(target, weight_format)
     net = target.model
+    specs = None
     if onnx_file and named_inputs:  # inputs whose values the graph took are no longer its inputs
         kept = {v.name for v in net.inputs}
         named_inputs = {k: v for k, v in named_inputs.items() if k in kept}
@@ -229,18 +284,27 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
                                         f"from shapes; the tensors given keep theirs (cast them)")
         args, kwargs = bind_inputs(net, inputs, named_inputs)
     else:
-        specs = resolve_inputs(target.expected, given, dtypes=input_dtypes, model=target.name, spelling=API)
+        specs = resolve_inputs(target.expected, given, batch, dtypes=input_dtypes, model=target.name)
+        target = loading.specialize(target, specs, train=backward)  # a PyTorch module: captured for them
+        net = target.model
         loading.check_fixed(target, specs)
-        place = _parameter_device(net) if target.kind == loading.OBJECT else target.device
-        args, kwargs = inputs_for(net, specs, place or device, keyword=target.kind != loading.ZOO)
+        args, kwargs = inputs_for(net, specs, _input_device(target, device, zoo_device),
+                                  keyword=target.kind != loading.ZOO)
     check_engine(engine, target)
-    with loading.file_errors(target):
-        report = _run_view(mode, net, tuple(args), kwargs, convention=conventions.get(convention),
-                           latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
-                           repeat=repeat, measure_memory=measure_memory, name=target.label)
-    notes = list(target.notes)
-    run_engine(report, engine, target, warmup, repeat, inputs=(args, kwargs, values), device=device,
-               threads=threads)
+    timed = latency or engine != "flopcount"
+    say(f"timing {warmup} warm-up + {repeat} runs" if timed else "counting")
+    try:
+        with loading.file_errors(target):
+            report = _run_view(mode, net, tuple(args), kwargs, convention=counting,
+                               latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
+                               repeat=repeat, measure_memory=measure_memory, name=target.label)
+            notes = list(target.notes)
+            run_engine(report, engine, target, warmup, repeat, inputs=(args, kwargs, values), device=device,
+                       threads=threads)
+    except errors.ShapeError as exc:
+        if specs is None or (not given and batch is None):
+            raise
+        raise _does_not_fit(target, specs, exc) from exc
     report.notes = notes + report.notes
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
@@ -254,8 +318,6 @@ def profile(model, *inputs, input_shape=None, mode: str = "graph", device="cpu",
 
 def check_engine(engine: str, target) -> None:
     """Refuse, before anything runs, an engine that cannot run this model."""
-    if engine not in ENGINES:
-        raise errors.FlopcountError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if engine == torch_engine.NAME and target.torch_call is None:
         raise errors.FlopcountError(f"engine 'torch' times a PyTorch model; {target.name} is not one "
                                     f"(a {target.kind} model runs on flopcount's runtime: engine 'flopcount')")
@@ -438,6 +500,7 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     >>> flopcount.get_model_complexity_info(rt.nn.Linear(3, 2), (3,), print_per_layer_stat=False)
     ('8 Mac', '8')
     """
+    model = _eager_form(model)
     if mode not in MODES:
         raise ValueError(f"get_model_complexity_info: mode must be one of {MODES}, got {mode!r}")
     if rt_torch.is_module(model):

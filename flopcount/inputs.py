@@ -19,10 +19,9 @@ import os
 from dataclasses import dataclass, replace
 from math import prod
 from numbers import Integral
-from typing import Callable
-
+from .options import Option, option_error
 from .runtime.dtypes import get_dtype
-from .runtime.errors import ShapeError
+from .runtime.errors import FlopcountError, ShapeError
 from .runtime.graph import Graph
 from .runtime.graph.tree import unflatten
 from .runtime.nn.modules.module import Module
@@ -47,32 +46,6 @@ class InputSpec:
 def format_shape(shape) -> str:
     """``(1, 3, 224, 224)`` -> ``'1x3x224x224'``."""
     return "x".join(str(d) for d in shape)
-
-
-# --- how the caller writes shapes, so that errors say what to type ----------------------------
-
-@dataclass(frozen=True)
-class Spelling:
-    """How a caller passes input shapes: the argument errors name, and a pasteable example
-    for a list of (name or None, shape)."""
-
-    argument: str
-    example: Callable[[list], str]
-
-
-def _cli_example(shapes: list) -> str:
-    return " ".join(f"-i {name + '=' if name else ''}{format_shape(dims)}" for name, dims in shapes)
-
-
-def _api_example(shapes: list) -> str:
-    if all(name is None for name, _ in shapes):
-        dims = [tuple(d) for _, d in shapes]
-        return f"input_shape={dims[0] if len(dims) == 1 else dims}"
-    return "input_shape={" + ", ".join(f"{name!r}: {tuple(dims)}" for name, dims in shapes) + "}"
-
-
-CLI = Spelling("--input-shape", _cli_example)
-API = Spelling("input_shape", _api_example)
 
 
 def given_shapes(input_shape) -> list:
@@ -126,14 +99,14 @@ def _shown(value) -> str:
 # --- what the model takes, merged with what the caller gave -----------------------------------
 
 def resolve_inputs(expected: list | None, given: list, batch: int | None = None, dtypes: list | tuple = (),
-                   model: str = "this model", spelling: Spelling = CLI) -> list:
+                   model: str = "this model") -> list:
     """The inputs to build: ``expected`` (what the model takes, or ``None`` when unknown)
     overridden by ``given`` [(name or None, dims)], ``batch`` (the first dimension of every
     input) and ``dtypes`` [(name or None, dtype name)]. Raises ShapeError naming the expected
     inputs when the two do not fit together."""
     if not given and expected is None:
-        raise ShapeError(f"{model} has no default input; give one with {spelling.argument}, e.g. "
-                         + spelling.example([(None, (1, 3, 224, 224))]))
+        raise option_error(ShapeError, f"{model} has no default input; give one with ", Option("input_shape"),
+                           ", e.g. ", Option("input_shape", [(None, (1, 3, 224, 224))]))
     expected = list(expected or [])
     names = [s.name for s in expected]
     specs = list(expected)
@@ -149,8 +122,8 @@ def resolve_inputs(expected: list | None, given: list, batch: int | None = None,
             specs.append(InputSpec(None, dims))
     for name, dims in named:
         if expected and name not in names:
-            raise ShapeError(f"{spelling.argument} {name}=...: the model has no input {name!r}; its inputs are "
-                             + ", ".join(s.describe() for s in expected))
+            raise option_error(ShapeError, Option("input_shape", [(name, dims)]), f": the model has no input "
+                               f"{name!r}; its inputs are " + ", ".join(s.describe() for s in expected))
         at = [i for i, s in enumerate(specs) if s.name == name]
         if at:
             specs[at[0]] = _reshaped(specs[at[0]], dims)
@@ -158,7 +131,7 @@ def resolve_inputs(expected: list | None, given: list, batch: int | None = None,
             specs.append(InputSpec(name, dims))
     if batch is not None:
         if batch < 1:
-            raise ShapeError(f"--batch {batch}: must be at least 1")
+            raise option_error(ShapeError, Option("batch", batch), ": must be at least 1")
         specs = [replace(s, shape=(batch,) + tuple(s.shape[1:])) for s in specs]
     _check_ranks(specs)
     return _with_dtypes(specs, dtypes)
@@ -183,8 +156,8 @@ def _with_dtypes(specs: list, dtypes) -> list:
     for name, dtype in dtypes:
         hits = [i for i, s in enumerate(out) if name is None or s.name == name]
         if not hits:
-            raise ShapeError(f"--dtype {name}={dtype}: the model has no input {name!r}; its inputs are "
-                             + ", ".join(s.describe() for s in out))
+            raise option_error(ShapeError, Option("dtype", {name: dtype}), f": the model has no input {name!r}; "
+                               f"its inputs are " + ", ".join(s.describe() for s in out))
         for i in hits:
             # the bound of valid ids (a vocabulary) still holds in another integer dtype
             keep = not get_dtype(dtype).is_floating_point
@@ -308,5 +281,5 @@ def _bind_graph(graph: Graph, args: tuple, kwargs: dict) -> tuple:
     return unflatten(tree, leaves)
 
 
-__all__ = ["InputSpec", "Spelling", "CLI", "API", "format_shape", "given_shapes", "resolve_inputs", "make_tensors",
+__all__ = ["InputSpec", "format_shape", "given_shapes", "resolve_inputs", "make_tensors",
            "inputs_for", "bind_inputs"]

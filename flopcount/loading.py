@@ -24,9 +24,11 @@ import importlib.util
 import os
 import sys
 from collections.abc import Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 
-from .inputs import CLI, InputSpec, Spelling
+from .inputs import InputSpec
+from .options import Option, option_error
+from .target import FACTORY, HF, NATIVE, OBJECT, ONNX, PT2, TORCH, ZOO, Target, graph_inputs  # noqa: F401
 from .runtime import errors
 from .runtime.dtypes import get_dtype
 from .runtime.dispatch import default_device
@@ -34,40 +36,7 @@ from .runtime.graph import Graph
 from .runtime.nn.modules.module import Module
 from .runtime import torch as rt_torch
 
-OBJECT, FACTORY, ONNX, NATIVE, ZOO = "object", "factory", "onnx", "native", "zoo"
-TORCH, PT2 = "torch", "pt2"   # a torch.nn.Module (see torch_loading.py), a torch.export archive
-HF = "hf"                     # a Hugging Face model folder (config.json, *.safetensors)
 ONNX_INSTALL = "pip install onnx"
-
-
-@dataclass
-class Target:
-    """A loaded model and what a caller needs to know about it.
-
-    ``expected`` lists the inputs the model takes (``None``: unknown, so shapes must be
-    given); ``fixed`` means those shapes cannot change (a graph is specialized to them);
-    ``device``, when set, is where its inputs must be made whatever was asked (``"meta"`` for
-    a file saved without weights); ``notes`` are remarks for the user; ``path`` is the model
-    file's path (ONNX and native files); ``torch_call`` is the PyTorch module a Graph was
-    captured from and the inputs it was captured on (``engine="torch"`` times that call).
-    """
-
-    model: object
-    label: str
-    kind: str
-    expected: list | None = None
-    fixed: bool = False
-    notes: list = field(default_factory=list)
-    device: str | None = None
-    path: str = ""
-    torch_call: tuple | None = None   # a captured PyTorch model: (module, args, kwargs) it was captured on
-
-    @property
-    def name(self) -> str:
-        """The label, or for a model given as an object its graph name or class name."""
-        if self.label:
-            return self.label
-        return self.model.name if isinstance(self.model, Graph) else type(self.model).__name__
 
 
 def kind_of(spec: str) -> str:
@@ -90,13 +59,12 @@ def kind_of(spec: str) -> str:
 
 
 def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = None,
-         factory_args: dict | None = None, spelling: Spelling = CLI, values: dict | None = None) -> Target:
+         factory_args: dict | None = None, values: dict | None = None) -> Target:
     """The Target named by ``spec`` (a Module, a Graph, a path or a zoo name). Zoo models are
     built on ``zoo_device`` (the meta device when only counting), models from files on
     ``device``; an ONNX file's symbolic dims are bound from ``given`` [(name or None, dims)]
     and ``batch``, and the inputs that carry shapes (a Reshape target, TopK's k) from
-    ``values`` {name: array}. ``spelling`` says how the caller writes shapes, for the hints in
-    errors."""
+    ``values`` {name: array}."""
     if rt_torch.is_module(spec):
         if factory_args:
             raise errors.FlopcountError("factory_args apply to 'file.py:factory' models, not to a model object")
@@ -116,9 +84,10 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
     if kind == FACTORY:
         return load_factory(spec, device, factory_args or {})
     if factory_args:
-        raise errors.FlopcountError(f"--factory-arg applies to file.py:factory models, not to {spec}")
+        raise option_error(errors.FlopcountError, Option("factory_args"), f" applies to file.py:factory models, "
+                           f"not to {spec}")
     if kind == ONNX:
-        return load_onnx(spec, device, list(given), batch, spelling, values)
+        return load_onnx(spec, device, list(given), batch, values)
     if kind == PT2:
         _require_file(spec)
         return torch_loading().load_pt2(spec, device, list(given), batch)
@@ -231,11 +200,6 @@ def _require_file(path: str) -> None:
         raise errors.ModelFileError(f"{path}: no such file")
     if os.path.isdir(path):
         raise errors.ModelFileError(f"{path}: is a directory, not a model file")
-
-
-def graph_inputs(graph) -> list:
-    """The inputs of a Graph as InputSpecs (its shapes are fixed)."""
-    return [InputSpec(v.name, tuple(v.shape), v.dtype.name) for v in graph.inputs]
 
 
 def _placed(graph: Graph, device) -> Graph:
@@ -356,8 +320,7 @@ def onnx_module(path: str):
     return onnx_io
 
 
-def load_onnx(path: str, device, given: list, batch: int | None = None, spelling: Spelling = CLI,
-              values: dict | None = None) -> Target:
+def load_onnx(path: str, device, given: list, batch: int | None = None, values: dict | None = None) -> Target:
     """Import an ONNX file, its symbolic dims bound from ``given`` [(name or None, dims)] and
     ``batch``, its shape-carrying inputs from ``values``; when they cannot be bound, the error
     lists the file's inputs (or says which values are needed)."""
@@ -371,14 +334,11 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, spelling
                              device="meta" if str(device) == "meta" else None, input_values=values)
     except InputValueError as exc:
         what = str(exc).rsplit("; bind them", 1)[0]
-        if spelling is CLI:
-            hint = " ".join(f"--input-value {n}=..." for n in exc.names)
-        else:
-            hint = "input_values={" + ", ".join(f"{n!r}: ..." for n in exc.names) + "}"
-        raise errors.ShapeError(f"{os.path.basename(path)}: {what}; give their values: {hint}") from exc
+        raise option_error(errors.ShapeError, f"{os.path.basename(path)}: {what}; give their values: ",
+                           Option("input_values", {n: ... for n in exc.names})) from exc
     except InputShapeError as exc:
-        hint = _onnx_hint(path, spelling, example=not given and batch is None)
-        raise errors.ShapeError(f"{os.path.basename(path)}: {exc}; {hint}") from exc
+        hint = _onnx_hint(path, example=not given and batch is None)
+        raise option_error(errors.ShapeError, f"{os.path.basename(path)}: {exc}; ", *hint) from exc
     except errors.FlopcountError as exc:
         if str(exc).startswith(path):
             raise
@@ -388,16 +348,16 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, spelling
                   notes=list(graph.notes), path=path)
 
 
-def _onnx_hint(path: str, spelling: Spelling, example: bool) -> str:
-    # what the file takes, and (when nothing was given) a line to paste: unknown dims shown as 1
+def _onnx_hint(path: str, example: bool) -> tuple:
+    # what the file takes, and (when nothing was given) the shapes to give: unknown dims shown as 1
     from .runtime import onnx as onnx_io
 
     declared = onnx_io.inputs(path)
     listed = ", ".join(f"{i.name} [{', '.join('?' if d is None else str(d) for d in i.dims or [])}]" for i in declared)
     shapes = [(i.name, tuple(d if isinstance(d, int) else 1 for d in i.dims)) for i in declared if i.dims]
     if example and shapes:
-        return f"the file's inputs are {listed}; give their shapes, e.g. {spelling.example(shapes)}"
-    return f"the file's inputs are {listed}"
+        return f"the file's inputs are {listed}; give their shapes, e.g. ", Option("input_shape", shapes)
+    return (f"the file's inputs are {listed}",)
 
 
 def onnx_binding(path: str, given: list, batch: int | None):
@@ -411,7 +371,7 @@ def onnx_binding(path: str, given: list, batch: int | None):
         if not given:
             return None
         if named and positional:
-            raise errors.ShapeError("for an ONNX model give every input shape by name (name=1x128) or none by name")
+            raise errors.ShapeError("for an ONNX model give every input shape by name or none by name")
         return named or positional
     shapes = {}
     for i, declared in enumerate(onnx_io.inputs(path)):

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import os
 
-from .inputs import API, Spelling, resolve_inputs
-from .loading import PT2, TORCH, Target, graph_inputs
+from .inputs import resolve_inputs
+from .target import PT2, TORCH, Target, graph_inputs
 from .runtime import errors
 from .runtime.graph import Graph
 from .runtime.io import sniff
@@ -29,7 +29,7 @@ def load_module(module, label: str = "", path: str = "") -> Target:
 
 
 def specialize(target: Target, specs: list | None = None, *, given: list = (), examples: tuple | None = None,
-               train: bool = False, spelling: Spelling = API) -> Target:
+               train: bool = False) -> Target:
     """``target`` with a PyTorch module captured as a Graph for its inputs: ``examples``
     ((args, kwargs) of tensors), or ``specs`` (InputSpecs), or ``given`` shapes. Other Targets,
     and modules already captured, come back as they are. ``train`` captures training mode."""
@@ -43,7 +43,7 @@ def specialize(target: Target, specs: list | None = None, *, given: list = (), e
         args, kwargs = examples
     else:
         if specs is None:
-            specs = resolve_inputs(target.expected, list(given), model=name, spelling=spelling)
+            specs = resolve_inputs(target.expected, list(given), model=name)
         args, kwargs = example_tensors(module, specs)
     try:
         graph = rt_torch.to_graph(module, *args, train=train, **kwargs)

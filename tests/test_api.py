@@ -164,3 +164,19 @@ def test_public_names():
     assert flopcount.Report is flopcount.report.Report
     assert callable(flopcount.profile) and callable(flopcount.get_model_complexity_info)
     assert models.info("resnet50").params == 25_557_032
+
+
+def test_a_lazy_graph_is_profiled_as_its_module():
+    rt.manual_seed(0)
+    net = rt.nn.Sequential(rt.nn.Linear(4, 3), rt.nn.ReLU(), rt.nn.Linear(3, 2))
+    lazy = rt.Graph(net)
+    x = rt.randn(5, 4)
+    lazy(x)                                     # compiled for x: profiling leaves it as it was
+    for mode in ("graph", "eager"):
+        report = flopcount.profile(lazy, x, mode=mode)
+        # two Linear layers: 5 * (4 * 3 + 3 * 2) MACs, 3 * 4 + 3 + 3 * 2 + 2 parameters
+        assert (report.macs, report.params) == (5 * (4 * 3 + 3 * 2), 23), mode
+    macs, params = flopcount.get_model_complexity_info(lazy, (5, 4), print_per_layer_stat=False, as_strings=False)
+    # ptflops' convention also counts each bias add and each ReLU output element
+    assert (macs, params) == (5 * (4 * 3 + 3 + 3 + 3 * 2 + 2), 23)
+    assert lazy.graph is not None and [n.op_name for n in lazy.graph.nodes][0] == "linear"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 import flopcount.runtime as rt
-from flopcount.inputs import API, InputSpec, bind_inputs, given_shapes, inputs_for, make_tensors, resolve_inputs
+from flopcount.inputs import InputSpec, bind_inputs, given_shapes, inputs_for, make_tensors, resolve_inputs
 from flopcount.runtime.errors import ShapeError
 
 
@@ -86,9 +86,9 @@ def test_given_shapes_refuse_bad_dims_naming_the_value(value, fragment):
 def test_api_spelling_in_errors():
     with pytest.raises(ShapeError, match=r"MLP has no default input; give one with input_shape, e.g. "
                                          r"input_shape=\(1, 3, 224, 224\)"):
-        resolve_inputs(None, [], model="MLP", spelling=API)
-    with pytest.raises(ShapeError, match=r"input_shape image=\.\.\.: the model has no input 'image'"):
-        resolve_inputs(ZOO_IMAGE, [("image", (1, 3, 8, 8))], spelling=API)
+        resolve_inputs(None, [], model="MLP")
+    with pytest.raises(ShapeError, match=r"input_shape=\{'image': \(1, 3, 8, 8\)\}: the model has no input 'image'"):
+        resolve_inputs(ZOO_IMAGE, [("image", (1, 3, 8, 8))])
 
 
 def test_bind_inputs_orders_named_inputs_as_forward_declares_them():

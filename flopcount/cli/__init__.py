@@ -2,12 +2,13 @@
 
 | module | job |
 | --- | --- |
-| ``app.py`` | the commands: ``flopcount [profile] MODEL``, ``models``, ``compare`` |
+| ``app.py`` | the commands: ``flopcount [profile] MODEL``, ``compare``, ``diff``, ``models``, ``hardware`` |
 | ``group.py`` | the default-command group; errors -> one line on stderr and an exit code |
-| ``run.py`` | one run: load MODEL (``flopcount.loading``), make its inputs, call ``flopcount.profile`` |
-| ``inputs.py`` | ``--input-shape``, ``--dtype``, ``--factory-arg`` as text |
+| ``options.py`` | the options every profiling command shares, each a keyword argument of ``flopcount.profile``; errors' options as flags |
+| ``inputs.py`` | ``--input-shape``, ``--input-value``, ``--dtype``, ``--factory-arg`` as text |
+| ``phases.py`` | ``--prefill``, ``--decode``, ``--generate``: LLM phases through ``flopcount.llm`` |
 | ``render.py`` | reports in each format, to stdout or atomically to a file |
-| ``compare.py`` | two reports side by side |
+| ``compare.py``, ``diff.py`` | two reports side by side; what changed from one to the other |
 | ``progress.py`` | the delayed progress bar on stderr |
 """
 

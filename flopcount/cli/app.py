@@ -3,18 +3,17 @@
 from __future__ import annotations
 
 import json
-import re
 
 import click
 
-from .. import __version__
+from .. import __version__, api
 from . import compare as compare_view
 from . import diff as diff_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
+from .options import given, profile_options, run_options
 from .phases import chosen_phase, phase_options, run_phase
 from .plan import PLAN_FORMATS, PLAN_ONLY, plan_options, refuse_mixed, run_plan, run_search
-from .run import RunOptions, check_device, profile
 
 SORT_KEYS = ("macs", "flops", "params", "latency", "memory")
 VIEWS = ("module", "op", "op-type")
@@ -33,94 +32,6 @@ FILE.py:FACTORY RUNS that Python file, exactly like `python FILE.py` would: use 
 code you trust. Model files (.onnx, .pt2, folders, native) are only read; nothing in them is
 executed, and pickled checkpoints (.pt, .pth, .bin from torch.save) are refused, never unpickled.
 """
-
-
-def _device(ctx, param, value: str) -> str:
-    if not re.fullmatch(r"cpu|cuda(:\d+)?", value):
-        raise click.BadParameter(f"{value!r} is not cpu, cuda or cuda:N", ctx=ctx, param=param)
-    return value
-
-
-def _given(ctx: click.Context, name: str) -> bool:
-    return ctx.get_parameter_source(name) not in (click.core.ParameterSource.DEFAULT, None)
-
-
-def run_options(func):
-    """The options every profiling command shares (what to measure and how)."""
-    options = [
-        click.option("-i", "--input-shape", "input_shapes", multiple=True, metavar="[NAME=]SHAPE",
-                     help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
-                          "input. Repeat for several inputs. Default: the zoo's or the file's input."),
-        click.option("--input-value", "input_values", multiple=True, metavar="NAME=V1,V2,...",
-                     help="Values of an ONNX file's input that carries a shape (a Reshape target, TopK's "
-                          "k), flattened: shape=1,3,-1. The graph is specialized to them."),
-        click.option("--dtype", "dtypes", multiple=True, metavar="[NAME=]DTYPE",
-                     help="A floating dtype (bf16, float16...) runs the model's weights and activations in it; "
-                          "token ids stay int64. An integer one (int64) is the dtype of every input built from "
-                          "--input-shape, name=int64 of one input: for a model that cannot tell (FILE.py:FACTORY)."),
-        click.option("--weights", metavar="FORMAT",
-                     help="Store the Linear weights (not lm_head, not tied ones) in a weight format: int8 (a "
-                          "float16 scale per output channel), int4 (a float16 scale per 128 weights), fp8 (e4m3), "
-                          "int4:g64 ... Parameter memory and the bytes each layer reads follow."),
-        click.option("--hardware", metavar="NAME",
-                     help="Price every op on this device's roofline, max(FLOPs / peak, bytes / bandwidth), "
-                          "with dense datasheet peaks: h100-sxm, a100-80gb, l4, mi300x ... (flopcount hardware "
-                          "lists them); cpu is this machine, measured."),
-        click.option("-b", "--batch", type=click.IntRange(min=1), help="Batch size: the first dimension of "
-                     "every input."),
-        click.option("--mode", type=click.Choice(["graph", "eager"]), default="graph", show_default=True,
-                     help="graph: trace and count every op; eager: module hooks on a real run."),
-        click.option("--device", default="cpu", show_default=True, callback=_device, metavar="cpu|cuda",
-                     help="Where to run (cuda needs: pip install 'flopcount[cuda12]'). Without --latency "
-                          "or --device, zoo models are counted on the meta device (shapes only)."),
-        click.option("--latency", is_flag=True, help="Measure latency per layer and op (runs the model)."),
-        click.option("--engine", type=click.Choice(["flopcount", "torch", "onnxruntime"]), default="flopcount",
-                     show_default=True,
-                     help="Who runs the model for its latency: flopcount's runtime (with --latency); torch: "
-                          "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module; onnxruntime: an "
-                          "ONNX file timed by onnxruntime's profiler node by node, joined with the counts."),
-        click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads of --engine onnxruntime "
-                     "(default: onnxruntime's own)."),
-        click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
-                     help="Timed runs with --latency (the median is shown)."),
-        click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
-                     help="Untimed runs before timing with --latency."),
-        click.option("--measure-memory", is_flag=True, help="Run the model and measure its activation peak "
-                     "beside the predicted one (with --backward: the training step's too)."),
-        click.option("--backward", is_flag=True, help="Also count (and with --latency time) the backward pass "
-                     "of a training step."),
-        click.option("--convention", type=click.Choice(["flopcount", "ptflops"]), default="flopcount",
-                     show_default=True, help="Counting rules: flopcount, or ptflops to match published "
-                     "ptflops/flowflops tables."),
-        click.option("--factory-arg", "factory_args", multiple=True, metavar="KEY=VALUE",
-                     help="Keyword argument for FILE.py:FACTORY; the value is a Python literal (64, 0.5, "
-                          "'relu', (3, 3)) or else a string."),
-        click.option("--strict", is_flag=True, help="Fail (exit 2) when an op or module has no rule in the "
-                     "convention, instead of counting it as 0."),
-        click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) "
-                     "instead of stdout."),
-        click.option("-q", "--quiet", is_flag=True, help="No progress bar and no notes on stderr."),
-        click.option("--debug", is_flag=True, help="Show the traceback of an error."),
-    ]
-    for option in reversed(options):
-        func = option(func)
-    return func
-
-
-def _options(ctx, kwargs: dict) -> RunOptions:
-    timed = kwargs["latency"] or kwargs["engine"] != "flopcount"
-    if kwargs["threads"] is not None and kwargs["engine"] != "onnxruntime":
-        raise CliError("--threads sets onnxruntime's threads; add --engine onnxruntime")
-    if not timed and (_given(ctx, "repeat") or _given(ctx, "warmup")):
-        raise CliError("--repeat and --warmup apply to --latency runs; add --latency")
-    if kwargs["device"] != "cpu":
-        check_device(kwargs["device"])
-    keys = ("mode", "device", "latency", "repeat", "warmup", "backward", "convention", "strict", "batch",
-            "dtypes", "factory_args", "weights", "hardware", "engine", "threads", "input_values",
-            "measure_memory")
-    opts = RunOptions.parse(device_given=_given(ctx, "device"), **{k: kwargs[k] for k in keys})
-    opts.check()
-    return opts
 
 
 def _check_needs(latency: bool, hardware, sort, fmt: str, plot_path) -> None:
@@ -213,8 +124,8 @@ def main() -> None:
 @phase_options
 @plan_options
 @click.pass_context
-def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, input_shapes, output, quiet, debug,
-                    prefill, decode, context, generate, plan_text, **kwargs) -> None:
+def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefill, decode, context, generate,
+                    plan_text, **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
     This is also what 'flopcount MODEL' runs.
@@ -239,23 +150,24 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, input
           --sequence-parallel --recompute selective --hardware h100-sxm
       flopcount gpt2 --plan dp=8 --global-batch 64 --step-time 850ms --hardware a100-80gb
     """
-    _start(ctx, debug, output)
+    output, quiet = kwargs["output"], kwargs["quiet"]
+    _start(ctx, kwargs["debug"], output)
     plan = {name: kwargs.pop(name) for name in PLAN_ONLY}
-    refuse_mixed(ctx, _given, planning=plan_text is not None)
+    refuse_mixed(ctx, given, planning=plan_text is not None)
     if plan_text is not None:
-        text = run_plan(model, plan_text, shapes=list(input_shapes), dtypes=kwargs["dtypes"],
+        text = run_plan(model, plan_text, shapes=list(kwargs["input_shape"]), dtypes=kwargs["dtype"],
                         factory_args=kwargs["factory_args"], hardware=kwargs["hardware"], fmt=fmt, options=plan)
         _finish(text, output, quiet)
         return
     _check_needs(kwargs["latency"], kwargs["hardware"], sort, fmt, plot_path)
-    opts = _options(ctx, kwargs)
+    options = profile_options(ctx, kwargs)
     phase = chosen_phase(prefill, decode, context, generate)
     if phase is not None:
-        _finish(run_phase(model, phase, opts, fmt, list(input_shapes)), output, quiet)
+        _finish(run_phase(model, phase, options, fmt), output, quiet)
         return
     with progress.Steps(progress.wanted(quiet)) as steps:
-        report, target = profile(model, list(input_shapes), opts, steps)
-    for note in target.notes:
+        report = api.profile(model, progress=steps.start, **options)
+    for note in report.notes:
         _note(note, quiet)
     if depth is None and by == "module":
         depth = 2
@@ -281,8 +193,7 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, input
 @click.option("-f", "--format", "fmt", type=click.Choice(["table", "markdown", "json", "csv"]), default="table",
               show_default=True)
 @click.pass_context
-def compare_command(ctx, model_a: str, model_b, input_shapes, shapes_a, shapes_b, depth, fmt, output, quiet, debug,
-                    **kwargs) -> None:
+def compare_command(ctx, model_a: str, model_b, shapes_a, shapes_b, depth, fmt, **kwargs) -> None:
     """Compare two models, or one model on two inputs, side by side (B / A ratios).
 
     --input-shape applies to both sides; --input-shape-a and --input-shape-b to one.
@@ -294,16 +205,18 @@ def compare_command(ctx, model_a: str, model_b, input_shapes, shapes_a, shapes_b
       flopcount compare bert_base gpt2 -i 1x256 --format markdown
       flopcount compare a.onnx b.onnx --latency
     """
-    _start(ctx, debug, output)
+    output, quiet = kwargs["output"], kwargs["quiet"]
+    _start(ctx, kwargs["debug"], output)
     if model_b is None:
         if not shapes_b:
             raise CliError("compare needs two models (compare A B), or one model and --input-shape-b "
                            "(compare A --input-shape-b 1x3x448x448)")
         model_b = model_a
-    opts = _options(ctx, kwargs)
+    options_a = profile_options(ctx, {**kwargs, "input_shape": kwargs["input_shape"] + shapes_a})
+    options_b = profile_options(ctx, {**kwargs, "input_shape": kwargs["input_shape"] + shapes_b})
     with progress.Steps(progress.wanted(quiet)) as steps:
-        a, _ = profile(model_a, list(input_shapes) + list(shapes_a), opts, steps)
-        b, _ = profile(model_b, list(input_shapes) + list(shapes_b), opts, steps)
+        a = api.profile(model_a, progress=steps.start, **options_a)
+        b = api.profile(model_b, progress=steps.start, **options_b)
     if fmt == "table" and output is None and render.stdout_is_terminal():
         render.print_rich(compare_view.render(a, b, "rich", depth))
         return
@@ -360,8 +273,7 @@ def plan_command(ctx, model: str, gpus, hardware, global_batch, input_shapes, dt
 @click.option("--all", "every", is_flag=True, help="Also list the rows that did not change.")
 @click.option("-f", "--format", "fmt", type=click.Choice(diff_view.FORMATS), default="table", show_default=True)
 @click.pass_context
-def diff_command(ctx, model_a: str, model_b: str, input_shapes, by, every, fmt, output, quiet, debug,
-                 **kwargs) -> None:
+def diff_command(ctx, model_a: str, model_b: str, by, every, fmt, **kwargs) -> None:
     """What changed from A to B, layer by layer (or op by op): added, removed and changed rows
     with the change in MACs, params, bytes and latency, then the totals.
 
@@ -376,11 +288,12 @@ def diff_command(ctx, model_a: str, model_b: str, input_shapes, by, every, fmt, 
     """
     from ..report.diff import diff
 
-    _start(ctx, debug, output)
-    opts = _options(ctx, kwargs)
+    output, quiet = kwargs["output"], kwargs["quiet"]
+    _start(ctx, kwargs["debug"], output)
+    options = profile_options(ctx, kwargs)
     with progress.Steps(progress.wanted(quiet)) as steps:
-        a, _ = profile(model_a, list(input_shapes), opts, steps)
-        b, _ = profile(model_b, list(input_shapes), opts, steps)
+        a = api.profile(model_a, progress=steps.start, **options)
+        b = api.profile(model_b, progress=steps.start, **options)
     result = diff(a, b, by=by)
     if fmt == "table" and output is None and render.stdout_is_terminal():
         render.print_rich(diff_view.render(result, fmt, every, rich=True))

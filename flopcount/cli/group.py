@@ -15,8 +15,10 @@ import sys
 
 import click
 
+from ..options import spelled
 from ..runtime.errors import FlopcountError
 from ..startup import EXIT_INTERRUPTED, main_takes_over  # 130, the shell's code for SIGINT
+from .options import spell
 
 DEBUG_KEY = "flopcount.debug"
 EXIT_USAGE = 2          # bad input, as click uses for usage errors
@@ -42,7 +44,7 @@ def fail_line(message: str) -> None:
 def as_cli_error(exc: Exception) -> CliError:
     """The one-line error (and exit code) a user sees for ``exc``."""
     if isinstance(exc, FlopcountError):
-        return CliError(str(exc))
+        return CliError(spelled(exc, spell))  # the options it names, as this command's flags
     if isinstance(exc, OSError) and exc.filename is not None:
         return CliError(f"{exc.filename}: {exc.strerror or exc}")
     if isinstance(exc, MemoryError):

@@ -35,24 +35,27 @@ def chosen_phase(prefill, decode, context, generate):
     return llm.parse_phase(prefill=prefill, decode=decode, context=context, generate=generate)
 
 
-def run_phase(model: str, phase, opts, fmt: str, input_shapes: list) -> str:
-    """The text of the phase's report, in ``fmt``; one-line errors for options a phase does not take."""
+def run_phase(model: str, phase, options: dict, fmt: str) -> str:
+    """The text of the phase's report, in ``fmt``, from ``profile()``'s options as the command
+    line gave them; one-line errors for the options a phase does not take."""
     from .. import llm
+    from ..loading import split_dtype
 
-    refused = [name for name, given in (("--input-shape", bool(input_shapes)), ("--latency", opts.latency),
-                                        ("--backward", opts.backward), ("--weights", opts.weights is not None),
-                                        ("--mode", opts.mode != "graph" and opts.mode is not None))
+    refused = [flag for flag, given in (("--input-shape", options["input_shape"] is not None),
+                                        ("--latency", options["latency"]), ("--backward", options["backward"]),
+                                        ("--weights", options["weights"] is not None),
+                                        ("--mode", options["mode"] != "graph"))
                if given]
     if refused:
         raise FlopcountError(f"{refused[0]} does not apply to an LLM phase (--prefill, --decode, --generate): "
                              f"the phase sets the inputs and is counted on the traced decoder")
     if fmt not in FORMATS and fmt != "json":
         raise FlopcountError(f"--format {fmt} is not available for an LLM phase; use table, markdown or json")
-    dtype = opts.model_dtype
-    if opts.dtypes:
-        raise FlopcountError(f"--dtype {opts.dtypes[0][1]} names an input dtype; an LLM phase takes the model's "
+    dtype, input_dtypes = split_dtype(options["dtype"])
+    if input_dtypes:
+        raise FlopcountError(f"--dtype {input_dtypes[0][1]} names an input dtype; an LLM phase takes the model's "
                              f"floating dtype (--dtype bf16)")
-    report = llm.profile(model, phase, batch=opts.batch or 1, dtype=dtype, hardware=opts.hardware)
+    report = llm.profile(model, phase, batch=options["batch"] or 1, dtype=dtype, hardware=options["hardware"])
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=2) + "\n"
     return report.table(FORMATS[fmt]).rstrip("\n") + "\n"

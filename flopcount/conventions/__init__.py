@@ -14,37 +14,65 @@
 
 from __future__ import annotations
 
+from ..runtime.registry import Cost
 from .base import Convention, first_tensor, zero_rule
 from . import flopcount_modules, ptflops_modules, ptflops_ops
 
 
+CAUSAL = ("full", "half")
+
+
 class FlopcountConvention(Convention):
-    """COUNTING.md's default: each op's own cost rule; module rules written per layer."""
+    """COUNTING.md's default: each op's own cost rule; module rules written per layer.
+
+    ``causal="half"`` counts only the unmasked half of a causal attention's contractions, for
+    kernels that skip the masked half (the default counts what the runtime's kernel computes:
+    the full score matrix, masked).
+
+    >>> FlopcountConvention(causal="half").causal
+    'half'
+    """
 
     name = "flopcount"
 
-    def __init__(self):
-        super().__init__(flopcount_modules.MODULE_RULES)
+    def __init__(self, causal: str = "full"):
+        if causal not in CAUSAL:
+            raise ValueError(f"causal must be one of {CAUSAL}, got {causal!r}")
+        self.causal = causal
+        super().__init__(flopcount_modules.MODULE_RULES if causal == "full" else flopcount_modules.causal_half_rules())
 
     def op_rule(self, op):
-        return op.cost if op.cost is not None else None
+        return op.cost if op.priced else None
 
     def op_cost(self, op, out, inputs, attrs, own=None):
-        if op.cost is None:
+        if not op.priced:
             return None
-        return own if own is not None else op.cost(out, *inputs, **attrs)
+        cost = own if own is not None else op.cost(out, *inputs, **attrs)
+        return self._causal(op, attrs, cost) if self.causal == "half" else cost
 
-    def op_costs(self, events, own_costs: list) -> list:
-        if type(self).op_cost is not FlopcountConvention.op_cost:  # a subclass prices ops its own way
-            return super().op_costs(events, own_costs)
+    def op_costs(self, calls, own_costs: list) -> list:
+        if type(self).op_cost is not FlopcountConvention.op_cost or self.causal != "full":
+            return super().op_costs(calls, own_costs)
         # an op's cost here is its own cost: nothing to compute again
-        return [None if e.op.cost is None else own for e, own in zip(events, own_costs)]
+        return [own if c.op.priced else None for c, own in zip(calls, own_costs)]
+
+    @staticmethod
+    def _causal(op, attrs, cost: Cost) -> Cost:
+        """``cost`` without the masked half of a causal attention's score contractions (the op
+        says how many sweeps of the scores its MACs are: ``score_contractions``)."""
+        sweeps = op.score_contractions
+        if not sweeps or not attrs.get("is_causal"):
+            return cost
+        kept = sweeps * (cost.macs // sweeps // 2)
+        dropped = cost.macs - kept
+        return Cost(kept, cost.flops - 2 * dropped, cost.bytes_read, cost.bytes_written)
 
 
 class PtflopsConvention(Convention):
     """ptflops' module hooks (eager) and flowflops' graph-mode op rules (graph)."""
 
     name = "ptflops"
+    counts_functional = False  # ptflops' hooks never see an op run directly in a forward
 
     def __init__(self):
         super().__init__(ptflops_modules.MODULE_RULES)
@@ -67,4 +95,4 @@ def get(name: str | Convention) -> Convention:
     raise ValueError(f"unknown convention {name!r}; choose one of {', '.join(NAMES)}")
 
 
-__all__ = ["Convention", "FlopcountConvention", "PtflopsConvention", "NAMES", "get", "first_tensor", "zero_rule"]
+__all__ = ["Convention", "FlopcountConvention", "CAUSAL", "PtflopsConvention", "NAMES", "get", "first_tensor", "zero_rule"]

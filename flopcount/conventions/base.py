@@ -40,13 +40,6 @@ def with_kwargs(rule: Callable) -> Callable:
     return rule
 
 
-def apply_rule(rule: Callable, module, inputs: tuple, kwargs: dict, output) -> Cost:
-    """``rule``'s Cost for one call, with the keyword arguments when the rule takes them."""
-    if takes_kwargs(rule):
-        return rule(module, inputs, output, kwargs)
-    return rule(module, inputs, output)
-
-
 def takes_kwargs(rule: Callable) -> bool:
     """Was ``rule`` marked :func:`with_kwargs`?"""
     return getattr(rule, "with_kwargs", False)
@@ -68,14 +61,19 @@ def first_tensor(value):
 
 
 class Convention:
-    """A named set of module rules and op rules.
+    """A named set of module rules and op rules, and the policies that differ between
+    conventions (the views read them here, never a convention's name).
 
     ``module_rules`` maps a class name of ``flopcount.runtime.nn`` (or a class) to a rule;
     ``op_rule(op)`` returns the rule for a registered op class, or ``None`` when the convention
-    has none (the op is then listed as unsupported).
+    has none (the op is then listed as unsupported). ``counts_functional``: whether the eager
+    total includes the ops a module's ``forward`` runs directly (a residual ``out + x``); where
+    it does not (ptflops' hooks), they are listed as "seen, not counted" and the leaf modules
+    without a rule are the unsupported ones.
     """
 
     name = "?"
+    counts_functional = True
 
     def __init__(self, module_rules: dict, overrides: dict | None = None):
         self._named_rules = dict(module_rules)
@@ -134,15 +132,15 @@ class Convention:
         if rule is None:
             return None
         if own is None:
-            own = op.cost(out, *inputs, **attrs) if op.cost is not None else Cost()
+            own = op.cost(out, *inputs, **attrs)
         counted = rule(out, *inputs, **attrs)
         return Cost(counted.macs, counted.flops, own.bytes_read, own.bytes_written)
 
-    def op_costs(self, events, own_costs: list) -> list:
-        """``op_cost`` of every recorded event (``events[i].op``, ``.output_spec``, ``.inputs``,
-        ``.attrs``), given their own costs: one call for a whole run."""
+    def op_costs(self, calls, own_costs: list) -> list:
+        """``op_cost`` of every op call (``calls[i].op``, ``.output_spec``, ``.inputs``, ``.attrs``:
+        a ``pricing.OpCall`` or a recorded event), given their own costs: one call for a whole run."""
         op_cost = self.op_cost
-        return [op_cost(e.op, e.output_spec, e.inputs, e.attrs, own) for e, own in zip(events, own_costs)]
+        return [op_cost(c.op, c.output_spec, c.inputs, c.attrs, own) for c, own in zip(calls, own_costs)]
 
 
 def zero_rule(module, inputs, output) -> Cost:

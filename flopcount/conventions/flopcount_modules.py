@@ -9,6 +9,7 @@ arithmetic operation, with COUNTING.md's per-element prices (sigmoid 4, tanh 1, 
 from __future__ import annotations
 
 import inspect
+from functools import partial
 from math import prod
 
 from ..runtime.dtypes import bool_
@@ -207,8 +208,10 @@ def _attention_mask_flops(call: dict, n: int, fused: bool) -> int:
 
 
 @with_kwargs
-def multihead_attention(module, inputs, output, kwargs) -> Cost:
-    """Projections + the two attention contractions + output projection.
+def multihead_attention(module, inputs, output, kwargs, causal: str = "full") -> Cost:
+    """Projections + the two attention contractions + output projection; with ``causal="half"``
+    a causal attention on the fused path counts the unmasked half of its contractions, as the
+    convention does for the op.
 
     FLOPs beyond 2·MACs: projection biases; with weights returned (explicit path) the scaling of
     q (numel(q)), softmax (5·n) and averaging over heads (n + numel(avg)); with the fused op
@@ -233,6 +236,9 @@ def multihead_attention(module, inputs, output, kwargs) -> Cost:
     out_bias = batch * lq * e if module.out_proj.bias is not None else 0
     weights = output[1] if isinstance(output, (tuple, list)) and len(output) > 1 else None
     attn_flops = _attention_mask_flops(call.arguments, n, fused=weights is None)
+    if causal == "half" and call.arguments["is_causal"] and call.arguments["key_padding_mask"] is None \
+            and weights is None:
+        attn_macs //= 2  # the op then gets is_causal itself, whose masked half is left out
     if weights is None:
         attn_flops += n + 5 * n
     else:
@@ -326,3 +332,8 @@ MODULE_RULES = {
     "RNN": recurrent, "LSTM": recurrent, "GRU": recurrent,
     "RNNCell": recurrent_cell, "LSTMCell": recurrent_cell, "GRUCell": recurrent_cell,
 }
+
+
+def causal_half_rules() -> dict:
+    """MODULE_RULES for ``FlopcountConvention(causal="half")``."""
+    return {**MODULE_RULES, "MultiheadAttention": with_kwargs(partial(multihead_attention, causal="half"))}

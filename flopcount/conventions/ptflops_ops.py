@@ -119,7 +119,6 @@ OP_RULES = {
 }
 _POOL_PREFIXES = ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool", "lp_pool")
 _UPSAMPLE_PREFIXES = ("upsample", "interpolate")
-_BACKWARD_SUFFIXES = ("_backward", "_grad")
 
 
 def op_rule(op):
@@ -128,7 +127,7 @@ def op_rule(op):
     rule = OP_RULES.get(name)
     if rule is not None:
         return rule
-    if name.endswith(_BACKWARD_SUFFIXES):
+    if op.backward:
         return own_macs(op)
     if name.startswith(_POOL_PREFIXES):
         return numel_in

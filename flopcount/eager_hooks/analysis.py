@@ -20,11 +20,11 @@ from collections import Counter, defaultdict
 
 from ..conventions.base import takes_kwargs
 from ..hardware import compute_dtype
-from ..report.model import COST_FIELDS, OpRecord, Row, Unsupported, accumulate, add_macs, add_macs_of
-from ..runtime.registry import Cost, Spec, nbytes
+from ..recording import pricing
 from ..recording.params import parameter_counts
-
-_ZERO = Cost()
+from ..report.model import Row, Unsupported
+from ..report.sums import COST_FIELDS, accumulate, add_macs, add_macs_of
+from ..runtime.registry import Spec, nbytes
 
 
 def _shapes(specs) -> list:
@@ -90,14 +90,9 @@ class Priced:
             if kw is None:
                 kw = with_kwargs[id(rule)] = takes_kwargs(rule)
             rule_cost.append(rule(c.module, c.inputs, c.output, c.kwargs) if kw else rule(c.module, c.inputs, c.output))
-        # every event: its own cost (bytes always come from it) and its cost under the
-        # convention's op rules (None: no rule)
-        own_cost = []
-        for e in events:
-            cost, outs = e.op.cost, e.outputs
-            own_cost.append(cost(outs if len(outs) > 1 else outs[0], *e.inputs, **e.attrs) if cost else _ZERO)
-        self.own_cost = own_cost
-        self.op_cost = convention.op_costs(events, own_cost)
+        # every event: its cost under the convention's op rules (None: no rule) and its own cost
+        # (bytes always come from it)
+        self.op_cost, self.own_cost = pricing.price(events, convention)
         # every forward event falls in one category: "covered" (some call of its stack has a
         # module rule), "folded" (computed from constants only: a graph folds it away, so
         # neither view counts it) or "functional" (run directly by a module without a rule)
@@ -111,7 +106,7 @@ class Priced:
                 kind.append("folded")
             else:
                 kind.append("functional")
-        self.counts_functional = convention.name != "ptflops"
+        self.counts_functional = convention.counts_functional
         self._sum_calls()
 
     def _sum_calls(self) -> None:
@@ -156,33 +151,10 @@ class Priced:
                 for dtype, macs in v_by[i].items():
                     add_macs(v_by[p], dtype, macs)
 
-    def event_counted(self, i: int) -> bool:
-        """Is event ``i`` part of the report's totals (directly or through a module rule)?"""
-        kind = self.kind[i]
-        return kind in ("covered", "backward") or (kind == "functional" and self.counts_functional)
-
     def _functional(self):
         for i, e in enumerate(self.rec.events):
             if self.kind[i] == "functional":
                 yield i, e
-
-    def call_values(self) -> list:
-        """Forward Cost of every call: its rule, or its children's values plus its functional part."""
-        return [Cost(m, f) for m, f in zip(self.value_macs, self.value_flops)]
-
-    def functional(self) -> dict:
-        """Per call: the Cost of the ops its forward ran directly (uncovered, not folded),
-        when the convention counts them (under ptflops they are seen, not counted)."""
-        return {i: Cost(self.functional_macs[i], self.functional_flops[i])
-                for i, has in enumerate(self.has_functional) if has}
-
-    def top_level(self) -> Cost:
-        """Counted ops dispatched outside every call of the model (e.g. on its inputs)."""
-        return Cost(self.top_macs, self.top_flops)
-
-
-def _macs_flops(cost) -> Cost:
-    return _ZERO if cost is None else Cost(cost.macs, cost.flops)
 
 
 def build_rows(model, priced: Priced, timings: dict | None = None, backward_timings: dict | None = None,
@@ -254,7 +226,7 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
     for i, e in enumerate(events):
         if e.phase != "backward":
             continue
-        cost = _macs_flops(priced.op_cost[i])
+        cost = pricing.macs_flops(priced.op_cost[i])
         path = e.path if e.path in rows else ""
         while path is not None:
             rows[path].backward_macs += cost.macs
@@ -290,19 +262,6 @@ def _roll_up_uncalled(rows: dict) -> None:
             add_macs_of(row, child)
 
 
-def _described(specs: tuple) -> tuple:
-    """([shape], [dtype name]) of an op's input or output specs (None for an absent input)."""
-    shapes, dtypes = [], []
-    for s in specs:
-        if s is None:
-            shapes.append(None)
-            dtypes.append(None)
-        else:
-            shapes.append(tuple(s.shape))
-            dtypes.append(s.dtype.name)
-    return shapes, dtypes
-
-
 def op_records(priced: Priced, op_latency: list | None = None, op_start: list | None = None):
     """A function giving (every op as an OpRecord, the seen-not-counted ones, the folded ones),
     in execution order. It keeps the events and their costs only (not the recorder, whose calls
@@ -320,16 +279,10 @@ def _op_records(events, op_costs, own_costs, kinds, counts_functional, op_latenc
         base = f"{path}/{op_name}" if path else op_name
         seen_before = counters.get(base, 0)
         counters[base] = seen_before + 1
-        name = f"{base}_{seen_before}" if seen_before else base
         counted = kind == "covered" or kind == "backward" or (kind == "functional" and counts_functional)
-        input_shapes, input_dtypes = _described(e.inputs)
-        output_shapes, output_dtypes = _described(e.outputs)
-        r = OpRecord(
-            name=name, op=op_name, scope=path, phase=e.phase,
-            macs=cost.macs if cost is not None else 0, flops=cost.flops if cost is not None else 0,
-            bytes_read=own.bytes_read, bytes_written=own.bytes_written, params=e.param_elems,
-            param_bytes=e.param_bytes, input_shapes=input_shapes, input_dtypes=input_dtypes,
-            output_shapes=output_shapes, output_dtypes=output_dtypes, counted=counted,
+        r = pricing.op_record(
+            e, cost, own, name=f"{base}_{seen_before}" if seen_before else base, scope=path, phase=e.phase,
+            counted=counted, params=e.param_elems, param_bytes=e.param_bytes,
             mac_dtype=mac_dtype(e.inputs) if cost is not None and cost.macs else None,
             latency_ms=op_latency[i] if op_latency is not None else None,
             start_ms=op_start[i] if op_start is not None else None)
@@ -345,23 +298,14 @@ def unsupported(priced: Priced, module_latency: dict | None = None, total_ms: fl
                 op_latency: list | None = None) -> list:
     """What the convention has no rule for, with call counts (and latency share when timed).
 
-    Under ``flopcount``: ops with no cost rule outside every module rule. Under ``ptflops``:
-    leaf modules without a rule that ran ops themselves (ptflops treats them as zero-op).
+    Where the convention counts functional ops (``flopcount``): ops with no rule outside every
+    module rule. Where it does not (``ptflops``): leaf modules without a rule that ran ops
+    themselves (ptflops treats them as zero-op).
     """
     rec = priced.rec
-    out = []
     if priced.counts_functional:
-        calls: Counter = Counter()
-        spent: dict = defaultdict(float)
-        for i, e in enumerate(rec.events):
-            if priced.kind[i] == "functional" and priced.op_cost[i] is None:
-                calls[e.op.name] += 1
-                if op_latency is not None and op_latency[i] is not None:
-                    spent[e.op.name] += op_latency[i]
-        whole = sum(x for x in (op_latency or []) if x is not None)
-        for name, n in sorted(calls.items()):
-            out.append(Unsupported("op", name, n, spent[name] / whole if op_latency and whole else None))
-        return out
+        unpriced = ((i, e.op, e.attrs, None) for i, e in priced._functional() if priced.op_cost[i] is None)
+        return pricing.unsupported_list(unpriced, op_latency)
     direct = {e.call for i, e in priced._functional() if e.call >= 0}
     calls = Counter()
     per_call = Counter(c.path for c in rec.calls)
@@ -373,6 +317,5 @@ def unsupported(priced: Priced, module_latency: dict | None = None, total_ms: fl
             calls[name] += 1
             if module_latency and c.path in module_latency:
                 spent[name] += module_latency[c.path][0] / per_call[c.path]  # the path's time, per call
-    for name, n in sorted(calls.items()):
-        out.append(Unsupported("module", name, n, spent[name] / total_ms if total_ms and module_latency else None))
-    return out
+    return [Unsupported("module", name, n, spent[name] / total_ms if total_ms and module_latency else None)
+            for name, n in sorted(calls.items())]

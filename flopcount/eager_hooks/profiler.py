@@ -94,9 +94,9 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
         memory.activations = sum(own.bytes_written for e, own in zip(events, priced.own_cost)
                                  if e.phase == "forward")
         holds = mem.call_holds(recorder.calls)
-        memory.predicted_peak = mem.predicted_peak(events, priced.own_cost, output_ids, holds)
+        memory.predicted_peak = mem.predicted_peak(events, output_ids, holds)
         if backward:
-            memory.training_predicted_peak = mem.predicted_training_peak(events, priced.own_cost, output_ids, holds)
+            memory.training_predicted_peak = mem.predicted_training_peak(events, output_ids, holds)
         del out
         if real and measure_memory:
             memory.measured_peak, memory.measured_activation_peak = _measure(model, args, kwargs, device, False)

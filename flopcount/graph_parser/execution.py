@@ -1,9 +1,9 @@
 """Running a graph for what shapes cannot tell: per-node latency, backward work, peak memory.
 
-Everything runs through the graph's own executor. For the backward pass the graph is copied
-with each node's scope tagged by its index (``layer1.0.conv1#12``): the executor puts that
-scope on the dispatcher's stack, autograd remembers it for the node's gradient, and the
-backward ops then arrive at the observer naming the exact node they differentiate.
+Everything runs through the graph's own executor. For the backward pass the executor runs
+each node under its ``NodeScope`` (scope and node index): autograd remembers it for the node's
+gradient, and the backward ops then arrive at the observer naming the exact node they
+differentiate.
 """
 
 from __future__ import annotations
@@ -11,30 +11,19 @@ from __future__ import annotations
 import statistics
 import time
 
-from ..report.model import OpRecord
+from ..recording import pricing
+from ..recording.steps import training_step
 from ..runtime.device import backend
 from ..runtime.dispatch import no_grad, observe
+from ..runtime.graph import executor
+from ..runtime.graph.executor import NodeScope
 from ..runtime.graph.tree import tensor_leaves
 from ..runtime.registry import Cost
-from ..recording.steps import training_step
-
-TAG = "#"
-
-
-def tagged_copy(graph):
-    """A copy of ``graph`` whose node scopes end in ``#<node index>``."""
-    g = graph.copy()
-    for i, node in enumerate(g.nodes):
-        node.scope = f"{node.scope}{TAG}{i}"
-    return g
 
 
 def node_of(module) -> int | None:
-    """The node index in a tagged scope (``None`` for anything else)."""
-    if not isinstance(module, str) or TAG not in module:
-        return None
-    tail = module.rpartition(TAG)[2]
-    return int(tail) if tail.isdigit() else None
+    """The index of the node an op came from, when the executor named it (``None`` otherwise)."""
+    return module.node if isinstance(module, NodeScope) else None
 
 
 class _Collector:
@@ -51,15 +40,17 @@ class _Collector:
 
         ins = tuple(None if t is None else Spec(t.shape, t.dtype, t.device) for t in event.inputs)
         outs = tuple(Spec(t.shape, t.dtype, t.device) for t in event.outputs)
-        self.events.append((event.op, ins, outs, event.attrs, node_of(event.module), event.elapsed))
+        call = pricing.OpCall(event.op, outs if len(outs) > 1 else outs[0], ins, event.attrs)
+        self.events.append((call, node_of(event.module), event.elapsed))
 
 
 def _grad_state(graph) -> list:
     return [(t, t.grad) for t in graph.tensors.values()]
 
 
-def _backward_step(tagged, args, kwargs):
-    return training_step(lambda: tagged(*args, **kwargs), tagged.tensors.values())
+def _backward_step(graph, args, kwargs):
+    """A training step through the executor, each node under its NodeScope."""
+    return training_step(lambda: executor.run(graph, args, kwargs, node_scopes=True), graph.tensors.values())
 
 
 def _graph_index(graph):
@@ -80,7 +71,6 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     from ..recording import memory as mem
     from ..recording.recorder import Recorder
 
-    tagged = tagged_copy(graph)
     saved = _grad_state(graph)
     index = _graph_index(graph)
     recorder = Recorder(None, tensor_leaves((list(args), kwargs)), index=index)
@@ -93,53 +83,43 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
             with observe(collector):
                 if i == 0:
                     with recorder.attached(calls=False):
-                        out = _backward_step(tagged, args, kwargs)
+                        out = _backward_step(graph, args, kwargs)
                     outputs = [recorder.serial(t) for t in tensor_leaves(out)]
                     del out
                 else:
-                    _backward_step(tagged, args, kwargs)
+                    _backward_step(graph, args, kwargs)
             if i >= warmup:
                 runs.append(collector.events)
         if measure_on is not None:
-            memory["measured"] = _measure_step(tagged, args, kwargs, measure_on)
+            memory["measured"] = _measure_step(graph, args, kwargs, measure_on)
     finally:
         for t, g in saved:
             t.grad = g
-    own = [e.op.cost(e.output_spec, *e.inputs, **e.attrs) if e.op.cost else Cost() for e in recorder.events]
-    memory["predicted"] = mem.predicted_training_peak(recorder.events, own, outputs)
+    memory["predicted"] = mem.predicted_training_peak(recorder.events, outputs)
     events = runs[0]
     n = len(graph.nodes)
     per_node = [Cost() for _ in range(n)]
     latency = [0.0] * n if timing else None
     records = []
-    for k, (op, ins, outs, attrs, node, _) in enumerate(events):
-        out = outs if len(outs) > 1 else outs[0]
-        cost = convention.op_cost(op, out, ins, attrs)
-        own = op.cost(out, *ins, **attrs) if op.cost is not None else Cost()
+    costs, owns = pricing.price([call for call, _, _ in events], convention)
+    for k, ((call, node, _), cost, own) in enumerate(zip(events, costs, owns)):
         ms = None
         if timing and all(len(r) == len(events) for r in runs):
-            samples = [r[k][5] for r in runs if r[k][5] is not None]
+            samples = [r[k][2] for r in runs if r[k][2] is not None]
             ms = statistics.median(samples) * 1e3 if samples else None
-        scope, name = "", op.name
+        scope, name = "", call.op.name
         if node is not None and node < n:
-            if cost is not None:
-                per_node[node] = per_node[node] + Cost(cost.macs, cost.flops)
+            per_node[node] = per_node[node] + pricing.macs_flops(cost)
             if ms is not None:
                 latency[node] += ms
             gnode = graph.nodes[node]
-            scope, name = gnode.scope, f"{gnode.scope}/{gnode.name}/grad/{op.name}"
-        records.append(OpRecord(
-            name=name, op=op.name, scope=scope, phase="backward",
-            macs=cost.macs if cost else 0, flops=cost.flops if cost else 0,
-            bytes_read=own.bytes_read, bytes_written=own.bytes_written,
-            input_shapes=[None if s is None else tuple(s.shape) for s in ins],
-            input_dtypes=[None if s is None else s.dtype.name for s in ins],
-            output_shapes=[tuple(s.shape) for s in outs], output_dtypes=[s.dtype.name for s in outs],
-            counted=cost is not None, latency_ms=ms))
+            scope, name = gnode.scope, f"{gnode.scope}/{gnode.name}/grad/{call.op.name}"
+        records.append(pricing.op_record(call, cost, own, name=name, scope=scope, phase="backward",
+                                         counted=cost is not None, latency_ms=ms))
     return per_node, latency, records, memory
 
 
-def _measure_step(tagged, args, kwargs, device) -> tuple:
+def _measure_step(graph, args, kwargs, device) -> tuple:
     """(tracker peak, most bytes held between two ops) of one more training step."""
     be = backend(device)
     held = [0]
@@ -148,10 +128,10 @@ def _measure_step(tagged, args, kwargs, device) -> tuple:
         def on_op(self, event):
             held.append(tracker.current())
 
-    for t in tagged.tensors.values():
+    for t in graph.tensors.values():
         t.grad = None
     with be.track_memory() as tracker, observe(Sampler()):
-        out = _backward_step(tagged, args, kwargs)
+        out = _backward_step(graph, args, kwargs)
         del out
     return tracker.peak, max(held)
 
@@ -204,10 +184,9 @@ def time_training_step(graph, args, kwargs, device, repeat: int) -> float | None
     """Median ms of forward + backward through the executor."""
     from ..recording.timing import median_min, time_calls
 
-    tagged = tagged_copy(graph)
     saved = _grad_state(graph)
     try:
-        return median_min(time_calls(lambda: _backward_step(tagged, args, kwargs), device, 1, repeat))[0]
+        return median_min(time_calls(lambda: _backward_step(graph, args, kwargs), device, 1, repeat))[0]
     finally:
         for t, g in saved:
             t.grad = g

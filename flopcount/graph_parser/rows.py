@@ -10,21 +10,19 @@ from __future__ import annotations
 from collections import Counter
 
 from ..hardware import compute_dtype
-from ..report.model import COST_FIELDS, OpRecord, Row, Unsupported, accumulate, add_macs, add_macs_of
-from ..runtime.registry import Cost
-
+from ..recording import pricing
+from ..report.model import Row
+from ..report.sums import COST_FIELDS, accumulate, add_macs, add_macs_of
 
 # what a scope row sums over the nodes below it
 _SCOPE_COUNTS = COST_FIELDS + ("backward_macs", "backward_flops")
 _SCOPE_TIMES = ("latency_ms", "latency_min_ms", "backward_latency_ms")
 
 
-def node_cost(node, convention) -> tuple:
-    """(Cost under the convention or None when it has no rule, the op's own Cost)."""
-    inputs = [None if v is None else v.spec for v in node.inputs]
-    out = node.output_specs()
-    own = node.op.cost(out, *inputs, **node.attrs) if node.op.cost is not None else Cost()
-    return convention.op_cost(node.op, out, inputs, node.attrs, own), own
+def op_call(node) -> pricing.OpCall:
+    """A node as the op call it stands for, in specs."""
+    return pricing.OpCall(node.op, node.output_specs(), tuple(None if v is None else v.spec for v in node.inputs),
+                          node.attrs)
 
 
 def mac_dtype(node) -> str:
@@ -101,11 +99,8 @@ class NodeRows:
         self.graph = graph
         self.convention = convention
         self.module = module
-        self.costs, self.own = [], []
-        for n in graph.nodes:
-            c, o = node_cost(n, convention)
-            self.costs.append(c)
-            self.own.append(o)
+        self.calls = [op_call(n) for n in graph.nodes]
+        self.costs, self.own = pricing.price(self.calls, convention)
         names = Counter()
         self.node_names = []
         for n in graph.nodes:  # node rows are named scope/value so tree paths stay readable
@@ -266,16 +261,11 @@ class NodeRows:
         """One OpRecord per node (forward), then the observed backward ops."""
         out = []
         for i, n in enumerate(self.graph.nodes):
-            cost, own = self.costs[i], self.own[i]
+            cost = self.costs[i]
             elems, nbytes = _param_elems(n)
-            out.append(OpRecord(
-                name=self.node_names[i], op=n.op.name, scope=n.scope, phase="forward",
-                macs=cost.macs if cost else 0, flops=cost.flops if cost else 0,
-                bytes_read=own.bytes_read, bytes_written=own.bytes_written, params=elems, param_bytes=nbytes,
-                input_shapes=[None if v is None else v.shape for v in n.inputs],
-                input_dtypes=[None if v is None else v.dtype.name for v in n.inputs],
-                output_shapes=[v.shape for v in n.outputs], output_dtypes=[v.dtype.name for v in n.outputs],
-                counted=cost is not None,
+            out.append(pricing.op_record(
+                self.calls[i], cost, self.own[i], name=self.node_names[i], scope=n.scope, phase="forward",
+                counted=cost is not None, params=elems, param_bytes=nbytes,
                 latency_ms=latency[i] if latency is not None else None,
                 start_ms=starts[i] if starts is not None else None, source=n.source,
                 mac_dtype=mac_dtype(n) if cost and cost.macs else None))
@@ -283,18 +273,5 @@ class NodeRows:
 
     def unsupported(self, latency: list | None = None) -> list:
         """Ops of the graph with no rule in the convention, with calls and latency share."""
-        calls: Counter = Counter()
-        spent: dict = {}
-        nodes: dict = {}
-        for i, n in enumerate(self.graph.nodes):
-            if self.costs[i] is None:
-                # an op standing for a file's node names what it stands for (``ONNX TopK``)
-                label = n.op.unsupported_label(n.attrs) if hasattr(n.op, "unsupported_label") else n.op.name
-                calls[label] += 1
-                if n.source:
-                    nodes.setdefault(label, []).append(n.source)
-                if latency is not None and latency[i] is not None:
-                    spent[label] = spent.get(label, 0.0) + latency[i]
-        whole = sum(x for x in latency if x is not None) if latency else 0.0
-        return [Unsupported("op", name, k, spent.get(name, 0.0) / whole if whole else None, nodes.get(name, []))
-                for name, k in sorted(calls.items())]
+        unpriced = ((i, n.op, n.attrs, n.source) for i, n in enumerate(self.graph.nodes) if self.costs[i] is None)
+        return pricing.unsupported_list(unpriced, latency)

@@ -44,8 +44,8 @@ def model_flops(graph, n_forward: int, seq_len: int | None, attention: str = "fu
 
 
 def _is_attention(node, seq_len) -> bool:
-    if node.op.name == "scaled_dot_product_attention":  # unless its own count is halved already
-        return not (node.attrs.get("is_causal") and node.attrs.get("causal_mode") == "half")
+    if node.op.name == "scaled_dot_product_attention":  # its own count is always whole (a causal
+        return True                                     # half is a convention's policy, not the op's)
     shapes = [v.shape for v in node.inputs if v is not None] + [v.shape for v in node.outputs]
     return seq_len is not None and any(len(s) >= 2 and s[-1] == s[-2] == seq_len for s in shapes)
 

@@ -1,8 +1,9 @@
 """Activation memory of a recorded run: predicted by liveness, measured by the backend.
 
-Prediction walks the op events in order. Every op output that the op writes (its cost rule has
-bytes written) is a new buffer; a view (an op that moves no bytes: reshape, transpose,
-expand...) shares its input's buffer. A buffer lives from the op that writes it to the last
+Prediction walks the op events in order. Every op output is a new buffer, except a view, which
+shares its input's buffer: each op says when its output is one (``Op.view``, read by the graph's
+liveness too: permute, expand and basic indexing always, reshape and contiguous of a contiguous
+tensor). A buffer lives from the op that writes it to the last
 op that reads it or a view of it, and at least until every module call it was passed to has
 returned (the calling frame holds its argument); the model's outputs live to the end. The peak is the largest
 sum of live buffers at any op. Parameters, buffers and the model's inputs are not activations.
@@ -16,6 +17,8 @@ end, from the op that makes it: the last layers' gradients come first.
 from __future__ import annotations
 
 from math import prod
+
+from ..runtime.registry import COPY, STRIDED
 
 
 class _Buffers:
@@ -39,14 +42,24 @@ class _Buffers:
         return len(self.size) - 1
 
 
-def _liveness(events, own_costs, phase: str, keep_ids=(), mark_saved: bool = False, holds=()) -> _Buffers:
+def _aliasing(e, strided: set) -> str:
+    """COPY, VIEW or STRIDED: what the op's ``view`` rule says of the event's output (the
+    model's inputs, parameters and constants count as contiguous)."""
+    rule = e.op.view
+    if rule is None or not e.inputs or e.inputs[0] is None or len(e.outputs) != 1:
+        return COPY
+    return rule(e.input_ids[0] not in strided, e.inputs[0], e.outputs[0], **e.attrs)
+
+
+def _liveness(events, phase: str, keep_ids=(), mark_saved: bool = False, holds=()) -> _Buffers:
     """Buffers (size, first and last op index) of the ops of ``phase``, in event order.
     ``holds`` are (serial, op index) pairs: a tensor some frame keeps until that op."""
     where: dict = {}
+    strided: set = set()  # op outputs that are views but not contiguous
     buffers = _Buffers()
     sizes, starts, last, saved = buffers.size, buffers.start, buffers.last, buffers.saved
     index = -1
-    for e, cost in zip(events, own_costs):
+    for e in events:
         if e.phase != phase:
             continue
         index += 1
@@ -57,13 +70,17 @@ def _liveness(events, own_costs, phase: str, keep_ids=(), mark_saved: bool = Fal
                 if b is not None:
                     last[b] = index
                     inputs.append(b)
-        if cost.bytes_written == 0 and cost.bytes_read == 0:  # a view: shares its input's buffer
-            base = inputs[0] if inputs else None
+        alias = _aliasing(e, strided)
+        if alias != COPY:  # a view: shares input 0's buffer (none: held outside the run)
+            src = e.input_ids[0]
+            base = where.get(src) if src is not None else None
             for out_id in e.output_ids:
                 if base is not None:
                     where[out_id] = base
                 else:
                     where.pop(out_id, None)
+                if alias == STRIDED:
+                    strided.add(out_id)
         else:
             for out_id, spec in zip(e.output_ids, e.outputs):
                 where[out_id] = len(sizes)
@@ -111,9 +128,9 @@ def call_holds(calls) -> list:
     return [(serial, c.end - 1) for c in calls for serial in c.input_serials if c.end > c.start]
 
 
-def predicted_peak(events, own_costs, output_ids=(), holds=()) -> int:
+def predicted_peak(events, output_ids=(), holds=()) -> int:
     """Peak bytes of activations alive at once during the forward pass (inference)."""
-    return _peak(_liveness(events, own_costs, "forward", keep_ids=output_ids, holds=holds))
+    return _peak(_liveness(events, "forward", keep_ids=output_ids, holds=holds))
 
 
 def _live_per_step(buffers: _Buffers, steps: int) -> list:
@@ -128,7 +145,7 @@ def _live_per_step(buffers: _Buffers, steps: int) -> list:
     return out
 
 
-def predicted_training_peak(events, own_costs, output_ids=(), holds=()) -> int:
+def predicted_training_peak(events, output_ids=(), holds=()) -> int:
     """The most bytes alive at once during forward + backward.
 
     Forward: the liveness of buffers no node keeps, plus every buffer a taped op touched so far.
@@ -139,8 +156,8 @@ def predicted_training_peak(events, own_costs, output_ids=(), holds=()) -> int:
     the end. (Spreading the parameters' gradients evenly over the walk put resnet18's peak 21%
     under the measured one: layer4 holds most of the parameters and is walked first.)
     """
-    forward = _liveness(events, own_costs, "forward", keep_ids=output_ids, mark_saved=True, holds=holds)
-    backward = _liveness(events, own_costs, "backward")
+    forward = _liveness(events, "forward", keep_ids=output_ids, mark_saved=True, holds=holds)
+    backward = _liveness(events, "backward")
     n_fwd = sum(1 for e in events if e.phase == "forward")
     n_bwd = sum(1 for e in events if e.phase == "backward")
     for b, (start, last) in enumerate(zip(backward.start, backward.last)):

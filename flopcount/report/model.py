@@ -11,38 +11,6 @@ from __future__ import annotations
 from collections import OrderedDict
 from dataclasses import dataclass, field, fields
 
-COST_FIELDS = ("macs", "flops", "bytes_read", "bytes_written")
-
-
-def accumulate(total, part, counts: tuple = COST_FIELDS, times: tuple = ()) -> None:
-    """Add ``part``'s ``counts`` into ``total`` (rows, op records, summaries alike), and each of
-    its ``times`` that was measured: a total stays None until some part has a time.
-
-    >>> a, b = Row("a", "A", macs=2), Row("b", "B", macs=3, latency_ms=1.5)
-    >>> accumulate(a, b, times=("latency_ms",))
-    >>> a.macs, a.latency_ms
-    (5, 1.5)
-    """
-    for name in counts:
-        setattr(total, name, getattr(total, name) + getattr(part, name))
-    for name in times:
-        value = getattr(part, name)
-        if value is not None:
-            setattr(total, name, (getattr(total, name) or 0.0) + value)
-
-
-def add_macs(by_dtype: dict, dtype: str | None, macs: int) -> None:
-    """Add ``macs`` run in ``dtype`` to a ``macs_by_dtype`` dict (nothing for zero MACs)."""
-    if macs:
-        by_dtype[dtype] = by_dtype.get(dtype, 0) + macs
-
-
-def add_macs_of(total, part) -> None:
-    """Add ``part``'s MACs by dtype into ``total``'s (rows alike)."""
-    for dtype, macs in part.macs_by_dtype.items():
-        add_macs(total.macs_by_dtype, dtype, macs)
-
-
 def _fields_with_listed_shapes(record) -> dict:
     """A Row's or OpRecord's fields as a dict, its shapes as lists (for JSON)."""
     out = {f.name: getattr(record, f.name) for f in fields(record)}

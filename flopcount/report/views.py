@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
-from .model import accumulate
+from .sums import accumulate
 
 SORT_KEYS = {"macs": "macs", "flops": "flops", "params": "params", "latency": "latency_ms",
              "memory": "output_bytes"}

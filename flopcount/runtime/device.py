@@ -1,20 +1,13 @@
-"""Devices and their backends: ``cpu`` (numpy), ``cuda`` (CuPy) and ``meta`` (shapes only).
+"""Devices and the backend of each: ``cpu`` (numpy), ``cuda`` (CuPy) and ``meta`` (shapes only).
 
-Everything device-specific sits behind one small interface (``Backend``): the array module
-``xp``, ``synchronize()``, a timer, memory statistics and a random generator. Code that is the
-same on CPU and GPU is written once against ``xp``.
+A :class:`Device` names where a tensor lives; :func:`backend` gives the object behind it (the
+interface and the CPU and meta backends are in ``backend.py``, CUDA's in ``cuda/backend.py``,
+loaded on first use).
 """
 
 from __future__ import annotations
 
-import contextlib
-import time
-import tracemalloc
-from typing import Iterator
-
-import numpy as np
-
-from . import dtypes as _dt
+from .backend import Backend, CPUBackend, MetaBackend
 from .errors import DeviceError
 
 
@@ -68,112 +61,6 @@ def device(spec) -> Device:
 
 CPU = Device("cpu")
 META = Device("meta")
-
-
-class Backend:
-    """What the runtime needs from a device kind. Subclasses fill in the array module."""
-
-    name = "abstract"
-    xp = None
-    per_device = False  # one backend object per device index (``backend_for``), e.g. each GPU
-    # DType -> the DType kernels compute in, for dtypes the array module has no (fast or exact)
-    # arithmetic for; the dispatcher widens the operands of computing ops and rounds back
-    compute_dtypes: dict = {}
-
-    def synchronize(self) -> None:
-        """Wait for queued work to finish (a no-op where work is synchronous)."""
-
-    def timer_start(self):
-        """Start a timing span; pass the result to ``timer_stop``."""
-        return time.perf_counter()
-
-    def timer_stop(self, start) -> float:
-        """Seconds since ``timer_start`` returned ``start``, with the device's work included."""
-        return time.perf_counter() - start
-
-    @contextlib.contextmanager
-    def track_memory(self) -> Iterator["MemoryTracker"]:
-        """Measure the peak bytes allocated while the block runs (``tracker.peak``)."""
-        raise NotImplementedError
-
-    def asarray(self, data, dtype):
-        raise NotImplementedError
-
-    def to_numpy(self, array) -> np.ndarray:
-        raise NotImplementedError
-
-
-class MemoryTracker:
-    """Filled by ``Backend.track_memory``: bytes allocated at the peak, above the start.
-    ``current()`` reads the bytes allocated now, above the start, while the block runs."""
-
-    def __init__(self, current=None):
-        self.peak = 0
-        self._current = current
-
-    def current(self) -> int:
-        return 0 if self._current is None else max(0, self._current())
-
-
-class CPUBackend(Backend):
-    name = "cpu"
-    xp = np
-    # numpy's float16 has no BLAS (a 256x256 matmul is ~300x slower than in float32) and sums in
-    # half; ml_dtypes' bfloat16 and float8 have slow ufuncs, no einsum and no BLAS; int4 arrays
-    # have few ufuncs. PyTorch's CPU kernels do the same: load, compute in float32, round.
-    compute_dtypes = {_dt.float16: _dt.float32, _dt.bfloat16: _dt.float32,
-                      **{f8: _dt.float32 for f8 in _dt.FLOAT8},
-                      _dt.float4_e2m1fn: _dt.float32, _dt.float8_e8m0fnu: _dt.float32,
-                      _dt.int4: _dt.int8, _dt.uint4: _dt.uint8, _dt.int2: _dt.int8, _dt.uint2: _dt.uint8}
-
-    def __init__(self):
-        self.rng = np.random.default_rng(0)
-
-    @contextlib.contextmanager
-    def track_memory(self):
-        # numpy reports its buffers to tracemalloc, so the traced peak is the arrays' peak.
-        was_tracing = tracemalloc.is_tracing()
-        if not was_tracing:
-            tracemalloc.start()
-        start, _ = tracemalloc.get_traced_memory()
-        tracker = MemoryTracker(lambda: tracemalloc.get_traced_memory()[0] - start)
-        tracemalloc.reset_peak()
-        try:
-            yield tracker
-        finally:
-            _, peak = tracemalloc.get_traced_memory()
-            tracker.peak = max(0, peak - start)
-            if not was_tracing:
-                tracemalloc.stop()
-
-    def asarray(self, data, dtype):
-        return np.asarray(data, dtype=dtype.np)
-
-    def to_numpy(self, array) -> np.ndarray:
-        return array
-
-    def seed(self, seed: int) -> None:
-        self.rng = np.random.default_rng(seed)
-
-
-class MetaBackend(Backend):
-    """No data at all: only shape rules run. Timing and memory are zero."""
-
-    name = "meta"
-    xp = None
-
-    @contextlib.contextmanager
-    def track_memory(self):
-        yield MemoryTracker()
-
-    def asarray(self, data, dtype):
-        return None
-
-    def to_numpy(self, array):
-        raise DeviceError("a meta tensor has no data; build it on 'cpu' or 'cuda' to read values")
-
-    def seed(self, seed: int) -> None:
-        pass
 
 
 _BACKENDS: dict = {"cpu": CPUBackend(), "meta": MetaBackend()}

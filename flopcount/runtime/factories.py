@@ -12,6 +12,7 @@ import numpy as np
 from . import dtypes as _dt
 from .device import backend, device as parse_device, seed_all
 from .dispatch import state
+from .random import random_array
 from .tensor import Tensor, _shape_args
 
 
@@ -79,21 +80,6 @@ def arange(start, end=None, step=1, dtype=None, device=None) -> Tensor:
 
 def linspace(start: float, end: float, steps: int, dtype=None, device=None) -> Tensor:
     return _make(lambda xp, s, d: xp.linspace(start, end, steps, dtype=d), (steps,), dtype, device)
-
-
-def random_array(dev, kind: str, shape, dtype, a=0.0, b=1.0):
-    """Random numbers on ``dev`` from the backend's generator (``uniform`` in [a, b), ``normal``)."""
-    be = backend(parse_device(dev))
-    rng = getattr(be, "rng", None)
-    if rng is None:  # meta: values are never read
-        rng, xp = np.random.default_rng(0), np
-    if kind == "uniform":
-        arr = rng.random(shape, dtype=np.float64 if dtype.np == np.float64 else np.float32)
-        arr = arr * (b - a) + a if (a, b) != (0.0, 1.0) else arr
-    else:
-        arr = rng.standard_normal(shape, dtype=np.float64 if dtype.np == np.float64 else np.float32)
-        arr = arr * b + a if (a, b) != (0.0, 1.0) else arr
-    return arr.astype(dtype.np, copy=False)
 
 
 def rand(*size, dtype=None, device=None, requires_grad: bool = False) -> Tensor:

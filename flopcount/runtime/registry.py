@@ -7,8 +7,9 @@
         def vjp(g, out, x): ...            # gradients, written with registered ops
         def cost(out, x): ...              # shape-only Cost (macs, flops, bytes)
 
-A rule that an op deliberately lacks is declared ``None`` with a comment (``vjp = None`` for
-argmax). ``register_op`` refuses a duplicate name and an op that leaves a rule out.
+A kernel or gradient that an op deliberately lacks is declared ``None`` with a comment (``vjp =
+None`` for argmax); the shape and cost rules are never ``None``, so whoever prices an op can call
+its cost rule. ``register_op`` refuses a duplicate name and an op that leaves a rule out.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from .dtypes import DType
 from .device import Device
 
 RULES = ("shape", "forward", "vjp", "cost")
+REQUIRED_RULES = ("shape", "cost")  # never None: every op has shapes and a price
 
 
 class Spec:
@@ -104,6 +106,10 @@ def io_cost(out, inputs: Iterable, macs: int = 0, flops: int = 0) -> Cost:
 
 ZERO_COST = Cost()
 
+# what an op's ``view`` rule says of its output: a new array, a contiguous view of input 0, or a
+# view of it that is not contiguous (permuted, broadcast, sliced with a step)
+COPY, VIEW, STRIDED = "copy", "view", "strided"
+
 
 def no_cost(out, *inputs, **attrs) -> Cost:
     """Cost rule of a view (reshape, transpose, expand): no arithmetic and no bytes moved."""
@@ -136,6 +142,21 @@ class Op:
     # float8, int4 on numpy) reach its kernel widened (Backend.compute_dtypes), and the result
     # is rounded back; False for ops that only move or select elements, which take any storage
     computes: bool = True
+    # attention: how many sweeps of the (Lq, Lk) score matrix its MACs are (0: not attention); a
+    # counting policy that leaves out a causal mask's hidden half reads it
+    score_contractions: int = 0
+    # False for an op whose arithmetic nobody knows (an imported op with no mapping): no
+    # convention has a rule for it, so reports count it as zero and list it as unsupported
+    priced: bool = True
+    # a function attrs -> the name reports list an unpriced call under, for an op that stands for
+    # something else (an imported file's node without a mapping: ``ONNX TopK``); None: the op's name
+    unsupported_label = None
+    # a gradient op, dispatched only by another op's vjp (max_pool_backward, conv_weight_grad)
+    backward: bool = False
+    # whether output 0 shares input 0's storage, as numpy and CuPy make it: None (never: a new
+    # array), or a function (x_contiguous, x, out, **attrs) -> COPY, VIEW (a contiguous view) or
+    # STRIDED (a view that is not contiguous). Liveness and the eager memory prediction read it.
+    view = None
 
 
 _REGISTRY: dict[str, type] = {}
@@ -151,6 +172,10 @@ def register_op(name: str):
         if missing:
             raise TypeError(f"op {name!r} ({cls.__qualname__}) lacks rule(s) {missing}; "
                             f"define them, or set one to None on purpose with a comment")
+        absent = [rule for rule in REQUIRED_RULES if getattr(cls, rule) is None]
+        if absent:
+            raise TypeError(f"op {name!r} ({cls.__qualname__}) sets {absent} to None; an op always has a "
+                            f"shape rule and a cost rule (a view's cost is registry.no_cost)")
         if cls.forward is None and "cpu" not in cls.kernels:
             raise TypeError(f"op {name!r} has no forward kernel")
         for rule in RULES:

@@ -14,6 +14,7 @@ import numpy as np
 from . import dtypes as _dt
 from .device import META, Device, backend, device as parse_device
 from .errors import DeviceError, ShapeError
+from .random import random_array
 
 
 class Tensor:
@@ -328,12 +329,12 @@ class Tensor:
     def uniform_(self, a: float = 0.0, b: float = 1.0) -> "Tensor":
         if self._writable:
             # drawn on the CPU generator, so a seed gives the same weights on every device
-            self._write(_fac.random_array("cpu", "uniform", self.shape, self.dtype, a, b))
+            self._write(random_array("cpu", "uniform", self.shape, self.dtype, a, b))
         return self
 
     def normal_(self, mean: float = 0.0, std: float = 1.0) -> "Tensor":
         if self._writable:
-            self._write(_fac.random_array("cpu", "normal", self.shape, self.dtype, mean, std))
+            self._write(random_array("cpu", "normal", self.shape, self.dtype, mean, std))
         return self
 
     # --- Python operators ------------------------------------------------------------------

@@ -118,3 +118,22 @@ def test_ptflops_does_not_see_masks():
         plain = flopcount.profile(model, x, mode="eager", convention="ptflops")
         assert eager.macs == plain.macs
         assert graph.macs - eager.macs == gap
+
+
+@pytest.mark.parametrize("causal", [True, False])
+def test_causal_half_convention_halves_both_views_alike(causal):
+    """FlopcountConvention(causal="half") leaves out the masked half of a causal attention's
+    two contractions (n·D each, D = E / H) in the module rule and in the op rule alike."""
+    from flopcount.conventions import FlopcountConvention
+
+    model = SelfAttention(need_weights=False)
+    x = rt.randn(N, L, E)
+    kwargs = {"attn_mask": _causal("float"), "is_causal": True} if causal else {}
+    full = flopcount.profile(model, x, mode="eager", **kwargs)
+    half = FlopcountConvention(causal="half")
+    eager = flopcount.profile(model, x, mode="eager", convention=half, **kwargs)
+    graph = flopcount.profile(model, x, mode="graph", convention=half, **kwargs)
+    dropped = SCORES * (E // H) if causal else 0
+    assert full.macs - eager.macs == dropped and full.flops - eager.flops == 2 * dropped
+    assert (eager.macs, eager.flops) == (graph.macs, graph.flops)
+    assert not view_differences(eager, graph), [str(d) for d in view_differences(eager, graph)]

@@ -35,6 +35,23 @@ def test_training_step_prediction(mode):
     assert memory.training_predicted_peak > 2 * memory.predicted_peak  # the forward's buffers are kept
 
 
+class _Reshapes(flopcount.runtime.nn.Module):
+    def forward(self, x):
+        strided = x.permute(1, 0).reshape(-1)   # numpy copies a reshape of a transposed array
+        flat = x.reshape(-1)                    # and views a reshape of a contiguous one
+        return strided + flat
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_a_reshape_copies_only_a_strided_tensor_in_both_views(mode):
+    # both views read the op's own view rule: the copy of the transposed input and the sum are
+    # alive together (2 buffers of 256·128 floats); the other reshape and the permute are views
+    x = flopcount.runtime.randn(256, 128)
+    memory = flopcount.profile(_Reshapes(), x, mode=mode, measure_memory=True).memory
+    assert memory.predicted_peak == 2 * 256 * 128 * 4
+    assert memory.measured_activation_peak == pytest.approx(memory.predicted_peak, rel=0.10)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("mode", ["eager", "graph"])
 def test_resnet18_training_peak_within_10_percent(mode):

@@ -11,11 +11,11 @@ import flopcount
 import flopcount.runtime as rt
 from flopcount.runtime.graph.passes import constant_fold
 
-TRACE = sys.modules["flopcount.runtime.graph.trace"]
+FOLDING = sys.modules["flopcount.runtime.graph.folding"]
 
 
 def test_a_constant_above_the_fold_limit_is_recorded_not_computed(monkeypatch):
-    monkeypatch.setattr(TRACE, "FOLD_LIMIT_BYTES", 1024)
+    monkeypatch.setattr(FOLDING, "FOLD_LIMIT_BYTES", 1024)
     table = rt.ones(16, 16)   # 1 KiB: folds; its 4 KiB repetition does not
 
     def fn(x):

@@ -11,7 +11,7 @@ from __future__ import annotations
 import contextlib
 
 from .. import dtypes as _dt
-from ..device import Backend, MemoryTracker
+from ..backend import Backend, MemoryTracker
 from ..errors import DeviceError
 
 INSTALL_HINT = "install CuPy for your CUDA version: pip install 'flopcount[cuda12]' or 'flopcount[cuda13]'"
@@ -51,19 +51,6 @@ def device_count() -> int:
         return _import_cupy().cuda.runtime.getDeviceCount()
     except DeviceError:
         return 0
-
-
-def synchronize(device=None) -> None:
-    """Wait for all queued work on a GPU (the current one by default); a no-op without a GPU."""
-    if not is_available():
-        return
-    cupy = _import_cupy()
-    if device is None:
-        cupy.cuda.Device().synchronize()
-        return
-    from ..device import device as parse_device
-
-    cupy.cuda.Device(parse_device(device).index or 0).synchronize()
 
 
 class PoolPeak:

@@ -1,23 +1,43 @@
 """Run a Graph node by node through ``dispatch.apply``, so observers see every op with the
 node's scope, autograd records as in eager mode, and values are released at their last use
-(the graph's memory plan).
+(the graph's memory plan). An error while running a node names the node and its scope, as
+torch.fx's interpreter does ("while executing %y = conv(%x, %w) in layer1.0.conv1 (Conv2d)").
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from ..allocator import keep_freed_memory
 from ..device import CPU, META
 from ..dispatch import apply, state
-from ..errors import DeviceError, ShapeError
+from ..errors import DeviceError, ShapeError, add_context
 from ..tensor import Tensor
 from .ir import type_str
+from .printing import node_summary
 from .tree import flatten, unflatten
+
+
+class NodeScope(NamedTuple):
+    """What the executor puts on the scope stack for a node when asked (``node_scopes=True``):
+    its module scope and its index in the graph, so an observer, and autograd for the node's
+    gradient ops, know the exact node an op came from.
+
+    >>> NodeScope("layer1.0.conv1", 12).node
+    12
+    """
+
+    path: str
+    node: int
+
+    def __str__(self) -> str:
+        return self.path
 
 
 class _Program:
     """A graph lowered for running: every value gets a slot in a flat list."""
 
-    __slots__ = ("steps", "input_slots", "fixed", "output_slots", "n_slots")
+    __slots__ = ("steps", "input_slots", "fixed", "output_slots", "n_slots", "node_scopes")
 
     def __init__(self, graph):
         from .passes.memory_plan import plan_for
@@ -35,7 +55,8 @@ class _Program:
             ins = tuple(-1 if v is None else slot[v.name] for v in node.inputs)
             outs = tuple(slot[v.name] for v in node.outputs)
             free = tuple(slot[name] for name in plan.free_after[i])
-            self.steps.append((node, ins, outs, free))
+            self.steps.append((node, ins, outs, free, node.scope))
+        self.node_scopes = [NodeScope(node.scope, i) for i, node in enumerate(graph.nodes)]
 
 
 def _program(graph) -> _Program:
@@ -99,8 +120,9 @@ def _constant_on(t: Tensor, dev) -> Tensor:
     return t.to(dev)
 
 
-def run(graph, args: tuple, kwargs: dict, before=None, after=None):
-    """Execute ``graph`` on the call's arguments; returns outputs nested as traced."""
+def run(graph, args: tuple, kwargs: dict, before=None, after=None, node_scopes: bool = False):
+    """Execute ``graph`` on the call's arguments; returns outputs nested as traced. With
+    ``node_scopes`` each node runs under its :class:`NodeScope` instead of its scope string."""
     tensors = _bind(graph, args, kwargs)
     prog = _program(graph)
     device = _device_of(graph, tensors)
@@ -113,15 +135,19 @@ def run(graph, args: tuple, kwargs: dict, before=None, after=None):
     for slot, t in zip(prog.input_slots, tensors):
         env[slot] = t
     stack = state.scope_stack
-    for node, ins, outs, free in prog.steps:
+    for k, (node, ins, outs, free, scope) in enumerate(prog.steps):
         inputs = [None if i < 0 else env[i] for i in ins]
         if before is not None:
             before(node, inputs)
-        scope = node.scope
+        if node_scopes:
+            scope = prog.node_scopes[k]
         if scope:
             stack.append(scope)
         try:
             result = apply(node.op, *inputs, **node.attrs)
+        except Exception as exc:
+            add_context(exc, f"while executing {node_summary(node)}")
+            raise
         finally:
             if scope:
                 stack.pop()

@@ -98,9 +98,7 @@ class Node:
         return specs if len(specs) > 1 else specs[0]
 
     def cost(self) -> Cost:
-        """The op's cost rule applied to this node's shapes (zero for an op without one)."""
-        if self.op.cost is None:
-            return Cost()
+        """The op's cost rule applied to this node's shapes."""
         inputs = [None if v is None else v.spec for v in self.inputs]
         return self.op.cost(self.output_specs(), *inputs, **self.attrs)
 

@@ -19,7 +19,7 @@ from __future__ import annotations
 import json
 import weakref
 
-from ..dispatch import state
+from ..nn.modules.hooks import graph_mode_call, hooks_active, set_graph_mode_call
 from .ir import Graph
 from .passes import optimize
 from .trace import trace
@@ -96,11 +96,7 @@ def _replayable(module) -> bool:
 
 
 def _call_in_graph_mode(module, args: tuple, kwargs: dict):
-    from ..nn.modules import module as _m
-
-    if (_m._global_forward_pre_hooks or _m._global_forward_hooks or state.call_observer is not None
-            or _updates_buffers(module) or not _replayable(module)
-            or any(m._forward_pre_hooks or m._forward_hooks for m in module.modules())):
+    if hooks_active(module) or _updates_buffers(module) or not _replayable(module):
         return NotImplemented
     lazy = _lazy_graphs.get(module)
     if lazy is None:
@@ -117,18 +113,14 @@ def set_mode(mode: str) -> str:
     >>> rt.set_mode(previous)
     'graph'
     """
-    from ..nn.modules import module as _m
-
     if mode not in _MODES:
         raise ValueError(f"set_mode: mode must be one of {_MODES}, got {mode!r}")
     previous = get_mode()
-    _m._graph_mode_call = _call_in_graph_mode if mode == "graph" else None
+    set_graph_mode_call(_call_in_graph_mode if mode == "graph" else None)
     return previous
 
 
 def get_mode() -> str:
     """The current mode, ``"eager"`` or ``"graph"``."""
-    from ..nn.modules import module as _m
-
-    return "graph" if _m._graph_mode_call is not None else "eager"
+    return "graph" if graph_mode_call() is not None else "eager"
 

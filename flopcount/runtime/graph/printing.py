@@ -37,6 +37,14 @@ def format_node(node) -> str:
     return f"{line}  # {where}" if where else line
 
 
+def node_summary(node) -> str:
+    """``%out = op(%a, %b) in layer1.0.conv1 (Conv2d)``: a node as an error names it."""
+    outs = ", ".join(f"%{v.name}" for v in node.outputs)
+    args = ", ".join("None" if v is None else f"%{v.name}" for v in node.inputs)
+    where = node.scope or "the top level"
+    return f"{outs} = {node.op_name}({args}) in {where}" + (f" ({node.module_type})" if node.module_type else "")
+
+
 def _where(scope: str, module_type: str) -> str:
     if scope and module_type:
         return f"{scope}: {module_type}"

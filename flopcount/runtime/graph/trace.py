@@ -9,31 +9,21 @@ module being traced (by identity: they become named graph inputs), or a constant
 data: real, or meta carrying a small array such as the 0-d tensor of ``x * 2``). An op whose
 inputs are all constants is not recorded: it runs at once on the CPU and its result is a
 constant again, which is how shape arithmetic folds away; unless its outputs would exceed
-``FOLD_LIMIT_BYTES``: then it is recorded as a node like any other, so tracing stays within
+``folding.FOLD_LIMIT_BYTES``: then it is recorded as a node like any other, so tracing stays within
 bounded memory (the graph computes it when it runs).
 """
 
 from __future__ import annotations
 
-import contextlib
 import inspect
-from math import prod
 
 from ..device import CPU, META
 from ..dispatch import apply, state
 from ..errors import DeviceError, FlopcountError
 from ..tensor import Tensor
+from .folding import fold
 from .ir import Graph, Node
 from .tree import flatten
-
-
-# the most bytes an op computed from constants may produce at trace time (a 8192x8192 float mask)
-FOLD_LIMIT_BYTES = 256 << 20
-
-
-def fold_limit() -> int:
-    """FOLD_LIMIT_BYTES as it is now (a test may lower it)."""
-    return FOLD_LIMIT_BYTES
 
 
 class TraceError(FlopcountError):
@@ -159,7 +149,7 @@ class Tracer:
             if v is not None:
                 constant = False
         if constant and not op.random:
-            folded = _fold(op, inputs, attrs)
+            folded = fold(op, inputs, attrs)
             if folded is not None:
                 return folded
         values = [self._constant(t) if v is None and t is not None else v for t, v in zip(inputs, values)]
@@ -230,37 +220,3 @@ def _map_tensors(obj, fn):
     if isinstance(obj, dict):
         return {k: _map_tensors(v, fn) for k, v in obj.items()}
     return obj
-
-
-def _on_cpu(t: Tensor) -> Tensor:
-    if t.device.type == "meta":
-        return Tensor._make(t.data, t.shape, t.dtype, CPU)
-    return t if t.device.type == "cpu" else t.to("cpu")
-
-
-@contextlib.contextmanager
-def quiet_cpu():
-    """Run ops for real with no tracer, no observers and no autograd (compile-time work that
-    is not the model's: folding constants)."""
-    st = state
-    saved = (st.tracer, st.observers, st.timing, st.grad_enabled)
-    st.tracer, st.observers, st.timing, st.grad_enabled = None, (), False, False
-    try:
-        yield
-    finally:
-        st.tracer, st.observers, st.timing, st.grad_enabled = saved
-
-
-def _fold(op, inputs: tuple, attrs: dict):
-    """The op run at once on the CPU, or None when its outputs are above FOLD_LIMIT_BYTES."""
-    on_cpu = [None if t is None else _on_cpu(t) for t in inputs]
-    specs = op.shape(*on_cpu, **attrs)
-    size = sum(prod(s.shape) * s.dtype.itemsize for s in (specs if isinstance(specs, tuple) else (specs,)))
-    if size > FOLD_LIMIT_BYTES:
-        return None
-    return _run_on_cpu(op, on_cpu, attrs)
-
-
-def _run_on_cpu(op, inputs: tuple, attrs: dict):
-    with quiet_cpu():
-        return apply(op, *[None if t is None else _on_cpu(t) for t in inputs], **attrs)

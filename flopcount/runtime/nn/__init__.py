@@ -3,8 +3,5 @@
 from .parameter import Buffer, Parameter
 from .modules import *  # noqa: F401,F403
 from . import functional, init  # noqa: F401
-from .modules import module as _module
-
-register_module_forward_pre_hook = _module.register_module_forward_pre_hook
-register_module_forward_hook = _module.register_module_forward_hook
-observe_module_calls = _module.observe_module_calls
+from .modules.hooks import (hooks_active, observe_module_calls, register_module_forward_hook,  # noqa: F401
+                            register_module_forward_pre_hook)

@@ -99,7 +99,7 @@ def trunc_normal_(t: Tensor, mean: float = 0.0, std: float = 1.0, a: float = -2.
     """Normal values, those outside [a, b] redrawn until none is left."""
     if t.data is None:
         return t
-    from ..factories import random_array
+    from ..random import random_array
 
     values = random_array("cpu", "normal", t.shape, t.dtype, mean, std)
     bad = (values < a) | (values > b)
@@ -113,7 +113,7 @@ def orthogonal_(t: Tensor, gain: float = 1.0) -> Tensor:
     """A (semi-)orthogonal matrix from the QR decomposition of a normal matrix."""
     if t.data is None:
         return t
-    from ..factories import random_array
+    from ..random import random_array
 
     rows = t.shape[0]
     cols = t.numel() // rows

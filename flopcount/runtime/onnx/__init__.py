@@ -5,7 +5,7 @@
 
 Import converts each ONNX node with a table ``op type -> converter`` (``converters/``) under the
 graph tracer; export maps each runtime op of a traced graph with a table ``op -> emitter``
-(``emitters.py``). ``supported_ops()`` lists the ONNX op types import understands;
+(``emitters/``). ``supported_ops()`` lists the ONNX op types import understands;
 ``inputs(path)`` reads the inputs a file declares (symbolic dims included) without importing it.
 """
 

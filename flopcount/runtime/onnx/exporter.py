@@ -1,7 +1,7 @@
 """``export(module_or_graph, path, *example_inputs, opset=17)``: a runtime graph as an ONNX file.
 
 A Module is traced first (``rt.trace``); every node of the graph then goes through the table
-``runtime op -> emitter`` (``emitters.py``), which writes one or a few ONNX nodes. Parameters
+``runtime op -> emitter`` (``emitters/``), which writes one or a few ONNX nodes. Parameters
 and buffers become initializers under their graph names; node names carry the
 module scope as the TorchScript exporter writes it (``/layer1/0/conv1/Conv``), so importing the
 file back gives the same scopes; graph constants (masks, index tables) are Constant nodes, so

@@ -2,8 +2,9 @@
 
 Cost (COUNTING.md), with scores of shape (B..., H, Lq, Lk) and n = numel(scores):
 * forward: MACs B·H·Lq·Lk·(D + Dv) for the QKᵀ and PV contractions. With ``is_causal`` the
-  count is the same by default (the kernel computes the full score matrix and masks it);
-  ``causal_mode="half"`` halves it, for kernels that skip the masked half. FLOPs = 2·MACs
+  count is the same (the kernel computes the full score matrix and masks it); counting only the
+  unmasked half, as for kernels that skip it, is a counting policy of the convention
+  (``FlopcountConvention(causal="half")``), which reads ``score_contractions``. FLOPs = 2·MACs
   + n (scale) + 5·n (softmax) + n when a mask or causal masking is applied + 2·n for dropout
   (compare with p, multiply by the scaled mask).
 * backward: MACs 2x the forward, for the dV, dP, dQ and dK contractions, as PyTorch's
@@ -28,23 +29,14 @@ from .. import dtypes as _dt
 from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
+from ..heads import heads_ratio, repeat_heads, scale_of
+from ..random import keep_mask
 from ..registry import Op, Spec, io_cost, register_op
 from ..sbp import B, P, S, Signature
 from ._helpers import as_tensor, broadcast_shapes, upcast_half
-from .dropout import keep_mask
 from .linalg import blas_operand
 
-CAUSAL_MODES = ("full", "half")
-
-
 # --- shapes --------------------------------------------------------------------------------------
-
-def _heads_ratio(q, k, enable_gqa: bool) -> int:
-    """How many query heads share one key/value head (1 unless grouped-query attention)."""
-    if enable_gqa and q.ndim >= 3 and k.ndim >= 3 and q.shape[-3] != k.shape[-3]:
-        return q.shape[-3] // k.shape[-3]
-    return 1
-
 
 def _attention_shapes(op: str, q, k, v, attn_mask, enable_gqa: bool) -> tuple:
     """(batch dims of the scores, incl. heads; the scores' shape); errors name op and shapes."""
@@ -75,13 +67,11 @@ def _attention_shapes(op: str, q, k, v, attn_mask, enable_gqa: bool) -> tuple:
     return batch, scores
 
 
-def _check_attrs(op: str, attn_mask, dropout_p: float, is_causal: bool, causal_mode: str) -> None:
+def _check_attrs(op: str, attn_mask, dropout_p: float, is_causal: bool) -> None:
     if is_causal and attn_mask is not None:
         raise ShapeError(f"{op}: an explicit attn_mask should not be set when is_causal=True")
     if not 0.0 <= dropout_p < 1.0:
         raise ShapeError(f"{op}: dropout_p must be in [0, 1), got {dropout_p}")
-    if causal_mode not in CAUSAL_MODES:
-        raise ShapeError(f"{op}: causal_mode must be one of {CAUSAL_MODES}, got {causal_mode!r}")
 
 
 # --- kernels -------------------------------------------------------------------------------------
@@ -109,35 +99,27 @@ def _probabilities(xp, q, k, attn_mask, is_causal, scale):
     return s
 
 
-def _repeat_heads(xp, t, rep: int):
-    # grouped-query attention: key/value head j serves query heads j·rep ... j·rep + rep − 1
-    return xp.repeat(t, rep, axis=-3) if rep > 1 else t
-
-
-def _scale_of(q, scale):
-    return 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-
-
 @register_op("scaled_dot_product_attention")
 class ScaledDotProductAttention(Op):
     """softmax(q kᵀ·scale + mask) v over (B..., H, L, D) inputs. With ``dropout_p > 0`` it
     returns (out, keep_mask) so the backward pass uses the same mask."""
 
     random = True  # draws a dropout mask when dropout_p > 0
+    score_contractions = 1  # its MACs sweep the (Lq, Lk) scores once per contraction pair (QKᵀ, PV)
 
-    def shape(q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa, causal_mode="full"):
+    def shape(q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa):
         op = "scaled_dot_product_attention"
-        _check_attrs(op, attn_mask, dropout_p, is_causal, causal_mode)
+        _check_attrs(op, attn_mask, dropout_p, is_causal)
         batch, scores = _attention_shapes(op, q, k, v, attn_mask, enable_gqa)
         out = Spec(batch + (q.shape[-2], v.shape[-1]), q.dtype, q.device)
         if dropout_p > 0:
             return out, Spec(scores, _dt.bool_, q.device)
         return out
 
-    def forward(xp, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa, causal_mode="full"):
-        rep = _heads_ratio(q, k, enable_gqa)
-        k_, v_ = _repeat_heads(xp, upcast_half(k), rep), _repeat_heads(xp, upcast_half(v), rep)
-        p = _probabilities(xp, upcast_half(q), k_, upcast_half(attn_mask), is_causal, _scale_of(q, scale))
+    def forward(xp, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa):
+        rep = heads_ratio(q, k, enable_gqa)
+        k_, v_ = repeat_heads(xp, upcast_half(k), rep), repeat_heads(xp, upcast_half(v), rep)
+        p = _probabilities(xp, upcast_half(q), k_, upcast_half(attn_mask), is_causal, scale_of(q, scale))
         if dropout_p > 0:
             keep = keep_mask(xp, p.shape, dropout_p)
             out = xp.matmul(p * keep * (1.0 / (1.0 - dropout_p)), v_)
@@ -146,24 +128,23 @@ class ScaledDotProductAttention(Op):
 
     kernels = {"cuda": cuda_kernels.sdpa(forward)}
 
-    def vjp(g, out, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa, causal_mode="full"):
+    def vjp(g, out, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa):
         keep = None
         if dropout_p > 0:
             g, _ = g  # the mask is boolean: no gradient
             keep = out[1]
         mask_grad = attn_mask is not None and attn_mask.requires_grad
         grads = apply(ScaledDotProductAttentionBackward, g, q, k, v, attn_mask, keep, dropout_p=dropout_p,
-                      is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, causal_mode=causal_mode,
-                      mask_grad=mask_grad)
+                      is_causal=is_causal, scale=scale, enable_gqa=enable_gqa, mask_grad=mask_grad)
         return grads[0], grads[1], grads[2], (grads[3] if mask_grad else None)
 
-    def cost(out, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa, causal_mode="full"):
-        macs, n = _attention_macs(q, k, v, attn_mask, enable_gqa, is_causal, causal_mode)
+    def cost(out, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa):
+        macs, n = _attention_macs(q, k, v, attn_mask, enable_gqa)
         # scale, softmax (5), mask or causal masking, dropout (compare, multiply)
         flops = 2 * macs + n + 5 * n + (n if attn_mask is not None or is_causal else 0) + (2 * n if dropout_p > 0 else 0)
         return io_cost(out, (q, k, v, attn_mask), macs=macs, flops=flops)
 
-    def sbp(out, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa, causal_mode="full"):
+    def sbp(out, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa):
         n_out = 2 if dropout_p > 0 else 1
         return _attention_sbp((q, k, v, attn_mask), q, k, v, attn_mask, is_causal,
                               lambda d, per: (S(d),) * n_out)
@@ -194,30 +175,28 @@ def _attention_sbp(inputs, q, k, v, attn_mask, is_causal, outs, rows=True) -> li
     return sigs
 
 
-def _attention_macs(q, k, v, attn_mask, enable_gqa, is_causal, causal_mode) -> tuple:
+def _attention_macs(q, k, v, attn_mask, enable_gqa) -> tuple:
     """(forward MACs, numel of the scores) of one attention call."""
     _, scores = _attention_shapes("scaled_dot_product_attention", q, k, v, attn_mask, enable_gqa)
     n = prod(scores)
-    macs = n * (q.shape[-1] + v.shape[-1])  # QKᵀ: n·D, PV: n·Dv
-    if is_causal and causal_mode == "half":
-        macs //= 2  # only the unmasked half of the score matrix is computed
-    return macs, n
+    return n * (q.shape[-1] + v.shape[-1]), n  # QKᵀ: n·D, PV: n·Dv
 
 
 @register_op("scaled_dot_product_attention_backward")
 class ScaledDotProductAttentionBackward(Op):
     """(dq, dk, dv[, d_mask]) of attention, given the output gradient ``g``. Recomputes the
     probabilities from q and k (as memory-efficient kernels do) and reuses the dropout mask."""
+    backward = True  # dispatched by a vjp
 
     vjp = None  # no double backward through fused attention (as PyTorch's fused kernels)
+    score_contractions = 2  # dP and dV, then dQ and dK: twice the forward's sweeps of the scores
 
-    def shape(g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, causal_mode,
-              mask_grad):
+    def shape(g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, mask_grad):
         op = "scaled_dot_product_attention_backward"
         batch, scores = _attention_shapes(op, q, k, v, attn_mask, enable_gqa)
         if tuple(g.shape) != batch + (q.shape[-2], v.shape[-1]):
             raise ShapeError(f"{op}: gradient {g.shape} does not fit the output {batch + (q.shape[-2], v.shape[-1])}")
-        kv_batch = batch[:-1] + (k.shape[-3],) if _heads_ratio(q, k, enable_gqa) > 1 else batch
+        kv_batch = batch[:-1] + (k.shape[-3],) if heads_ratio(q, k, enable_gqa) > 1 else batch
         specs = (Spec(batch + tuple(q.shape[-2:]), q.dtype, q.device),
                  Spec(kv_batch + tuple(k.shape[-2:]), k.dtype, k.device),
                  Spec(kv_batch + tuple(v.shape[-2:]), v.dtype, v.device))
@@ -225,12 +204,11 @@ class ScaledDotProductAttentionBackward(Op):
             specs += (Spec(scores, attn_mask.dtype, q.device),)
         return specs
 
-    def forward(xp, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, causal_mode,
-                mask_grad):
-        rep = _heads_ratio(q, k, enable_gqa)
+    def forward(xp, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, mask_grad):
+        rep = heads_ratio(q, k, enable_gqa)
         g_, q_ = upcast_half(g), upcast_half(q)
-        k_, v_ = _repeat_heads(xp, upcast_half(k), rep), _repeat_heads(xp, upcast_half(v), rep)
-        sc = _scale_of(q, scale)
+        k_, v_ = repeat_heads(xp, upcast_half(k), rep), repeat_heads(xp, upcast_half(v), rep)
+        sc = scale_of(q, scale)
         p = _probabilities(xp, q_, k_, upcast_half(attn_mask), is_causal, sc)
         dropped = p * keep * (1.0 / (1.0 - dropout_p)) if keep is not None else p
         g_, q_, k_, v_ = (blas_operand(xp, t) for t in (g_, q_, k_, v_))
@@ -253,16 +231,14 @@ class ScaledDotProductAttentionBackward(Op):
 
     kernels = {"cuda": cuda_kernels.sdpa_backward(forward)}
 
-    def cost(out, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, causal_mode,
-             mask_grad):
-        fwd_macs, n = _attention_macs(q, k, v, attn_mask, enable_gqa, is_causal, causal_mode)
+    def cost(out, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, mask_grad):
+        fwd_macs, n = _attention_macs(q, k, v, attn_mask, enable_gqa)
         macs = 2 * fwd_macs  # dV, dP, dQ, dK (the scores' recomputation is not counted)
         # softmax gradient (4), scale of dS, dropout mask multiply
         flops = 2 * macs + 4 * n + n + (n if keep is not None else 0)
         return io_cost(out, (g, q, k, v, attn_mask, keep), macs=macs, flops=flops)
 
-    def sbp(out, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, causal_mode,
-            mask_grad):
+    def sbp(out, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, mask_grad):
         # a key, value or mask broadcast along a split dim serves every rank: its gradient is the
         # sum of the ranks' parts
         def outs(d, per):
@@ -274,13 +250,12 @@ class ScaledDotProductAttentionBackward(Op):
 
 def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: float = 0.0,
                                  is_causal: bool = False, scale: float | None = None,
-                                 enable_gqa: bool = False, *, causal_mode: str = "full"):
+                                 enable_gqa: bool = False):
     """softmax(q kᵀ·scale + mask) v for q (B..., H, Lq, D), k (B..., Hk, Lk, D), v (B..., Hk, Lk, Dv).
 
     A bool ``attn_mask`` marks the positions that take part (True); a float one is added to the
     scores; both broadcast. ``is_causal`` masks keys after each query (top-left aligned).
-    ``enable_gqa`` lets k and v have fewer heads than q. ``causal_mode="half"`` (not in PyTorch)
-    counts only the unmasked half of a causal attention's MACs.
+    ``enable_gqa`` lets k and v have fewer heads than q.
 
     >>> q = rt.randn(1, 2, 4, 8)
     >>> scaled_dot_product_attention(q, q, q, is_causal=True).shape
@@ -288,7 +263,7 @@ def scaled_dot_product_attention(query, key, value, attn_mask=None, dropout_p: f
     """
     out = apply(ScaledDotProductAttention, query, key, value, attn_mask, dropout_p=float(dropout_p),
                 is_causal=bool(is_causal), scale=None if scale is None else float(scale),
-                enable_gqa=bool(enable_gqa), causal_mode=causal_mode)
+                enable_gqa=bool(enable_gqa))
     return out[0] if dropout_p > 0 else out
 
 

@@ -152,6 +152,7 @@ class Conv(Op):
 @register_op("conv_weight_grad")
 class ConvWeightGrad(Op):
     """dL/dweight of a conv from its input x (N, Cin, *S) and output gradient g (N, Cout, *O)."""
+    backward = True  # dispatched by a vjp
 
     def shape(x, g, *, kernel_size, stride, padding, dilation, groups):
         if x.ndim != g.ndim or x.shape[0] != g.shape[0] or x.shape[1] % groups or g.shape[1] % groups:
@@ -258,6 +259,7 @@ class ConvTransposeWeightGrad(Op):
 
     It is the weight gradient of the conv that maps g back to x's shape, with the roles of the
     two swapped."""
+    backward = True  # dispatched by a vjp
 
     def shape(x, g, *, kernel_size, stride, padding, output_padding, dilation, groups):
         out = _transpose_out(x.shape, kernel_size, stride, padding, output_padding, dilation)

@@ -12,29 +12,14 @@ from __future__ import annotations
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]  # the functional API (nn.functional re-exports it)
 
-import numpy as np
-
 from .. import dtypes as _dt
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
+from ..random import keep_mask
 from ..sbp import unary
 from ._helpers import check_float, same_spec
 from .elementwise import mul
-
-
-def uniform(xp, shape: tuple):
-    """Uniform numbers in [0, 1) drawn inside a kernel from the generator of ``xp``'s device
-    (the seeded backend generator, so ``rt.manual_seed`` makes dropout reproducible)."""
-    from ..factories import random_array
-
-    device = "cpu" if xp is np else f"cuda:{xp.cuda.Device().id}"  # the GPU the kernel runs on
-    return random_array(device, "uniform", shape, _dt.float32)
-
-
-def keep_mask(xp, shape: tuple, p: float):
-    """A boolean mask with each element kept (True) with probability 1 − p."""
-    return uniform(xp, shape) >= p
 
 
 def _mask_shape(x, channelwise: bool) -> tuple:

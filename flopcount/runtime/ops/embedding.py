@@ -73,6 +73,7 @@ class Embedding(Op):
 @register_op("embedding_backward")
 class EmbeddingBackward(Op):
     """Scatter-add of the rows' gradient into a zero table; the padding row gets none."""
+    backward = True  # dispatched by a vjp
 
     def shape(g, ids, *, num_weights, padding_idx=None, scale_grad_by_freq=False, offset=None):
         _check_ids("embedding_backward", ids)

@@ -15,7 +15,7 @@ import numpy as np
 from .. import dtypes as _dt
 from ..dispatch import apply
 from ..errors import ShapeError
-from ..registry import Cost, Op, Spec, io_cost, nbytes, no_cost, numel, register_op
+from ..registry import STRIDED, VIEW, Cost, Op, Spec, io_cost, nbytes, no_cost, numel, register_op
 from ..sbp import B, P, S, Signature, Split, local_shape
 from ..tensor import Tensor
 from ._helpers import as_tensor, broadcast_shapes, norm_dim, same_spec
@@ -222,6 +222,23 @@ class GetItem(Op):
 
     cost = no_cost  # a view
 
+    def view(x_contiguous, x, out, *, items):
+        # a contiguous block: integers, then one unit-step slice, then only whole dims (None
+        # adds a size-1 dim anywhere); anything else strides
+        dim, sliced = 0, False
+        for item in items:
+            kind = item[0]
+            if kind == "n":
+                continue
+            if sliced and not (kind == "s" and tuple(item[1:4]) == (0, x.shape[dim], 1)):
+                return STRIDED
+            if kind == "s":
+                if item[3] != 1:
+                    return STRIDED
+                sliced = True
+            dim += 1
+        return VIEW if x_contiguous else STRIDED
+
     def shape(x, *, items):
         return Spec(indexed_shape("getitem", x.shape, items, []), x.dtype, x.device)
 
@@ -246,6 +263,7 @@ class GetItem(Op):
 @register_op("getitem_backward")
 class GetItemBackward(Op):
     """Gradient of basic indexing: zeros of the input's shape with ``g`` written into the view."""
+    backward = True  # dispatched by a vjp
 
     def shape(g, *, shape, items):
         return Spec(tuple(shape), g.dtype, g.device)
@@ -308,6 +326,7 @@ def _scatter_add(xp, out, key, values):
 @register_op("index_backward")
 class IndexBackward(Op):
     """Gradient of a gather: scatter-add ``g`` into zeros (repeated indices accumulate)."""
+    backward = True  # dispatched by a vjp
 
     def shape(g, *index, shape, items):
         return Spec(tuple(shape), g.dtype, g.device)
@@ -379,6 +398,7 @@ class Gather(Op):
 @register_op("gather_backward")
 class GatherBackward(Op):
     """Scatter-add of ``g`` along ``dim`` into zeros of the source's shape."""
+    backward = True  # dispatched by a vjp
 
     def shape(g, index, *, dim, shape):
         return Spec(tuple(shape), g.dtype, g.device)

@@ -11,7 +11,7 @@ from math import prod
 
 from ..dispatch import apply
 from ..errors import ShapeError
-from ..registry import Op, Spec, io_cost, no_cost, register_op
+from ..registry import COPY, STRIDED, VIEW, Op, Spec, io_cost, no_cost, register_op
 from ..sbp import B, P, S, Signature, Split, local_shape, pointwise, reshape_sbp, unary
 from ._helpers import norm_dim, same_spec
 
@@ -31,10 +31,20 @@ def infer_shape(op: str, shape, numel: int, src: tuple) -> tuple:
     return shape
 
 
+def _only_unit_dims_change(a: tuple, b: tuple) -> bool:
+    return [d for d in a if d != 1] == [d for d in b if d != 1]
+
+
 @register_op("reshape")
 class Reshape(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a view: nothing computed, nothing moved
+
+    def view(x_contiguous, x, out, *, shape):
+        if x_contiguous:
+            return VIEW
+        # numpy copies a reshape of a strided array, unless only size-1 dims come or go
+        return STRIDED if _only_unit_dims_change(x.shape, out.shape) else COPY
 
     def shape(x, *, shape):
         if prod(shape) != prod(x.shape):
@@ -65,6 +75,9 @@ class Permute(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a strided view
 
+    def view(x_contiguous, x, out, *, dims):
+        return STRIDED
+
     def shape(x, *, dims):
         if sorted(dims) != list(range(x.ndim)):
             raise ShapeError(f"permute: dims {dims} are not a permutation of {x.ndim} dims (shape {x.shape})")
@@ -92,6 +105,9 @@ class Permute(Op):
 class Expand(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a broadcast view: stride 0 along the new dims
+
+    def view(x_contiguous, x, out, *, shape):
+        return STRIDED
 
     def shape(x, *, shape):
         if len(shape) < x.ndim:
@@ -135,6 +151,9 @@ class Contiguous(Op):
 
     def forward(xp, x, *, force_copy=False):
         return x.copy() if force_copy else xp.ascontiguousarray(x)
+
+    def view(x_contiguous, x, out, *, force_copy=False):
+        return VIEW if x_contiguous and not force_copy else COPY  # ascontiguousarray returns x itself
 
     def vjp(g, out, x, *, force_copy=False):
         return g

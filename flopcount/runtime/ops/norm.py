@@ -189,6 +189,7 @@ class BatchNormBackward(Op):
     gx = weight·rstd·(g − gb/M − (x − mean)·rstd·gw/M), evaluated as scale·g + k·(x − mean) + c
     with per-channel scale, k and c. The weight may be None (no affine): scale is rstd.
     """
+    backward = True  # dispatched by a vjp
 
     vjp = None  # a second derivative takes BatchNorm's composite gradient instead
 

@@ -2,8 +2,8 @@
 
 It keeps the node's place in the graph so the rest of the file can be counted: its output
 shapes and dtypes are those the file states (or shape inference gives), it has no kernel (running
-it raises an UnsupportedOpError naming the node) and no cost rule, so reports count it as zero and
-list it as unsupported under its ``label`` (``ONNX TopK``) with the node's name.
+it raises an UnsupportedOpError naming the node) and it is not priced (``Op.priced``), so reports
+count it as zero and list it as unsupported under its ``label`` (``ONNX TopK``) with the node's name.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ __all__ = ["opaque"]
 from .. import dtypes as _dt
 from ..dispatch import apply
 from ..errors import UnsupportedOpError
-from ..registry import Op, Spec, register_op
+from ..registry import Op, Spec, no_cost, register_op
 
 
 @register_op("opaque")
@@ -32,7 +32,8 @@ class Opaque(Op):
                                  f"(it is counted as zero and listed as unsupported)")
 
     vjp = None   # no kernel, so nothing to differentiate
-    cost = None  # the work of an op nobody defined is unknown: reports list it as unsupported
+    priced = False  # the work of an op nobody defined is unknown: reports list it as unsupported
+    cost = no_cost   # and it moves no bytes anyone can name
 
     @staticmethod
     def unsupported_label(attrs: dict) -> str:

@@ -160,6 +160,7 @@ class MaxPool(Op):
 @register_op("max_pool_backward")
 class MaxPoolBackward(Op):
     """The gradient of max_pool: each output gradient goes to its window's (first) maximum."""
+    backward = True  # dispatched by a vjp
 
     vjp = None  # second derivatives of max pooling are not supported
 
@@ -249,6 +250,7 @@ class AvgPool(Op):
 @register_op("avg_pool_backward")
 class AvgPoolBackward(Op):
     """The gradient of avg_pool: each output gradient, divided, added to its window's elements."""
+    backward = True  # dispatched by a vjp
 
     def shape(g, *, input_size, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
         out = tuple(out_size(n, k, s, p, 1, ceil_mode) for n, k, s, p in zip(input_size, kernel_size, stride, padding))
@@ -356,6 +358,7 @@ class AdaptiveAvgPool(Op):
 @register_op("adaptive_avg_pool_backward")
 class AdaptiveAvgPoolBackward(Op):
     """The gradient of adaptive_avg_pool: each output gradient spread evenly over its window."""
+    backward = True  # dispatched by a vjp
 
     def shape(g, *, input_size):
         _check_adaptive("adaptive_avg_pool_backward", g, tuple(input_size))
@@ -433,6 +436,7 @@ class AdaptiveMaxPool(Op):
 @register_op("adaptive_max_pool_backward")
 class AdaptiveMaxPoolBackward(Op):
     """The gradient of adaptive_max_pool: each output gradient goes to its window's first max."""
+    backward = True  # dispatched by a vjp
 
     vjp = None  # second derivatives of max pooling are not supported
 

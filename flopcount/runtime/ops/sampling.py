@@ -121,6 +121,7 @@ class UpsampleNearest(Op):
 @register_op("upsample_nearest_backward")
 class UpsampleNearestBackward(Op):
     """The gradient of upsample_nearest: every output gradient added to its source element."""
+    backward = True  # dispatched by a vjp
 
     def shape(g, *, input_size, scales, exact):
         _check("upsample_nearest_backward", g, tuple(input_size), scales)
@@ -179,6 +180,7 @@ class UpsampleBilinear(Op):
 @register_op("upsample_bilinear_backward")
 class UpsampleBilinearBackward(Op):
     """The gradient of upsample_bilinear: each output gradient split over its source taps."""
+    backward = True  # dispatched by a vjp
 
     def shape(g, *, input_size, scales, align_corners):
         _check("upsample_bilinear_backward", g, tuple(input_size), scales)

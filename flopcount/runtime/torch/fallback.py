@@ -1,6 +1,6 @@
 """The op an ATen op becomes when no converter maps it: its output shapes are the ones torch
-recorded, it has no cost rule (so every report lists it under "no rule" by its ATen name and
-counts it as zero, and ``strict`` refuses it), no gradient, and it runs by calling the ATen op
+recorded, it is not priced (``Op.priced``: every report lists it under "no rule" by its ATen
+name and counts it as zero, and ``strict`` refuses it), no gradient, and it runs by calling the ATen op
 itself on the arrays (zero-copy where the memory allows), so latency still works.
 
 One op class per ATen op (``aten.topk``), made on first use and not registered: the registry
@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..registry import Op
+from ..registry import Op, no_cost
 
 _CLASSES: dict[str, type] = {}
 
@@ -46,7 +46,8 @@ class TorchFallback(Op):
         return arrays_out if isinstance(specs, tuple) else arrays_out[0]
 
     vjp = None   # torch's autograd formula is not ours to call: no gradient flows through it
-    cost = None  # no rule: listed as unsupported and counted as zero
+    priced = False  # its arithmetic is unknown: listed as unsupported and counted as zero
+    cost = no_cost
 
 
 class Slot:

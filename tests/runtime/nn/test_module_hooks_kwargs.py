@@ -136,3 +136,21 @@ def test_no_hooks_keeps_the_fast_path(monkeypatch):
         m = Scale()
         m.register_forward_hook(lambda *a: None)
         m(rt.ones(2))
+
+
+def test_hooks_active_answers_for_every_kind_of_hook():
+    # the question graph mode asks before replaying a compiled graph instead of module calls
+    net = nn.Sequential(nn.Linear(2, 2), nn.ReLU())
+    assert not nn.hooks_active() and not nn.hooks_active(net)
+    with net[1].register_forward_pre_hook(lambda m, args: None):
+        assert nn.hooks_active(net) and not nn.hooks_active()
+    with nn.register_module_forward_hook(lambda m, args, out: None):
+        assert nn.hooks_active() and nn.hooks_active(net)
+
+    class Passing:
+        def record_call(self, module, args, kwargs):
+            return module.forward(*args, **kwargs)
+
+    with nn.observe_module_calls(Passing()):
+        assert nn.hooks_active()
+    assert not nn.hooks_active(net)

@@ -44,7 +44,7 @@ def _reference_grads(g, q, k, v):
 
 def _backward(g, q, k, v):
     return rt.apply(ScaledDotProductAttentionBackward, g, q, k, v, None, None, dropout_p=0.0, is_causal=False,
-                    scale=None, enable_gqa=False, causal_mode="full", mask_grad=False)
+                    scale=None, enable_gqa=False, mask_grad=False)
 
 
 EXAMPLES = {
@@ -99,15 +99,23 @@ def test_causal_is_top_left_aligned():
              lambda q, k, v: _reference(q, k, v, causal=True))
 
 
-def test_causal_mode_half_halves_the_macs_forward_and_backward():
+def test_causal_half_convention_halves_the_macs_forward_and_backward():
+    from flopcount.conventions import FlopcountConvention
+
+    half = FlopcountConvention(causal="half")
     q, k, v = (rt.tensor(a.astype(np.float32), requires_grad=True) for a in (Q, K, V))
-    full = F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    _, events = record(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True, causal_mode="half")
-                       .sum().backward())
+    _, events = record(lambda: F.scaled_dot_product_attention(q, k, v, is_causal=True).sum().backward())
     fwd = [e for e in events if e.op.name == "scaled_dot_product_attention"][0]
     bwd = [e for e in events if e.op.name == "scaled_dot_product_attention_backward"][0]
-    assert fwd.cost.macs == MACS // 2 and bwd.cost.macs == MACS
-    np.testing.assert_array_equal(fwd.outputs[0].numpy(), full.numpy())  # only the count changes
+    fwd_half = half.op_cost(fwd.op, fwd.outputs[0], fwd.inputs, fwd.attrs)
+    bwd_half = half.op_cost(bwd.op, tuple(bwd.outputs), bwd.inputs, bwd.attrs)
+    assert fwd.cost.macs == MACS and bwd.cost.macs == 2 * MACS   # the op counts the full score matrix
+    assert fwd_half.macs == MACS // 2 and bwd_half.macs == MACS
+    assert fwd.cost.flops - fwd_half.flops == 2 * (MACS - MACS // 2)  # 2 FLOPs per MAC left out
+    not_causal = dict(fwd.attrs, is_causal=False)
+    assert half.op_cost(fwd.op, fwd.outputs[0], fwd.inputs, not_causal).macs == MACS  # all of it
+    with pytest.raises(ValueError, match="causal must be one of"):
+        FlopcountConvention(causal="quarter")
 
 
 def test_grouped_query_attention_repeats_kv_heads():
@@ -185,8 +193,6 @@ def test_bad_inputs_name_the_op_and_shapes():
         F.scaled_dot_product_attention(q, q, q, rt.ones(4, 4, dtype=rt.bool))
     with pytest.raises(rt.ShapeError, match="attn_mask must be bool or floating"):
         F.scaled_dot_product_attention(q, q, q, rt.ones(3, 3, dtype=rt.int64))
-    with pytest.raises(rt.ShapeError, match="causal_mode must be one of"):
-        F.scaled_dot_product_attention(q, q, q, causal_mode="quarter")
 
 
 # --- against torch, float32 ----------------------------------------------------------------------

@@ -62,3 +62,20 @@ def test_register_refuses_duplicates_and_missing_rules():
             def shape(x): ...
             def forward(xp, x): ...
             def vjp(g, out, x): ...
+
+
+@pytest.mark.parametrize("rule", ["shape", "cost"])
+def test_register_refuses_a_shape_or_cost_rule_set_to_none(rule):
+    rules = {"shape": lambda x: x, "forward": lambda xp, x: x, "vjp": None, "cost": lambda out, x: None}
+    rules[rule] = None
+    with pytest.raises(TypeError, match=rf"sets \['{rule}'\] to None"):
+        register_op(f"{rule}_set_to_none_op")(type("Refused", (Op,), rules))
+    assert f"{rule}_set_to_none_op" not in rt.registered_ops()
+
+
+def test_gradient_ops_say_so():
+    # a gradient op is named for its forward op (max_pool_backward, conv_weight_grad) and says it
+    # is one: exporters skip it and the ptflops convention counts its own MACs
+    flagged = {name for name, op in rt.registered_ops().items() if op.backward}
+    named = {name for name in rt.registered_ops() if name.endswith(("_backward", "_grad"))}
+    assert flagged == named

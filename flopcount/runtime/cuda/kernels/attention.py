@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ...heads import heads_ratio, repeat_heads, scale_of
+from ...random import keep_mask
 from . import _source
 from .cache import kernel
 
@@ -144,17 +146,15 @@ def scale_mask_softmax_reference(s: np.ndarray, mask, offsets, col: int, scale, 
 
 def forward(generic):
     """CUDA kernel of ``scaled_dot_product_attention`` (falls back to ``generic``)."""
-    from ...ops import attention as ops
-
-    def run(xp, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa, causal_mode="full"):
-        rep = ops._heads_ratio(q, k, enable_gqa)
-        k_, v_ = ops._repeat_heads(xp, k, rep), ops._repeat_heads(xp, v, rep)
-        p = _probabilities(xp, q, k_, attn_mask, is_causal, ops._scale_of(q, scale))
+    def run(xp, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa):
+        rep = heads_ratio(q, k, enable_gqa)
+        k_, v_ = repeat_heads(xp, k, rep), repeat_heads(xp, v, rep)
+        p = _probabilities(xp, q, k_, attn_mask, is_causal, scale_of(q, scale))
         if p is None:
             return generic(xp, q, k, v, attn_mask, dropout_p=dropout_p, is_causal=is_causal, scale=scale,
-                           enable_gqa=enable_gqa, causal_mode=causal_mode)
+                           enable_gqa=enable_gqa)
         if dropout_p > 0:
-            keep = ops.keep_mask(xp, p.shape, dropout_p)
+            keep = keep_mask(xp, p.shape, dropout_p)
             p = p * keep * p.dtype.type(1.0 / (1.0 - dropout_p))
             return xp.matmul(p, v_), keep
         return xp.matmul(p, v_)
@@ -165,17 +165,14 @@ def forward(generic):
 def backward(generic):
     """CUDA kernel of ``scaled_dot_product_attention_backward``: P recomputed by the fused
     kernel, then dV = PᵀdO, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dP∘P)), dQ = dS·K·scale, dK = dSᵀQ·scale."""
-    from ...ops import attention as ops
-
-    def run(xp, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, causal_mode,
-            mask_grad):
-        rep = ops._heads_ratio(q, k, enable_gqa)
-        k_, v_ = ops._repeat_heads(xp, k, rep), ops._repeat_heads(xp, v, rep)
-        sc = ops._scale_of(q, scale)
+    def run(xp, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, mask_grad):
+        rep = heads_ratio(q, k, enable_gqa)
+        k_, v_ = repeat_heads(xp, k, rep), repeat_heads(xp, v, rep)
+        sc = scale_of(q, scale)
         p = _probabilities(xp, q, k_, attn_mask, is_causal, sc)
         if p is None:
             return generic(xp, g, q, k, v, attn_mask, keep, dropout_p=dropout_p, is_causal=is_causal,
-                           scale=scale, enable_gqa=enable_gqa, causal_mode=causal_mode, mask_grad=mask_grad)
+                           scale=scale, enable_gqa=enable_gqa, mask_grad=mask_grad)
         keep_scale = p.dtype.type(1.0 / (1.0 - dropout_p)) if keep is not None else None
         dropped = p * keep * keep_scale if keep is not None else p
         dv = xp.matmul(xp.swapaxes(dropped, -1, -2), g)

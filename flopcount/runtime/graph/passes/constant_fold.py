@@ -1,6 +1,6 @@
 """Constant folding: a node whose inputs are all constants runs once, now, on the CPU, and its
 outputs become constants. Random ops are never folded, nor nodes whose outputs would be above
-the tracer's ``FOLD_LIMIT_BYTES`` (bounded memory).
+``folding.FOLD_LIMIT_BYTES`` (bounded memory).
 
 Tracing already folds what it can; this pass is for graphs built or loaded otherwise (and for
 what other passes expose). With ``fold_parameters=True`` parameters and buffers count as
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from math import prod
 
-from ..trace import _run_on_cpu, fold_limit
+from ..folding import fold_limit, run_on_cpu
 from .dce import dce
 
 
@@ -38,7 +38,7 @@ def constant_fold(graph, fold_parameters: bool = False):
             kept.append(node)
             continue
         args = [None if v is None else out.tensors[v.name] for v in node.inputs]
-        result = _run_on_cpu(node.op, args, node.attrs)
+        result = run_on_cpu(node.op, args, node.attrs)
         results = result if isinstance(result, tuple) else (result,)
         for v, t in zip(node.outputs, results):
             c = out.add_constant(t, base=f"{v.name}_folded")

@@ -2,17 +2,15 @@
 activation memory of running the graph in order.
 
 Activations are the storages that nodes allocate. Graph inputs, parameters, buffers and
-constants are held by someone else and are not counted. A view (reshape of a contiguous array,
-permute, expand, basic indexing) shares its input's storage, as numpy and CuPy do, so it costs
-nothing and keeps its source alive. Temporaries inside a kernel are not modelled.
+constants are held by someone else and are not counted. A view shares its input's storage, as
+numpy and CuPy make it, so it costs nothing and keeps its source alive: each op says when its
+output is one (``Op.view``: permute, expand and basic indexing always, reshape and contiguous of
+a contiguous array). Temporaries inside a kernel are not modelled.
 """
 
 from __future__ import annotations
 
-# Ops whose output is a view of their first input (no new storage).
-_ALWAYS_VIEW = {"permute", "expand", "getitem"}
-# Ops that are a view when their input is contiguous and a copy otherwise (numpy's rule).
-_VIEW_IF_CONTIGUOUS = {"reshape", "contiguous"}
+from ...registry import COPY, STRIDED
 
 
 class Liveness:
@@ -47,52 +45,19 @@ class Liveness:
         """(birth, last use) of a value."""
         return self.birth[name], self.death[name]
 
-    def live_at(self, step: int) -> list:
-        """Activation storages alive while node ``step`` runs."""
-        return [o for o in self.activations if self.intervals[o][0] <= step <= self.intervals[o][1]]
-
     def __repr__(self) -> str:
         return (f"Liveness(peak_bytes={self.peak_bytes}, peak_step={self.peak_step}, "
                 f"values={len(self.birth)})")
 
 
-def _is_view(node, contiguous: dict) -> bool:
-    name = node.op.name
+def aliasing(node, contiguous: dict) -> str:
+    """COPY, VIEW or STRIDED: what the op's ``view`` rule says of the node's output, given
+    whether each value is contiguous (``contiguous``, by name)."""
+    rule = node.op.view
     src = node.inputs[0] if node.inputs else None
-    if src is None or len(node.outputs) != 1:
-        return False
-    if name in _ALWAYS_VIEW:
-        return True
-    if name == "contiguous" and node.attrs.get("force_copy"):
-        return False
-    if name == "reshape" and _only_unit_dims_change(src.shape, node.outputs[0].shape):
-        return True  # adding or dropping size-1 dims is a view whatever the strides
-    return name in _VIEW_IF_CONTIGUOUS and contiguous[src.name]
-
-
-def _only_unit_dims_change(a: tuple, b: tuple) -> bool:
-    return [d for d in a if d != 1] == [d for d in b if d != 1]
-
-
-def _output_contiguous(node, view: bool, src_contiguous: bool) -> bool:
-    name = node.op.name
-    if not view:
-        return True
-    if name in ("permute", "expand"):
-        return False
-    if name == "getitem":  # integers, then one unit-step slice, then whole dims stay contiguous
-        partial = False
-        for item in node.attrs.get("items", ()):
-            if item[0] == "n":
-                continue
-            if partial and not (item[0] == "s" and item[3] == 1 and item[1] == 0):
-                return False
-            if item[0] == "s":
-                if item[3] != 1:
-                    return False
-                partial = True
-        return src_contiguous
-    return src_contiguous
+    if rule is None or src is None or len(node.outputs) != 1:
+        return COPY
+    return rule(contiguous[src.name], src.spec, node.outputs[0].spec, **node.attrs)
 
 
 def liveness(graph) -> Liveness:
@@ -115,13 +80,12 @@ def liveness(graph) -> Liveness:
         for v in node.inputs:
             if v is not None:
                 death[v.name] = i
-        view = _is_view(node, contiguous)
+        alias = aliasing(node, contiguous)
         for v in node.outputs:
             birth[v.name] = death[v.name] = i
-            if view:
-                src = node.inputs[0]
-                storage[v.name] = storage[src.name]
-                contiguous[v.name] = _output_contiguous(node, True, contiguous[src.name])
+            if alias != COPY:
+                storage[v.name] = storage[node.inputs[0].name]
+                contiguous[v.name] = alias != STRIDED
             else:
                 storage[v.name] = v.name
                 contiguous[v.name] = True

@@ -1,15 +1,14 @@
 """Module: PyTorch's nn.Module semantics on the flopcount runtime.
 
 Attributes register themselves (``__setattr__``), ``named_modules`` gives dotted paths, hooks
-return removable handles, and ``__call__`` takes a fast path when no hook is set. While
+return removable handles (the global hooks, the call observer and the graph-mode call are in
+``hooks.py``), and ``__call__`` takes a fast path when no hook is set. While
 ``forward`` runs, the module is on the dispatcher's scope stack, which is how observers learn
 which module an op ran in.
 """
 
 from __future__ import annotations
 
-import contextlib
-import itertools
 import warnings
 from collections import OrderedDict, namedtuple
 from typing import Callable, Iterator
@@ -17,106 +16,32 @@ from typing import Callable, Iterator
 import numpy as np
 
 from ...dispatch import state
-from ...errors import ShapeError
+from ...errors import ShapeError, add_context
 from ...tensor import Tensor
 from ..parameter import Buffer, Parameter
+from . import hooks
+from .hooks import (RemovableHandle, _global_forward_hooks, _global_forward_hooks_always_called,
+                    _global_forward_hooks_with_kwargs, _global_forward_pre_hooks, add_hook, flags_set)
+from .hooks import observe_module_calls, register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401
+
 
 __all__ = ["Module", "RemovableHandle", "register_module_forward_pre_hook", "register_module_forward_hook",
            "observe_module_calls"]
 
 IncompatibleKeys = namedtuple("IncompatibleKeys", ["missing_keys", "unexpected_keys"])
 
-_global_forward_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
-_global_forward_hooks: "OrderedDict[int, Callable]" = OrderedDict()
-_global_forward_hooks_with_kwargs: set = set()    # ids of global hooks that also get the kwargs
-_global_forward_hooks_always_called: set = set()  # ids of global hooks that run when forward raises
-_hook_ids = itertools.count()
 
-# Set by runtime.graph.set_mode("graph"): a top-level call goes through a compiled graph (it
-# returns NotImplemented to decline, e.g. when hooks need the module calls).
-_graph_mode_call: Callable | None = None
-
-
-class RemovableHandle:
-    """Returned by ``register_*_hook``; ``handle.remove()`` takes the hook out again (and out of
-    the sets that flag it: with kwargs, always called)."""
-
-    def __init__(self, hooks: dict, key: int, flags: tuple = ()):
-        self._hooks = hooks
-        self._flags = flags
-        self.id = key
-
-    def remove(self) -> None:
-        self._hooks.pop(self.id, None)
-        for flagged in self._flags:
-            flagged.discard(self.id)
-
-    def __enter__(self) -> "RemovableHandle":
-        return self
-
-    def __exit__(self, *exc) -> None:
-        self.remove()
-
-
-def _add_hook(hooks: dict, hook: Callable, prepend: bool = False, flags: tuple = ()) -> RemovableHandle:
-    """Register ``hook`` (first with ``prepend``) and add its id to each set of ``flags``."""
-    key = next(_hook_ids)
-    hooks[key] = hook
-    if prepend:
-        hooks.move_to_end(key, last=False)
-    for flagged in flags:
-        flagged.add(key)
-    return RemovableHandle(hooks, key, flags)
-
-
-def _flags(*pairs) -> tuple:
-    return tuple(flagged for flagged, on in pairs if on)
-
-
-def register_module_forward_pre_hook(hook: Callable) -> RemovableHandle:
-    """A pre-hook ``hook(module, args)`` that runs before every module's forward."""
-    return _add_hook(_global_forward_pre_hooks, hook)
-
-
-def register_module_forward_hook(hook: Callable, *, with_kwargs: bool = False,
-                                  always_call: bool = False) -> RemovableHandle:
-    """A hook ``hook(module, args, output)`` that runs after every module's forward; with
-    ``with_kwargs`` it is ``hook(module, args, kwargs, output)``; with ``always_call`` it also
-    runs when the forward raises."""
-    return _add_hook(_global_forward_hooks, hook,
-                     flags=_flags((_global_forward_hooks_with_kwargs, with_kwargs),
-                                  (_global_forward_hooks_always_called, always_call)))
-
-
-@contextlib.contextmanager
-def observe_module_calls(observer) -> Iterator:
-    """While the block runs, every module call runs as ``observer.record_call(module, args,
-    kwargs)``, which must call ``module.forward(*args, **kwargs)`` and return its output.
-
-    What a global pre-hook and forward hook pair would see (the arguments after every pre-hook,
-    the output before any forward hook), at the cost of one Python call per module call
-    instead of the hook machinery: the eager view records every call of a model this way, and
-    its cost lands on the run it measures. One observer at a time.
-
-    >>> import flopcount.runtime as rt
-    >>> class Names:
-    ...     seen = []
-    ...     def record_call(self, module, args, kwargs):
-    ...         self.seen.append(type(module).__name__)
-    ...         return module.forward(*args, **kwargs)
-    >>> with observe_module_calls(Names()) as names:
-    ...     _ = rt.nn.Sequential(rt.nn.Linear(2, 2), rt.nn.ReLU())(rt.ones(1, 2))
-    >>> names.seen
-    ['Sequential', 'Linear', 'ReLU']
-    """
-    st = state
-    if st.call_observer is not None:
-        raise RuntimeError("observe_module_calls: another observer is already recording module calls")
-    st.call_observer = observer
-    try:
-        yield observer
-    finally:
-        st.call_observer = None
+def _where_in(stack: list) -> str:
+    """The innermost running module, named by its path in the outermost one (as
+    ``named_modules`` spells it): ``in module 'layer1.0.conv1' (Conv2d) of ResNet``."""
+    modules = [m for m in stack if isinstance(m, Module)]
+    root, inner = modules[0], modules[-1]
+    if inner is root:
+        return f"in {type(root).__name__}"
+    path = next((p for p, m in root.named_modules() if m is inner), None)
+    if path is None:  # a module its callers do not own
+        return f"in {type(inner).__name__} called from {type(root).__name__}"
+    return f"in module '{path}' ({type(inner).__name__}) of {type(root).__name__}"
 
 
 class Module:
@@ -156,8 +81,9 @@ class Module:
     # --- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         stack = state.scope_stack
-        if _graph_mode_call is not None and not stack and state.tracer is None:
-            output = _graph_mode_call(self, args, kwargs)
+        graph_call = hooks._graph_mode_call
+        if graph_call is not None and not stack and state.tracer is None:
+            output = graph_call(self, args, kwargs)
             if output is not NotImplemented:
                 return output
         if not (self._forward_pre_hooks or self._forward_hooks or _global_forward_pre_hooks
@@ -168,6 +94,9 @@ class Module:
                 if observer is None:
                     return self.forward(*args, **kwargs)
                 return observer.record_call(self, args, kwargs)
+            except Exception as exc:
+                add_context(exc, _where_in(stack))
+                raise
             finally:
                 stack.pop()
         return self._call_with_hooks(stack, args, kwargs)
@@ -196,6 +125,9 @@ class Module:
                 observer = state.call_observer
                 output = (self.forward(*args, **kwargs) if observer is None
                           else observer.record_call(self, args, kwargs))
+            except Exception as exc:
+                add_context(exc, _where_in(stack))
+                raise
             finally:
                 stack.pop()
             for key, hook in list(_global_forward_hooks.items()) + list(self._forward_hooks.items()):
@@ -240,8 +172,8 @@ class Module:
         >>> seen
         [['x']]
         """
-        return _add_hook(self._forward_pre_hooks, hook, prepend,
-                         _flags((self._forward_pre_hooks_with_kwargs, with_kwargs)))
+        return add_hook(self._forward_pre_hooks, hook, prepend,
+                         flags_set((self._forward_pre_hooks_with_kwargs, with_kwargs)))
 
     def register_forward_hook(self, hook: Callable, *, prepend: bool = False, with_kwargs: bool = False,
                               always_call: bool = False) -> RemovableHandle:
@@ -249,8 +181,8 @@ class Module:
         With ``with_kwargs`` it is ``hook(module, args, kwargs, output)``; with ``always_call``
         it also runs (with the output so far, None) when the forward or a hook raises;
         ``prepend`` runs it before the others."""
-        return _add_hook(self._forward_hooks, hook, prepend,
-                         _flags((self._forward_hooks_with_kwargs, with_kwargs),
+        return add_hook(self._forward_hooks, hook, prepend,
+                         flags_set((self._forward_hooks_with_kwargs, with_kwargs),
                                 (self._forward_hooks_always_called, always_call)))
 
     # --- attribute registration ------------------------------------------------------------

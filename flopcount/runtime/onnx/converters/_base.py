@@ -16,7 +16,7 @@ import numpy as np
 
 from ...errors import ShapeError, UnsupportedOpError
 from ..symbolic import InputValueError
-from ...graph.trace import fold_limit
+from ...graph.folding import fold_limit
 from ...tensor import Tensor
 
 CONVERTERS: dict[str, Callable] = {}

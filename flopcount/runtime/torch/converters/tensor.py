@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...graph.trace import fold_limit
+from ...graph.folding import fold_limit
 from ...ops import elementwise as ew
 from ...ops import indexing, movement
 from ...ops.indexing import IndexPut, normalize_index

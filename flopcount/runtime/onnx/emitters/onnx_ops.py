@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .emitters import _unsupported, emitter
+from ._base import emitter, unsupported as _unsupported
 
 _SAME_NAME = {"tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
               "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "nonzero": "NonZero"}
@@ -115,8 +115,6 @@ def resample(b, node, ins, outs):
     b.add("Identity", [total], outs)
 
 
-
-
 @emitter("opaque")
 def opaque(b, node, ins, outs):
     raise _unsupported(node, f"{node.attrs['label']} node {node.attrs['node']!r} was imported without a converter; "
@@ -127,7 +125,7 @@ def opaque(b, node, ins, outs):
 def dft(b, node, ins, outs):
     a = node.attrs
     _needs(b, node, "DFT", 17)
-    inputs = [ins[0], b.ints([a["length"]])]
+    inputs = [ins[0], b.const(np.array(a["length"], np.int64), "dft_length")]  # a scalar, as ONNX asks
     extra = {"inverse": int(a["inverse"]), "onesided": int(a["onesided"])}
     if b.opset >= 20:
         inputs.append(b.const(np.array(a["dim"], np.int64), "axis"))
@@ -143,7 +141,7 @@ def det(b, node, ins, outs):
 
 @emitter("bitcast")
 def bitcast(b, node, ins, outs):
-    from .elem_types import from_dtype
+    from ..elem_types import from_dtype
 
     _needs(b, node, "BitCast", 26)
     b.add("BitCast", ins, outs, to=from_dtype(node.outputs[0].dtype))

@@ -1,0 +1,62 @@
+"""The table ``runtime op -> emitter`` that export uses, and the helpers emitters share.
+
+An emitter is ``fn(b, node, ins, outs)``: ``b`` is the exporter's Builder, ``node`` the graph
+node (its attrs and the shapes/dtypes of its values), ``ins`` the ONNX names of its inputs
+(None for an absent optional one) and ``outs`` the names it must write. Most ops are one ONNX
+node; ops ONNX lacks (silu, rms_norm, scaled dot-product attention before opset 23...) are
+written as the short chain of ONNX ops that computes them. Where the runtime promotes dtypes
+(int64 + float32) and ONNX does not, a Cast comes first.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from ...errors import UnsupportedOpError
+
+EMITTERS: dict[str, Callable] = {}
+INT64_MIN = np.iinfo(np.int64).min
+
+
+def emitter(*names: str):
+    """Register ``fn`` as the emitter of each runtime op in ``names``."""
+
+    def decorate(fn):
+        for name in names:
+            if name in EMITTERS:
+                raise ValueError(f"op {name!r} already has an emitter ({EMITTERS[name].__module__})")
+            EMITTERS[name] = fn
+        return fn
+
+    return decorate
+
+
+def unsupported(node, detail: str) -> UnsupportedOpError:
+    return UnsupportedOpError(f"export: {node.op_name} node %{node.name} ({node.scope or 'top level'}): {detail}")
+
+
+def cast_input(b, node, ins, i: int, dtype) -> str:
+    """Input ``i`` cast to ``dtype``."""
+    return b.cast(ins[i], node.inputs[i].dtype, dtype)
+
+
+def _axes_input_or_attr(b, axes, since: int = 18) -> dict:
+    """How a reduction takes ``axes``: an input from opset ``since``, an attribute before."""
+    if b.opset >= since:
+        return {"input": b.ints(axes)}
+    return {"attr": list(axes)}
+
+
+def reduce_node(b, op_type: str, x: str, axes, keepdims: bool, outputs=None, since: int = 18):
+    how = _axes_input_or_attr(b, axes, since)
+    inputs = [x] + ([how["input"]] if "input" in how else [])
+    return b.add(op_type, inputs, outputs, keepdims=int(keepdims), axes=how.get("attr"))
+
+
+def onnx_type(dtype) -> int:
+    """The ONNX element type code of a runtime dtype."""
+    from ..elem_types import from_dtype
+
+    return from_dtype(dtype)
