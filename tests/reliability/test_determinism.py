@@ -18,7 +18,7 @@ import flopcount
 import flopcount.runtime as rt
 from flopcount import models
 
-MEASURED = ("latency", "_ms", "measured")
+MEASURED = ("latency", "_ms", "measured", "_per_second")  # FLOP/s and bytes/s follow from times
 
 
 def counts(report, drop=("device",)) -> dict:
