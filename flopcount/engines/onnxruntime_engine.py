@@ -30,6 +30,7 @@ import tempfile
 import time
 from dataclasses import dataclass, field
 
+from ..report.model import Achieved
 from ..runtime import errors
 
 NAME = "onnxruntime"
@@ -37,7 +38,7 @@ _LAYOUT_OPS = ("ReorderInput", "ReorderOutput", "Transpose")  # ops onnxruntime'
 
 
 @dataclass
-class EngineNode:
+class EngineNode(Achieved):
     """One node of onnxruntime's optimized graph: its measured time in the median profiled run
     (``latency_ms``), its op type and provider, the file's nodes it covers (``sources``) and
     flopcount's counts of them."""
@@ -55,15 +56,6 @@ class EngineNode:
     @property
     def joined(self) -> bool:
         return bool(self.sources)
-
-    @property
-    def flops_per_second(self) -> float | None:
-        return self.flops / (self.latency_ms / 1e3) if self.latency_ms else None
-
-    @property
-    def bytes_per_second(self) -> float | None:
-        moved = self.bytes_read + self.bytes_written
-        return moved / (self.latency_ms / 1e3) if self.latency_ms else None
 
     def to_dict(self) -> dict:
         return {"name": self.name, "op_type": self.op_type, "provider": self.provider,

@@ -20,8 +20,24 @@ def _fields_with_listed_shapes(record) -> dict:
     return out
 
 
+class Achieved:
+    """Rates achieved over a measured time, for anything with ``flops``, ``bytes_read``,
+    ``bytes_written`` and ``latency_ms`` (a report row, an engine's timed node)."""
+
+    @property
+    def flops_per_second(self) -> float | None:
+        """Achieved FLOP/s from the measured latency."""
+        return self.flops / (self.latency_ms / 1e3) if self.latency_ms else None
+
+    @property
+    def bytes_per_second(self) -> float | None:
+        """Achieved bytes/s (read + written) from the measured latency."""
+        moved = self.bytes_read + self.bytes_written
+        return moved / (self.latency_ms / 1e3) if self.latency_ms else None
+
+
 @dataclass
-class Row:
+class Row(Achieved):
     """One line of a report: a module, a module scope or one op (graph node).
 
     ``macs``/``flops`` are forward counts of the whole subtree under the report's convention;
@@ -70,17 +86,6 @@ class Row:
         """Arithmetic intensity: FLOPs per byte moved (``None`` when nothing moved)."""
         moved = self.bytes_read + self.bytes_written
         return self.flops / moved if moved else None
-
-    @property
-    def flops_per_second(self) -> float | None:
-        """Achieved FLOP/s from the measured latency."""
-        return self.flops / (self.latency_ms / 1e3) if self.latency_ms else None
-
-    @property
-    def bytes_per_second(self) -> float | None:
-        """Achieved bytes/s (read + written) from the measured latency."""
-        moved = self.bytes_read + self.bytes_written
-        return moved / (self.latency_ms / 1e3) if self.latency_ms else None
 
     def to_dict(self) -> dict:
         out = _fields_with_listed_shapes(self)
