@@ -87,8 +87,7 @@ def export(name: str, folder: pathlib.Path) -> tuple[pathlib.Path, dict]:
 
             model = torchvision.models.get_model(name)
         x = torch.randn(1, 3, 224, 224)
-        example, feeds = (x,), {"input_ids": None}
-        feeds = {"x": x.numpy()}
+        example, feeds = (x,), {"x": x.numpy()}
     model.eval()
     if not path.exists():
         names = list(feeds)
