@@ -1,0 +1,150 @@
+"""N-ary elementwise ops: the sum, maximum, minimum and mean of any number of tensors (ONNX's
+Sum, Max, Min and Mean). One op rather than a chain of binary ones: a Sum of 100,000 inputs is
+one graph node, one report row and one output buffer, instead of 99,999 of each.
+
+Shape: every input broadcasts with every other (NumPy's rule), dtypes promote; a mean is
+floating. Cost (COUNTING.md: one FLOP per element of a binary op's broadcast output): what the
+chain of binary ops folded from the left computes, one FLOP per element of each partial result,
+so n − 1 per output element when the shapes are equal; a mean adds one division per output
+element. Gradient: a sum passes ``g`` to every input and a mean ``g / n`` (autograd sums it
+back to a broadcast input's shape); a maximum or minimum passes ``g`` to the input that holds
+the result, split evenly between tied inputs.
+"""
+
+from __future__ import annotations
+
+__all__ = ["add_n", "maximum_n", "minimum_n", "mean_n"]  # the functional API
+
+from functools import reduce
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..dispatch import apply
+from ..errors import ShapeError
+from ..registry import Op, Spec, io_cost, register_op
+from ._helpers import broadcast_shapes, float_dtype
+from .elementwise import cast, div, eq, where
+
+
+def _partial_shapes(name: str, inputs) -> list:
+    """The broadcast shape of the first k inputs, for k = 2..n (the binary chain's results)."""
+    shapes, shape = [], tuple(inputs[0].shape)
+    for x in inputs[1:]:
+        shape = broadcast_shapes(name, shape, tuple(x.shape))
+        shapes.append(shape)
+    return shapes
+
+
+def _count(shape: tuple) -> int:
+    n = 1
+    for d in shape:
+        n *= d
+    return n
+
+
+class _Nary(Op):
+    """Shape, kernel and cost shared by the four ops; each names its numpy fold (``combine``)."""
+
+    combine = ""            # the ufunc that folds one more input in: "add", "maximum", "minimum"
+    mean = False            # divide by the number of inputs at the end
+
+    @classmethod
+    def shape(cls, *inputs):
+        if not inputs:
+            raise ShapeError(f"{cls.name}: expects at least one tensor")
+        shapes = _partial_shapes(cls.name, inputs)
+        dtype = reduce(_dt.promote, (x.dtype for x in inputs))
+        return Spec(shapes[-1] if shapes else tuple(inputs[0].shape),
+                    float_dtype(dtype) if cls.mean else dtype, inputs[0].device)
+
+    @classmethod
+    def forward(cls, xp, *arrays):
+        shape = reduce(lambda s, a: broadcast_shapes(cls.name, s, a.shape), arrays[1:], arrays[0].shape)
+        dtype = reduce(np.promote_types, (a.dtype for a in arrays))  # numpy's dtypes are CuPy's too
+        out = xp.empty(shape, dtype)
+        out[...] = arrays[0]
+        fold = getattr(xp, cls.combine)
+        for a in arrays[1:]:
+            fold(out, a, out=out)  # in place: one output buffer, whatever the number of inputs
+        if cls.mean:
+            return out / len(arrays)
+        return out
+
+    @classmethod
+    def cost(cls, out, *inputs):
+        flops = sum(_count(s) for s in _partial_shapes(cls.name, inputs))
+        if cls.mean:
+            flops += _count(out.shape)
+        return io_cost(out, inputs, flops=flops)
+
+
+@register_op("add_n")
+class AddN(_Nary):
+    combine = "add"
+
+    @staticmethod
+    def vjp(g, out, *inputs):
+        return tuple(g if x.requires_grad else None for x in inputs)
+
+
+@register_op("mean_n")
+class MeanN(_Nary):
+    combine = "add"
+    mean = True
+
+    @staticmethod
+    def vjp(g, out, *inputs):
+        share = div(g, len(inputs))
+        return tuple(share if x.requires_grad else None for x in inputs)
+
+
+def _to_holders(g, out, inputs) -> tuple:
+    """``g`` to the inputs equal to the result (the maximum or minimum), split between ties."""
+    holds = [eq(x, out) for x in inputs]
+    ties = add_n(*(cast(h, g.dtype) for h in holds)) if len(holds) > 1 else cast(holds[0], g.dtype)
+    share = div(g, ties)
+    return tuple(where(h, share, 0.0) if x.requires_grad else None for x, h in zip(inputs, holds))
+
+
+@register_op("maximum_n")
+class MaximumN(_Nary):
+    combine = "maximum"
+
+    @staticmethod
+    def vjp(g, out, *inputs):
+        return _to_holders(g, out, inputs)
+
+
+@register_op("minimum_n")
+class MinimumN(_Nary):
+    combine = "minimum"
+
+    @staticmethod
+    def vjp(g, out, *inputs):
+        return _to_holders(g, out, inputs)
+
+
+def add_n(*tensors):
+    """``tensors[0] + tensors[1] + ...`` with broadcasting, as one op.
+
+    >>> import flopcount.runtime as rt
+    >>> add_n(rt.ones(2), rt.ones(2), rt.tensor([1.0, 2.0])).tolist()
+    [3.0, 4.0]
+    """
+    return apply(AddN, *tensors)
+
+
+def mean_n(*tensors):
+    """The elementwise mean of ``tensors`` (broadcast), as one op."""
+    return apply(MeanN, *tensors)
+
+
+def maximum_n(*tensors):
+    """The elementwise maximum of ``tensors`` (broadcast), as one op."""
+    return apply(MaximumN, *tensors)
+
+
+def minimum_n(*tensors):
+    """The elementwise minimum of ``tensors`` (broadcast), as one op."""
+    return apply(MinimumN, *tensors)
