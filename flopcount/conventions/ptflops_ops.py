@@ -110,6 +110,7 @@ _ZERO = ("silu", "reshape", "permute", "expand", "contiguous", "cat", "flip", "r
          "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
          "tril", "triu", "argmax", "argmin", "topk", "cache_append")
 
+
 def binary_chain(op):
     """N-ary sum, maximum, minimum, mean: one per element of each binary op of the chain they
     stand for (``numel_out`` of each), which is the op's own FLOP count."""

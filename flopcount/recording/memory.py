@@ -207,7 +207,8 @@ def predict_before_running(step, recorder, training: bool, calls: bool = True) -
 
 
 def refuse_if_too_big(peak: int | None, device, name: str, training: bool) -> None:
-    """A ShapeError naming the predicted peak when it does not fit in what ``device`` has left."""
+    """A MemoryLimitError naming the predicted peak when it does not fit in what ``device`` has
+    left (nothing to check when the peak could not be predicted)."""
     if peak is None:
         return
     what = "a training step of" if training else "running"

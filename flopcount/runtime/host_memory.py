@@ -85,16 +85,16 @@ def available_on(device) -> tuple[int, str] | None:
 
 
 def check_fits(need: int, what: str, hint: str, device="cpu") -> None:
-    """Raise a MemoryLimitError (a ShapeError) when ``need`` bytes do not fit in what this process can still take
-    on ``device``.
+    """Raise a MemoryLimitError (a ShapeError) when ``need`` bytes do not fit in what this
+    process can still take on ``device``.
 
     >>> check_fits(1 << 20, "a 1 MiB buffer", "use less", device="meta")   # meta: always fits
     """
     room = available_on(device)
     if room is not None and need > room[0]:
         have, source = room
-        raise MemoryLimitError(f"{what}: about {_size(need)}, more than the {_size(have)} this process can still use "
-                         f"({source}); {hint}")
+        raise MemoryLimitError(f"{what}: about {_size(need)}, more than the {_size(have)} this process can "
+                               f"still use ({source}); {hint}")
 
 
 def _size(n: int) -> str:
