@@ -8,7 +8,8 @@ chain of binary ops folded from the left computes, one FLOP per element of each 
 so n − 1 per output element when the shapes are equal; a mean adds one division per output
 element. Gradient: a sum passes ``g`` to every input and a mean ``g / n`` (autograd sums it
 back to a broadcast input's shape); a maximum or minimum passes ``g`` to the input that holds
-the result, split evenly between tied inputs.
+the result, split evenly between tied inputs. SBP: split along any output dim (inputs broadcast
+there stay B), as a binary elementwise op; a sum or mean of partial sums is a partial sum.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from .. import dtypes as _dt
 from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, register_op
+from ..sbp import pointwise
 from ._helpers import broadcast_shapes, float_dtype
 from .elementwise import cast, div, eq, where
 
@@ -48,6 +50,7 @@ class _Nary(Op):
 
     combine = ""            # the ufunc that folds one more input in: "add", "maximum", "minimum"
     mean = False            # divide by the number of inputs at the end
+    linear = False          # a sum or a mean of partial sums is a partial sum
 
     @classmethod
     def shape(cls, *inputs):
@@ -78,10 +81,16 @@ class _Nary(Op):
             flops += _count(out.shape)
         return io_cost(out, inputs, flops=flops)
 
+    @classmethod
+    def sbp(cls, out, *inputs):
+        # split along any output dim, as a binary elementwise op; all inputs P when linear
+        return pointwise(inputs, out.shape, partial=((True,) * len(inputs),) if cls.linear else ())
+
 
 @register_op("add_n")
 class AddN(_Nary):
     combine = "add"
+    linear = True
 
     @staticmethod
     def vjp(g, out, *inputs):
@@ -92,6 +101,7 @@ class AddN(_Nary):
 class MeanN(_Nary):
     combine = "add"
     mean = True
+    linear = True
 
     @staticmethod
     def vjp(g, out, *inputs):
