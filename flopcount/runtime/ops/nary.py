@@ -45,10 +45,26 @@ def _count(shape: tuple) -> int:
     return n
 
 
-class _Nary(Op):
-    """Shape, kernel and cost shared by the four ops; each names its numpy fold (``combine``)."""
+def _fold(name: str, combine: str, mean: bool = False):
+    """The kernel of one n-ary op: every input folded into one output buffer with the ufunc
+    ``combine``, in place, whatever the number of inputs (then divided by it for a mean)."""
 
-    combine = ""            # the ufunc that folds one more input in: "add", "maximum", "minimum"
+    def forward(xp, *arrays):
+        shape = reduce(lambda s, a: broadcast_shapes(name, s, a.shape), arrays[1:], arrays[0].shape)
+        dtype = reduce(np.promote_types, (a.dtype for a in arrays))  # numpy's dtypes are CuPy's too
+        out = xp.empty(shape, dtype)
+        out[...] = arrays[0]
+        fold = getattr(xp, combine)
+        for a in arrays[1:]:
+            fold(out, a, out=out)
+        return out / len(arrays) if mean else out
+
+    return forward
+
+
+class _Nary(Op):
+    """Shape and cost shared by the four ops; each has its kernel (``_fold``)."""
+
     mean = False            # divide by the number of inputs at the end
     linear = False          # a sum or a mean of partial sums is a partial sum
 
@@ -60,19 +76,6 @@ class _Nary(Op):
         dtype = reduce(_dt.promote, (x.dtype for x in inputs))
         return Spec(shapes[-1] if shapes else tuple(inputs[0].shape),
                     float_dtype(dtype) if cls.mean else dtype, inputs[0].device)
-
-    @classmethod
-    def forward(cls, xp, *arrays):
-        shape = reduce(lambda s, a: broadcast_shapes(cls.name, s, a.shape), arrays[1:], arrays[0].shape)
-        dtype = reduce(np.promote_types, (a.dtype for a in arrays))  # numpy's dtypes are CuPy's too
-        out = xp.empty(shape, dtype)
-        out[...] = arrays[0]
-        fold = getattr(xp, cls.combine)
-        for a in arrays[1:]:
-            fold(out, a, out=out)  # in place: one output buffer, whatever the number of inputs
-        if cls.mean:
-            return out / len(arrays)
-        return out
 
     @classmethod
     def cost(cls, out, *inputs):
@@ -89,7 +92,7 @@ class _Nary(Op):
 
 @register_op("add_n")
 class AddN(_Nary):
-    combine = "add"
+    forward = staticmethod(_fold("add_n", "add"))
     linear = True
 
     @staticmethod
@@ -99,7 +102,7 @@ class AddN(_Nary):
 
 @register_op("mean_n")
 class MeanN(_Nary):
-    combine = "add"
+    forward = staticmethod(_fold("mean_n", "add", mean=True))
     mean = True
     linear = True
 
@@ -119,7 +122,7 @@ def _to_holders(g, out, inputs) -> tuple:
 
 @register_op("maximum_n")
 class MaximumN(_Nary):
-    combine = "maximum"
+    forward = staticmethod(_fold("maximum_n", "maximum"))
 
     @staticmethod
     def vjp(g, out, *inputs):
@@ -128,7 +131,7 @@ class MaximumN(_Nary):
 
 @register_op("minimum_n")
 class MinimumN(_Nary):
-    combine = "minimum"
+    forward = staticmethod(_fold("minimum_n", "minimum"))
 
     @staticmethod
     def vjp(g, out, *inputs):
