@@ -162,6 +162,9 @@ def _rope_tables(positions: int, head: int):
     return np.cos(angles).astype(np.float32), np.sin(angles).astype(np.float32)
 
 
+_GQA_OUTPUTS = (TensorProto.FLOAT, (TensorProto.FLOAT, 4), (TensorProto.FLOAT, 4))
+
+
 @pytest.mark.parametrize("do_rotary", [0, 1])
 def test_group_query_attention(do_rotary):
     """A prompt (no past), then one decode step over a past of 5, with 4 query heads sharing 2
@@ -170,21 +173,65 @@ def test_group_query_attention(do_rotary):
     cos, sin = _rope_tables(32, head)
     q, k, v = randn(b, s, heads * head), randn(b, s, kv_heads * head, seed=1), randn(b, s, kv_heads * head, seed=2)
     attrs = {"num_heads": heads, "kv_num_heads": kv_heads, "do_rotary": do_rotary}
-    outputs = (TensorProto.FLOAT, (TensorProto.FLOAT, 4), (TensorProto.FLOAT, 4))
     rotary = [C(cos), C(sin)] if do_rotary else []
-    seqlens, total = np.full(b, s - 1, np.int32), np.array(s, np.int32)
+    seqlens, total = np.full(b, s - 1, np.int32), C(np.array(s, np.int32))
     graph, feeds = check("GroupQueryAttention", [q, k, v, None, None, seqlens, total] + rotary, attrs,
-                         outputs=outputs)
+                         outputs=_GQA_OUTPUTS)
     assert macs(graph, feeds) == _attention_macs(b, heads, s, s, head)
     past_k, past_v = randn(b, kv_heads, 5, head, seed=3), randn(b, kv_heads, 5, head, seed=4)
     q1, k1, v1 = (t[:, :1] for t in (q, k, v))
-    check("GroupQueryAttention", [q1, k1, v1, past_k, past_v, np.full(b, 5, np.int32), np.array(6, np.int32)]
-          + rotary, attrs, outputs=outputs)
-    with pytest.raises(rt.UnsupportedOpError, match="past buffer shared with the present"):
-        rt.onnx.load(ms_model("GroupQueryAttention", [q1, k1, v1, past_k, past_v, np.full(b, 5, np.int32),
-                                                      C(np.array(5, np.int32))] + rotary, attrs, outputs))
+    check("GroupQueryAttention", [q1, k1, v1, past_k, past_v, np.full(b, 5, np.int32), C(np.array(6, np.int32))]
+          + rotary, attrs, outputs=_GQA_OUTPUTS)
+    # a ragged batch: the second sequence's past is 3 of the 5 rows, its new key goes at row 3
+    check("GroupQueryAttention", [q1, k1, v1, past_k, past_v, np.array([5, 3], np.int32), C(np.array(6, np.int32))]
+          + rotary, attrs, outputs=_GQA_OUTPUTS)
     packed = np.concatenate([q, k, v], -1)
-    check("GroupQueryAttention", [packed, None, None, None, None, seqlens, total] + rotary, attrs, outputs=outputs)
+    check("GroupQueryAttention", [packed, None, None, None, None, seqlens, total] + rotary, attrs,
+          outputs=_GQA_OUTPUTS)
+
+
+@pytest.mark.parametrize("attrs", [{}, {"do_rotary": 1}, {"do_rotary": 1, "rotary_interleaved": 1},
+                                   {"local_window_size": 2}])
+def test_group_query_attention_with_a_shared_buffer(attrs):
+    """Past and present one buffer of 8 rows, each sequence's valid rows at its start
+    (seqlens_k + 1 - S of them): the new keys written after them, zeros after those, as
+    onnxruntime leaves them; the attention reads total_sequence_length keys and counts them,
+    not the buffer's 8."""
+    b, heads, kv_heads, head, rows = 2, 4, 2, 16, 8
+    cos, sin = _rope_tables(32, head)
+    attrs = {"num_heads": heads, "kv_num_heads": kv_heads, **attrs}
+    rotary = [C(cos), C(sin)] if attrs.get("do_rotary") else []
+    q, k, v = randn(b, 1, heads * head), randn(b, 1, kv_heads * head, seed=1), randn(b, 1, kv_heads * head, seed=2)
+    past_k, past_v = randn(b, kv_heads, rows, head, seed=3), randn(b, kv_heads, rows, head, seed=4)
+    graph, feeds = check("GroupQueryAttention", [q, k, v, past_k, past_v, np.array([4, 2], np.int32),
+                                                 C(np.array(5, np.int32))] + rotary, attrs, outputs=_GQA_OUTPUTS)
+    assert graph(*[rt.tensor(a) for a in feeds.values()])[1].shape == (b, kv_heads, rows, head)
+    assert macs(graph, feeds) == _attention_macs(b, heads, 1, 5, head)
+    # a prompt of 5 into the empty buffer, then 3 more tokens of one sequence (a later prompt)
+    qs, ks, vs = randn(b, 5, heads * head, seed=5), randn(b, 5, kv_heads * head, seed=6), randn(b, 5, kv_heads * head,
+                                                                                                  seed=7)
+    graph, feeds = check("GroupQueryAttention", [qs, ks, vs, past_k, past_v, np.full(b, 4, np.int32),
+                                                 C(np.array(5, np.int32))] + rotary, attrs, outputs=_GQA_OUTPUTS)
+    assert macs(graph, feeds) == _attention_macs(b, heads, 5, 5, head)
+    check("GroupQueryAttention", [qs[:1, :3], ks[:1, :3], vs[:1, :3], past_k[:1], past_v[:1], np.array([6], np.int32),
+                                  C(np.array(7, np.int32))] + rotary, attrs, outputs=_GQA_OUTPUTS)
+
+
+def test_group_query_attention_total_length_is_a_shape_input():
+    """total_sequence_length decides how many keys are read and the present's length: a graph
+    input carrying it is bound like a Reshape target, and a missing value is named."""
+    b, heads, kv_heads, head = 1, 2, 1, 16
+    q, k, v = randn(b, 1, heads * head), randn(b, 1, kv_heads * head, seed=1), randn(b, 1, kv_heads * head, seed=2)
+    past_k, past_v = randn(b, kv_heads, 6, head, seed=3), randn(b, kv_heads, 6, head, seed=4)
+    args = [q, k, v, past_k, past_v, np.array([3], np.int32), np.array(4, np.int32)]
+    model = ms_model("GroupQueryAttention", args, {"num_heads": heads, "kv_num_heads": kv_heads},
+                     outputs=_GQA_OUTPUTS)
+    with pytest.raises(rt.ShapeError, match="'x6'"):
+        rt.onnx.load(model)
+    graph = rt.onnx.load(model, input_values={"x6": np.array(4, np.int32)})
+    feeds = {f"x{i}": a for i, a in enumerate(args)}
+    ours = graph(*[rt.tensor(a) for a in args[:6]])
+    assert_same(list(ours), run_ort(model, feeds), 1e-4, 1e-5, "GroupQueryAttention")
 
 
 def _pack_nbits(q: np.ndarray, block: int) -> np.ndarray:

@@ -313,24 +313,50 @@ def multi_head_attention(ctx, query, key=None, value=None, bias=None, key_paddin
     return y, k, v
 
 
+def _present(new, past, past_lengths, length: int):
+    """The key or value cache after a step, (B, Nkv, ``length``, H): sequence b's first
+    ``past_lengths[b]`` rows of ``past``, its S new rows after them, zeros after those (as
+    onnxruntime leaves them). This is both layouts GroupQueryAttention reads: a past of exactly
+    the earlier tokens (``length`` = past + S), and one buffer of a maximum length that past and
+    present share, each sequence's valid rows at its start (``length`` = the buffer's)."""
+    from ...ops.indexing import getitem
+
+    b, heads, s, head = new.shape
+    if past is None and length == s:
+        return new
+    parts = ([] if past is None else [past]) + [new, constant(np.zeros((b, heads, 1, head), new.dtype.np))]
+    source = movement.cat(parts, 2)
+    buffer = source.shape[2] - s - 1
+    rows = constant(np.arange(length, dtype=np.int64).reshape(1, length))
+    offset = ew.sub(rows, movement.reshape(past_lengths, (b, 1)))  # row j's place among the new rows
+    fresh = ew.where(ew.lt(offset, s), ew.add(offset, buffer), constant(np.array(buffer + s, np.int64)))
+    index = ew.where(ew.lt(offset, 0), movement.expand(rows, (b, length)), fresh)
+    batch = constant(np.arange(b, dtype=np.int64).reshape(b, 1))
+    return movement.permute(getitem(source, (batch, slice(None), index)), (0, 2, 1, 3))
+
+
 @converter(MS + "GroupQueryAttention")
 def group_query_attention(ctx, query, key=None, value=None, past_key=None, past_value=None, seqlens_k=None,
                           total_sequence_length=None, cos_cache=None, sin_cache=None, position_ids=None,
                           attention_bias=None, head_sink=None):
     """Causal grouped-query attention of LLM exports: query (B, S, N·H) and key, value
     (B, S, Nkv·H), or all three packed in the query; optional rotary embedding of q and k
-    (``do_rotary``); the new keys and values appended to the past ones (B, Nkv, P, H).
+    (``do_rotary``); the new keys and values written after each sequence's past ones.
 
-    Sequence b holds ``seqlens_k[b] + 1`` tokens in all, the last S of them new: its queries
-    sit at positions ``seqlens_k[b] + 1 - S`` on (0 on for the first prompt, where the past is
-    empty), which the rotary positions and the causal mask read. The past is the concatenated
-    layout (present = past + new): a cache shared in place with a fixed maximum length is not
-    supported."""
+    Sequence b holds ``seqlens_k[b] + 1`` tokens in all, the last S of them new (all of them in
+    a first prompt, where S is ``total_sequence_length``): its queries sit at positions
+    ``seqlens_k[b] + 1 - S`` on, which the rotary positions, the causal mask and where the new
+    keys go read. The past is either the earlier tokens (present = past + new) or a buffer of a
+    maximum length shared with the present, right-padded per sequence; either way the attention
+    reads the first ``total_sequence_length`` keys (the batch's longest sequence), not the
+    buffer's padding, and is counted over them."""
     for attr in ("softcap", "smooth_softmax"):
         if ctx.attr(attr, 0):
             raise ctx.unsupported(f"attribute {attr} is not supported")
     if head_sink is not None or position_ids is not None:
         raise ctx.unsupported("head_sink and position_ids inputs are not supported")
+    if seqlens_k is None or total_sequence_length is None:
+        raise ctx.unsupported("inputs seqlens_k and total_sequence_length are required")
     heads, kv_heads = int(ctx.attr("num_heads")), int(ctx.attr("kv_num_heads"))
     b, s, width = query.shape
     if key is None:  # packed Q, K, V
@@ -339,40 +365,35 @@ def group_query_attention(ctx, query, key=None, value=None, past_key=None, past_
     head = query.shape[-1] // heads
     q = movement.reshape(query, (b, s, heads, head))
     k = movement.reshape(key, (b, s, kv_heads, head))
-    past = 0 if past_key is None else past_key.shape[2]
-    if total_sequence_length is not None and is_const(total_sequence_length) \
-            and ctx.scalar(total_sequence_length, "total_sequence_length") != past + s:
-        # the past is a buffer of the maximum length, written in place at each sequence's end
-        raise ctx.unsupported(f"a past buffer shared with the present (past length {past}, total length "
-                              f"{ctx.scalar(total_sequence_length, 'total_sequence_length')}) is not supported")
-    if seqlens_k is None:
-        raise ctx.unsupported("input seqlens_k is required")
-    # the first new token's position per sequence: seqlens_k + 1 - S, and 0 for a first prompt
-    start = ew.sub(ew.cast(seqlens_k, _dt.int64), s - 1)
-    if past == 0:
-        start = ew.mul(start, 0)
+    total = int(ctx.scalar(total_sequence_length, "total_sequence_length"))
+    buffer = 0 if past_key is None else past_key.shape[2]
+    if total < s or total > buffer + s:
+        raise ctx.unsupported(f"total_sequence_length {total} does not fit {s} new token(s) after a past of "
+                              f"{buffer}")
+    # each sequence's past length: seqlens_k + 1 - S, and 0 in a first prompt (onnxruntime's test)
+    past_lengths = ew.sub(ew.cast(seqlens_k, _dt.int64), s - 1)
+    if s == total:
+        past_lengths = ew.mul(past_lengths, 0)
+    positions = ew.add(movement.reshape(past_lengths, (b, 1)), constant(np.arange(s, dtype=np.int64).reshape(1, s)))
     if ctx.attr("do_rotary", 0):
-        positions = ew.add(movement.reshape(start, (b, 1)), constant(np.arange(s, dtype=np.int64).reshape(1, s)))
         interleaved = bool(ctx.attr("rotary_interleaved", 0))
         dim = 2 * cos_cache.shape[-1]
         q = _rope_bsnh(q, cos_cache, sin_cache, positions, interleaved, dim)
         k = _rope_bsnh(k, cos_cache, sin_cache, positions, interleaved, dim)
     q = movement.permute(q, (0, 2, 1, 3))
-    k = movement.permute(k, (0, 2, 1, 3))
-    v = _heads(value, kv_heads)
-    if past_key is not None:
-        k, v = movement.cat([past_key, k], 2), movement.cat([past_value, v], 2)
-    lk = k.shape[2]
-    # query i (at position start + i) sees key j when j <= start + i, and within the window
-    rows = movement.reshape(ew.add(movement.reshape(start, (b, 1)), constant(np.arange(s, dtype=np.int64).reshape(1, s))),
-                            (b, 1, s, 1))
-    cols = constant(np.arange(lk, dtype=np.int64).reshape(1, 1, 1, lk))
+    length = max(total, buffer)
+    present_k = _present(movement.permute(k, (0, 2, 1, 3)), past_key, past_lengths, length)
+    present_v = _present(_heads(value, kv_heads), past_value, past_lengths, length)
+    keys, values = (t if length == total else movement.narrow(t, 2, 0, total) for t in (present_k, present_v))
+    # query i (at position past + i) sees key j when j <= past + i, and within the window
+    rows = movement.reshape(positions, (b, 1, s, 1))
+    cols = constant(np.arange(total, dtype=np.int64).reshape(1, 1, 1, total))
     allowed = ew.le(cols, rows)
     window = int(ctx.attr("local_window_size", -1))
     if window > 0:
         allowed = ew.logical_and(allowed, ew.gt(cols, ew.sub(rows, window)))
-    y = _merge_heads(_attend(ctx, q, k, v, allowed, attention_bias, _scale(ctx, head)))
-    return y, k, v
+    y = _merge_heads(_attend(ctx, q, keys, values, allowed, attention_bias, _scale(ctx, head)))
+    return y, present_k, present_v
 
 
 # --- quantized matmuls -------------------------------------------------------------------------
