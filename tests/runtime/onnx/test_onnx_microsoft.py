@@ -263,6 +263,56 @@ def test_matmul_nbits(zero_points):
     assert report.params >= n * k
 
 
+def _nbits_case(bits: int, zero_points: str, m=3, k=64, n=10, block=16):
+    """A MatMulNBits case with act-order groups: (args, attributes, the dequantized (N, K) weight
+    written from the contrib-op spec: column k of row n is (q − zp[n, g]) · scale[n, g] for
+    g = g_idx[k], zp 2^(bits−1) when the file gives none, and the bias)."""
+    top, blocks = 1 << bits, k // block
+    q = rng(1).integers(0, top, (n, k)).astype(np.uint8)
+    scales = (np.abs(randn(n, blocks, seed=2)) / 10 + 0.01).astype(np.float32)
+    g_idx = rng(5).permutation(np.repeat(np.arange(blocks), block)).astype(np.int32)
+    zp_values, zp = np.full((n, blocks), top // 2, np.float32), None
+    if zero_points == "packed":  # uint8, two per byte for 4 bits
+        z = rng(3).integers(0, top, (n, blocks)).astype(np.uint8)
+        zp_values, zp = z.astype(np.float32), C(((z[:, 0::2] | (z[:, 1::2] << 4)) if bits == 4 else z).reshape(-1))
+    elif zero_points == "float":
+        zp_values = rng(3).uniform(0, top - 1, (n, blocks)).astype(np.float32)
+        zp = C(zp_values.reshape(-1))
+    packed = _pack_nbits(q, block) if bits == 4 else q.reshape(n, blocks, block)
+    bias = randn(n, seed=4)
+    args = [randn(2, m, k), C(packed), C(scales.reshape(-1)), zp, C(g_idx), C(bias)]
+    weight = (q - zp_values[:, g_idx]) * scales[:, g_idx]
+    return args, {"K": k, "N": n, "bits": bits, "block_size": block}, weight, bias
+
+
+@pytest.mark.parametrize("bits, zero_points", [(4, "none"), (4, "float"), (4, "packed"), (8, "none"), (8, "packed")])
+def test_matmul_nbits_with_act_order_groups(bits, zero_points):
+    """g_idx (GPTQ's act-order: column k scaled by group g_idx[k]) reorders A's columns and the
+    weight's into the blocks the scales describe. onnxruntime's CPU kernel is the reference for
+    4 bits without zero points or with float ones; with uint8 zero points it ignores them under
+    g_idx (its reorder path reads the zero point and keeps 8), and for 8 bits it refuses g_idx,
+    so those are checked against the dequantized weight written from the spec."""
+    args, attrs, weight, bias = _nbits_case(bits, zero_points)
+    if bits == 4 and zero_points != "packed":
+        graph, feeds = check("MatMulNBits", args, attrs, atol=1e-4)
+    else:
+        graph = rt.onnx.load(ms_model("MatMulNBits", args, attrs))
+        feeds = {"x0": args[0]}
+        np.testing.assert_allclose(graph(rt.tensor(args[0])).numpy(), args[0] @ weight.T + bias, rtol=1e-4, atol=1e-4)
+    report = flopcount.profile(graph, *[rt.tensor(a) for a in feeds.values()])
+    m, k, n, blocks = 3, 64, 10, 4
+    assert report.macs == 2 * m * k * n + (0 if zero_points == "none" else 2 * m * blocks * n)
+    assert report.memory.parameters[f"int{bits}"] == n * k * bits // 8
+
+
+def test_matmul_nbits_refuses_uneven_groups():
+    args, attrs, _, _ = _nbits_case(4, "none")
+    args[4] = C(np.arange(64, dtype=np.int32) % 3)  # 3 groups of 22/21/21 where the scales say 4 of 16
+    with pytest.raises(rt.UnsupportedOpError, match="g_idx") as err:
+        rt.onnx.load(ms_model("MatMulNBits", args, attrs))
+    assert "\n" not in str(err.value)
+
+
 @pytest.mark.parametrize("dtype", [np.uint8, np.int8])
 def test_matmul_integer_to_float(dtype):
     info = np.iinfo(dtype)

@@ -23,6 +23,7 @@ from ...ops import activations as act
 from ...ops import elementwise as ew
 from ...ops import linalg, movement, norm, reduction
 from ...ops.attention import scaled_dot_product_attention
+from ...ops.indexing import index_select
 from ...ops.quantized import quantized_linear
 from ._base import PACKED_WEIGHTS, constant, converter, is_const
 from .attention import _heads, _merge_heads, _rows
@@ -437,17 +438,37 @@ def _nbits_zero_points(ctx, zero_points, n: int, blocks: int, bits: int):
 PACKED_WEIGHTS[MS + "MatMulNBits"] = (1, unpack_nbits)
 
 
+def _act_order(ctx, g_idx, blocks: int, block: int):
+    """The order of K that makes g_idx's groups contiguous blocks (GPTQ's act-order weights:
+    column k is scaled by group ``g_idx[k]``), as a constant index; None when g_idx is already
+    k // block. Groups must hold ``block`` columns each, as the scales' shape says."""
+    groups = ctx.const(g_idx, "g_idx").astype(np.int64).reshape(-1)
+    order = np.argsort(groups, kind="stable")
+    if groups.size != blocks * block or not np.array_equal(groups[order], np.repeat(np.arange(blocks), block)):
+        sizes = np.bincount(np.clip(groups, 0, blocks), minlength=blocks + 1)[:blocks]
+        raise ctx.unsupported(f"g_idx of {groups.size} column(s) does not put {block} in each of the {blocks} "
+                              f"groups (group sizes {sizes.tolist()[:8]}{'...' if blocks > 8 else ''}; values "
+                              f"{groups.min() if groups.size else None}..{groups.max() if groups.size else None})")
+    if np.array_equal(order, np.arange(order.size)):
+        return None
+    return constant(order)
+
+
 @converter(MS + "MatMulNBits")
 def matmul_nbits(ctx, a, b, scales, zero_points=None, g_idx=None, bias=None):
     """A (..., K) times the block-quantized weight (N, K)ᵀ: ``quantized_linear`` on the
     importer's unpacked weight (4 bits each) and its scales (N, K / block). Zero points the
-    file gives subtract their share per block: y −= Σ_block(a) · (zp·scale)ᵀ."""
+    file gives subtract their share per block: y −= Σ_block(a) · (zp·scale)ᵀ. With g_idx
+    (act-order groups) A's columns and the weight's are gathered into group order first: the
+    same MACs, plus the two gathers' bytes each run (a kernel that reorders the weight when it
+    loads it reads it once)."""
     bits, block, k, n = nbits_layout(ctx.attrs)
-    if g_idx is not None:
-        raise ctx.unsupported("g_idx (act-order weights) is not supported")
     if b.ndim != 2:
         raise ctx.unsupported("the weight must be an initializer (the importer unpacks it)")
     blocks = k // block
+    order = None if g_idx is None else _act_order(ctx, g_idx, blocks, block)
+    if order is not None:  # the block layout the scales assume: A's columns and the weight's, reordered alike
+        a, b = index_select(a, -1, order), index_select(b, 1, order)
     scale = movement.reshape(scales, (n, blocks))
     y = quantized_linear(a, b, scale)
     if zero_points is not None:
