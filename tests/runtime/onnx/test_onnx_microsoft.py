@@ -106,6 +106,30 @@ def test_rotary_embedding(interleaved):
     check("RotaryEmbedding", [randn(b, s, n * h), np.array([3], np.int64), C(cos), C(sin)], attrs)
 
 
+@pytest.mark.parametrize("four_d", [False, True])
+def test_rotary_embedding_with_packed_batching(four_d):
+    """A ragged batch of sequences of 3, 1 and 4 tokens packed end to end into one row, each
+    token's position within its own sequence in position_ids: the same as each sequence
+    rotated on its own from position 0, and as onnxruntime computes it."""
+    n, h, lengths = 2, 16, (3, 1, 4)
+    cos, sin = _rope_tables(16, h)
+    ids = np.concatenate([np.arange(length) for length in lengths]).astype(np.int64).reshape(1, -1)
+    x = randn(1, n, 8, h) if four_d else randn(1, 8, n * h)
+    attrs = {"is_packed_batching": 1, "num_heads": n, "rotary_embedding_dim": 8}
+    graph, _ = check("RotaryEmbedding", [x, ids, C(cos[:, :4]), C(sin[:, :4])], attrs)
+    packed = graph(rt.tensor(x), rt.tensor(ids)).numpy()
+    axis, start = (2 if four_d else 1), 0
+    for length in lengths:
+        alone = np.take(x, np.arange(start, start + length), axis)
+        one = rt.onnx.load(ms_model("RotaryEmbedding", [alone, np.array([0], np.int64), C(cos[:, :4]), C(sin[:, :4])],
+                                    {"num_heads": n, "rotary_embedding_dim": 8}))
+        expected = one(rt.tensor(alone), rt.tensor(np.array([0], np.int64))).numpy()
+        np.testing.assert_allclose(np.take(packed, np.arange(start, start + length), axis), expected, rtol=1e-6)
+        start += length
+    with pytest.raises(rt.UnsupportedOpError, match=r"shape \(8, 32\)"):
+        rt.onnx.load(ms_model("RotaryEmbedding", [randn(8, n * h), ids.reshape(-1), C(cos), C(sin)], attrs))
+
+
 def _attention_macs(b, heads, lq, lk, head) -> int:
     return b * heads * lq * lk * 2 * head  # q kᵀ and p v
 

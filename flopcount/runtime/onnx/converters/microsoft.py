@@ -173,9 +173,13 @@ def _rope_bsnh(x, cos_cache, sin_cache, positions, interleaved: bool, dim: int):
 @converter(MS + "RotaryEmbedding")
 def rotary_embedding(ctx, x, position_ids, cos_cache, sin_cache):
     """com.microsoft's RotaryEmbedding: input (B, S, N·H) or (B, N, S, H); position ids (B, S)
-    or one offset; caches (max positions, rotary dim / 2)."""
-    if ctx.attr("is_packed_batching", 0):
-        raise ctx.unsupported("packed batching (is_packed_batching=1) is not supported")
+    or one offset; caches (max positions, rotary dim / 2). Packed batching
+    (``is_packed_batching``: a ragged batch's sequences end to end in one row, each token's
+    position within its own sequence in ``position_ids``) is the same per-token rotation, as
+    onnxruntime's kernel computes it."""
+    if x.ndim not in (3, 4):
+        raise ctx.unsupported(f"an input of shape {tuple(x.shape)} is not supported (expects (B, S, N·H) or "
+                              f"(B, N, S, H))")
     four_d = x.ndim == 4
     if four_d:
         y = movement.permute(x, (0, 2, 1, 3))
