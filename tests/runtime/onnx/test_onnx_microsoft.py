@@ -20,7 +20,7 @@ from onnx import TensorProto, helper, numpy_helper  # noqa: E402
 MICROSOFT_OPS = {f"com.microsoft.{op}" for op in (
     "Gelu", "BiasGelu", "FastGelu", "QuickGelu", "SkipLayerNormalization", "SkipSimplifiedLayerNormalization",
     "SimplifiedLayerNormalization", "EmbedLayerNormalization", "RotaryEmbedding", "Attention", "MultiHeadAttention",
-    "GroupQueryAttention", "MatMulNBits", "MatMulIntegerToFloat")} | {"SimplifiedLayerNormalization"}
+    "GroupQueryAttention", "MatMulNBits", "MatMulIntegerToFloat", "QOrderedMatMul")} | {"SimplifiedLayerNormalization"}
 
 
 def ms_model(op_type: str, args: list, attrs: dict | None = None, outputs=(TensorProto.FLOAT,),
@@ -346,6 +346,59 @@ def test_matmul_integer_to_float(dtype):
     graph, feeds = check("MatMulIntegerToFloat", [a, C(b), C(np.float32(0.02)), C(scale_b), C(dtype(3)), None,
                                                   C(randn(6, seed=3))])
     assert macs(graph, feeds) == 2 * 5 * 8 * 6
+
+
+def _qordered_reference(a, b, scale_a, scale_b, scale_y, bias=None, c=None, scale_c=None):
+    """QOrderedMatMul from the contrib-op spec: Y = alpha·A·B + bias + beta·C with alpha =
+    scale_A·scale_B / scale_Y (scale_B per column or one), beta = scale_C / scale_Y, rounded half
+    to even and saturated to int8."""
+    y = (scale_a * scale_b / scale_y) * (a.astype(np.int64) @ b.astype(np.int64)).astype(np.float64)
+    if c is not None:
+        y = y + (scale_c / scale_y) * c
+    if bias is not None:
+        y = y + bias
+    return np.clip(np.rint(y), -128, 127).astype(np.int8)
+
+
+@pytest.mark.parametrize("per_column, with_c", [(False, False), (True, True)])
+def test_qordered_matmul(per_column, with_c):
+    """onnxruntime has no CPU kernel for QOrderedMatMul (only CUDA), so the reference is the
+    spec written in numpy. B (K, N) is stored column by column (order_B = ORDER_COL): its
+    buffer is Bᵀ's rows. The GEMM counts as int8 MACs and the weight as an int8 parameter."""
+    m, k, n = 5, 12, 7
+    a = rng(0).integers(-128, 128, (2, m, k)).astype(np.int8)
+    b = rng(1).integers(-128, 128, (k, n)).astype(np.int8)
+    stored = np.ascontiguousarray(b.T).reshape(k, n)  # the (K, N) tensor whose data runs down the columns
+    scale_a, scale_y = np.float32(0.05), np.float32(2.5)
+    scale_b = (np.abs(randn(n, seed=2)) / 20 + 0.01).astype(np.float32) if per_column else np.float32(0.03)
+    bias = (randn(n, seed=3) * 4).astype(np.float32)
+    c, scale_c = (rng(4).integers(-128, 128, (m, n)).astype(np.int8), np.float32(0.7)) if with_c else (None, None)
+    args = [a, C(scale_a), C(stored), C(scale_b), C(scale_y), C(bias)]
+    if with_c:
+        args += [c, C(scale_c)]
+    model = ms_model("QOrderedMatMul", args, {"order_A": 1, "order_B": 0, "order_Y": 1},
+                     outputs=(TensorProto.INT8,))
+    graph = rt.onnx.load(model)
+    feeds = [a] + ([c] if with_c else [])
+    ours = graph(*[rt.tensor(t) for t in feeds]).numpy()
+    expected = _qordered_reference(a, b, scale_a, scale_b, scale_y, bias, c, scale_c)
+    assert ours.dtype == np.int8
+    np.testing.assert_array_equal(ours, expected)
+    assert np.unique(expected).size > 20  # neither saturated nor all zero: the scales are exercised
+    report = flopcount.profile(graph, *[rt.tensor(t) for t in feeds])
+    assert report.totals["macs_by_dtype"] == {"int8": 2 * m * k * n}
+    assert report.memory.parameters["int8"] == k * n
+
+
+@pytest.mark.parametrize("orders, named", [
+    ({"order_A": 2, "order_B": 3, "order_Y": 2}, "order_A=2 (ORDER_COL32)"),
+    ({"order_A": 1, "order_B": 4, "order_Y": 1}, "order_B=4 (ORDER_COL32_2R_4R4)")])
+def test_qordered_matmul_refuses_tiled_orders(orders, named):
+    a = rng(0).integers(-128, 128, (1, 32, 32)).astype(np.int8)
+    args = [a, C(np.float32(0.1)), C(np.ones((32, 32), np.int8)), C(np.float32(0.1)), C(np.float32(0.1))]
+    with pytest.raises(rt.UnsupportedOpError, match=named.replace("(", r"\(").replace(")", r"\)")) as err:
+        rt.onnx.load(ms_model("QOrderedMatMul", args, orders, outputs=(TensorProto.INT8,)))
+    assert "\n" not in str(err.value)
 
 
 @pytest.mark.parametrize("name, model_type, fused", [

@@ -2,7 +2,7 @@
 GenAI's builder, Olive) write: fused attention (Attention, MultiHeadAttention,
 GroupQueryAttention), fused norms (SkipLayerNormalization, SkipSimplifiedLayerNormalization,
 SimplifiedLayerNormalization, BERT's EmbedLayerNormalization), GELU forms (Gelu, BiasGelu, FastGelu, QuickGelu),
-RotaryEmbedding, and the quantized matmuls MatMulNBits and MatMulIntegerToFloat.
+RotaryEmbedding, and the quantized matmuls MatMulNBits, MatMulIntegerToFloat and QOrderedMatMul.
 
 Each is written with the runtime's ops whose math is the same, so its count is theirs: the
 attention is one ``scaled_dot_product_attention`` (its contractions are attention MACs) after
@@ -490,3 +490,33 @@ def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_ze
     product = linalg.matmul(_minus_zero_point(a, _row_zero_point(a_zero_point, a)), _minus_zero_point(b, b_zero_point))
     y = ew.mul(ew.cast(product, a_scale.dtype), ew.mul(a_scale, b_scale))
     return y if bias is None else ew.add(y, bias)
+
+
+# cuBLASLt's matrix orders, as QuantizeWithOrder's schema numbers them
+_ORDERS = {0: "ORDER_COL", 1: "ORDER_ROW", 2: "ORDER_COL32", 3: "ORDER_COL4_4R2_8C", 4: "ORDER_COL32_2R_4R4"}
+
+
+@converter(MS + "QOrderedMatMul")
+def qordered_matmul(ctx, a, scale_a, b, scale_b, scale_y, bias=None, c=None, scale_c=None):
+    """int8 Y = saturate(round(scale_A·scale_B / scale_Y · (A B) + scale_C / scale_Y · C + bias)):
+    the int8 GEMM of A (..., M, K) in rows and B (K, N) stored column by column, accumulated in
+    int32, with scale_B one value or one per column. Only that layout is run (order_A and
+    order_Y ORDER_ROW, order_B ORDER_COL), the one onnxruntime's CUDA kernel accepts; the tiled
+    orders (COL32, COL4_4R2_8C, COL32_2R_4R4) are refused."""
+    for name, wanted in (("A", 1), ("B", 0), ("Y", 1)):
+        order = int(ctx.attr(f"order_{name}", -1))
+        if order != wanted:
+            raise ctx.unsupported(f"order_{name}={order} ({_ORDERS.get(order, 'not a cuBLASLt order')}) is not "
+                                  f"supported: only order_A=1 (ORDER_ROW), order_B=0 (ORDER_COL), order_Y=1")
+    if b.ndim not in (2, 3):
+        raise ctx.unsupported(f"B of shape {tuple(b.shape)} is not supported (expects (K, N) or (batch, K, N))")
+    k, n = b.shape[-2:]
+    # B's (K, N) elements are stored column by column: read in rows, the buffer is Bᵀ (N, K)
+    columns = movement.reshape(b, tuple(b.shape[:-2]) + (n, k))
+    product = linalg.matmul(ew.cast(a, _dt.int32), ew.cast(movement.transpose(columns, -1, -2), _dt.int32))
+    y = ew.mul(ew.cast(product, _dt.float32), ew.div(ew.mul(scale_a, scale_b), scale_y))
+    if c is not None:
+        y = ew.add(y, ew.mul(ew.cast(c, _dt.float32), ew.div(scale_c, scale_y)))
+    if bias is not None:
+        y = ew.add(y, bias)
+    return ew.cast(ew.clamp(ew.round(y), -128.0, 127.0), _dt.int8)
