@@ -258,6 +258,36 @@ def test_group_query_attention_total_length_is_a_shape_input():
     assert_same(list(ours), run_ort(model, feeds), 1e-4, 1e-5, "GroupQueryAttention")
 
 
+def test_group_query_attention_lengths_from_the_attention_mask():
+    """As LLM exports write it: total_sequence_length is the attention mask's width (shape
+    arithmetic, known once the input shapes are) and seqlens_k its row sums less one (run
+    time), here a decode step into a shared buffer of 8 with a padded second sequence."""
+    b, heads, kv_heads, head, rows = 2, 4, 2, 16, 8
+    mask = np.array([[1, 1, 1, 1, 1, 1], [1, 1, 1, 1, 0, 0]], np.int64)
+    q, k, v = randn(b, 1, heads * head), randn(b, 1, kv_heads * head, seed=1), randn(b, 1, kv_heads * head, seed=2)
+    past_k, past_v = randn(b, kv_heads, rows, head, seed=3), randn(b, kv_heads, rows, head, seed=4)
+    feeds = {"q": q, "k": k, "v": v, "past_k": past_k, "past_v": past_v, "mask": mask}
+    inputs = [helper.make_tensor_value_info(name, helper.np_dtype_to_tensor_dtype(a.dtype), list(a.shape))
+              for name, a in feeds.items()]
+    nodes = [helper.make_node("ReduceSum", ["mask", "one"], ["sums"], keepdims=0),
+             helper.make_node("Sub", ["sums", "one"], ["last"]),
+             helper.make_node("Cast", ["last"], ["seqlens"], to=TensorProto.INT32),
+             helper.make_node("Shape", ["mask"], ["shape"], start=1, end=2),
+             helper.make_node("Squeeze", ["shape"], ["width"]),
+             helper.make_node("Cast", ["width"], ["total"], to=TensorProto.INT32),
+             helper.make_node("GroupQueryAttention", ["q", "k", "v", "past_k", "past_v", "seqlens", "total"],
+                              ["y", "present_k", "present_v"], domain="com.microsoft", num_heads=heads,
+                              kv_num_heads=kv_heads)]
+    outputs = [helper.make_tensor_value_info(name, TensorProto.FLOAT, [f"{name}_{d}" for d in range(rank)])
+               for name, rank in (("y", 3), ("present_k", 4), ("present_v", 4))]
+    graph = helper.make_graph(nodes, "gqa", inputs, outputs, [numpy_helper.from_array(np.array([1], np.int64), "one")])
+    opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
+    model = helper.make_model(graph, opset_imports=opsets, ir_version=8)
+    ours = rt.onnx.load(model)
+    assert_same(list(ours(*[rt.tensor(a) for a in feeds.values()])), run_ort(model, feeds), 1e-4, 1e-5, "GQA")
+    assert macs(ours, feeds) == _attention_macs(b, heads, 1, 6, head)
+
+
 def _pack_nbits(q: np.ndarray, block: int) -> np.ndarray:
     """(N, K) uint4 values -> MatMulNBits' (N, K / block, block / 2) bytes, low nibble first."""
     n, k = q.shape
