@@ -25,7 +25,7 @@ from ...ops import linalg, movement, norm, reduction
 from ...ops.attention import scaled_dot_product_attention
 from ...ops.indexing import index_select
 from ...ops.quantized import quantized_linear
-from ._base import PACKED_WEIGHTS, constant, converter, is_const
+from ._base import PACKED_WEIGHTS, constant, converter
 from .attention import _heads, _merge_heads, _rows
 from .quantized import _minus_zero_point, _row_zero_point
 
@@ -376,9 +376,10 @@ def group_query_attention(ctx, query, key=None, value=None, past_key=None, past_
         raise ctx.unsupported(f"total_sequence_length {total} does not fit {s} new token(s) after a past of "
                               f"{buffer}")
     # each sequence's past length: seqlens_k + 1 - S, and 0 in a first prompt (onnxruntime's test)
-    past_lengths = ew.sub(ew.cast(seqlens_k, _dt.int64), s - 1)
     if s == total:
-        past_lengths = ew.mul(past_lengths, 0)
+        past_lengths = constant(np.zeros(b, np.int64))
+    else:
+        past_lengths = ew.sub(ew.cast(seqlens_k, _dt.int64), s - 1)
     positions = ew.add(movement.reshape(past_lengths, (b, 1)), constant(np.arange(s, dtype=np.int64).reshape(1, s)))
     if ctx.attr("do_rotary", 0):
         interleaved = bool(ctx.attr("rotary_interleaved", 0))
