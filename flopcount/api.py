@@ -335,8 +335,14 @@ def run_engine(report: Report, engine: str, target, warmup: int, repeat: int, in
         module, args, kwargs = target.torch_call
         torch_engine.join(report, torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat))
     elif engine == onnxruntime_engine.NAME:
+        from .runtime.host_memory import check_fits
         from .runtime.onnx.importer import read_model
 
+        # refused before onnxruntime allocates it, with the figure flopcount has: the liveness
+        # peak of the same graph (onnxruntime plans and fuses on its own, so its peak may differ)
+        check_fits(report.memory.predicted_peak or 0, f"running {target.label} in onnxruntime (activations at "
+                   f"their predicted peak)", "count without latency (shapes only), or use smaller inputs",
+                   device=device)
         feeds = _feeds(target.model, *inputs)
         times = onnxruntime_engine.time_file(target.path, feeds, device=str(device), threads=threads,
                                              warmup=warmup, repeat=repeat)

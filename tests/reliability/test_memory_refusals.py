@@ -58,6 +58,18 @@ def test_a_latency_run_whose_activations_do_not_fit_is_refused_with_the_predicti
     assert report.latency_ms is not None and report.memory.predicted_peak == 16 * MIB
 
 
+def test_onnxruntime_is_not_started_on_a_graph_whose_peak_does_not_fit(tmp_path, monkeypatch):
+    pytest.importorskip("onnxruntime")
+    from flopcount.engines import onnxruntime_engine
+
+    path = _expand_then_relu(str(tmp_path / "expand.onnx"), (4, 1024, 1024))   # 16 MiB written by the Relu
+    _room(monkeypatch, 8 * MIB)
+    monkeypatch.setattr(onnxruntime_engine, "time_file", lambda *a, **k: pytest.fail("onnxruntime ran"))
+    with pytest.raises(flopcount.MemoryLimitError, match=r"running expand.onnx in onnxruntime \(activations at "
+                                                         r"their predicted peak\): about 16\.0 MiB, more than the 8\.0"):
+        flopcount.profile(path, engine="onnxruntime", repeat=1, warmup=0)
+
+
 def test_a_zoo_model_whose_weights_do_not_fit_is_refused_before_it_is_built(monkeypatch):
     _room(monkeypatch, 10 * MIB)
     built = []
