@@ -74,13 +74,11 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
     device = _device(graph, args, kwargs)
     real = device.type != "meta"
     rows = NodeRows(graph, conv, module)
-    live = liveness(graph)
     memory = _memory(graph, module)
-    memory.activations = sum(live.storage_bytes[o] for o in live.activations)
-    memory.predicted_peak = live.peak_bytes
+    memory.activations, memory.predicted_peak = _activations(graph)
     if device.type == "cpu" and (latency or measure_memory):
         # refused with the prediction, before the run allocates it
-        check_fits(live.peak_bytes, f"running {name or graph.name} (activations at their predicted peak)",
+        check_fits(memory.predicted_peak, f"running {name or graph.name} (activations at their predicted peak)",
                    "count without latency (shapes only), or use smaller inputs")
     if real and measure_memory:
         memory.measured_peak, memory.measured_activation_peak = execution.measure_peak(graph, args, kwargs, device)
@@ -114,6 +112,13 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
                   unsupported=rows.unsupported(node_ms), memory=memory, latency_ms=whole[0],
                   latency_min_ms=whole[1], backward=backward, backward_latency_ms=backward_total_ms,
                   model=name or graph.name)
+
+
+def _activations(graph) -> tuple:
+    """(bytes of every activation, their predicted peak): the liveness tables themselves are
+    let go at once (a few hundred bytes per node of a huge graph, kept through the whole profile)."""
+    live = liveness(graph)
+    return sum(live.storage_bytes[o] for o in live.activations), live.peak_bytes
 
 
 def _inputs_for(graph) -> list:
