@@ -13,16 +13,15 @@ import os
 import sys
 
 from ..io_utils import atomic_write
+from ..report.table import rich_table_text, without_trailing_blanks
 from ..runtime import errors
 
 FORMATS = ("table", "markdown", "json", "csv", "trace")
 MACHINE_FORMATS = ("json", "csv", "trace")
 TEXT_WIDTH = 1000
+WRITE_CHUNK = 1 << 20  # characters
 
 
-def _strip_trailing(text: str) -> str:
-    # rich pads every line of a table to its width; trailing blanks only get in a reader's way
-    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
 def op_type_csv(report) -> str:
@@ -42,7 +41,8 @@ def render_report(report, fmt: str, *, depth=None, top=None, sort=None, by: str 
     """``report`` as text in ``fmt`` (table text without colour; see :func:`print_table`)."""
     if fmt == "table":
         # wide enough that no column is squeezed (long op scopes); trailing blanks are stripped
-        return _strip_trailing(report.table(depth=depth, top=top, sort=sort, by=by, width=TEXT_WIDTH))
+        return rich_table_text(report, depth=depth, top=top, sort=sort, by=by, width=TEXT_WIDTH,
+                               trailing_blanks=False)
     if fmt == "markdown":
         return report.markdown(depth=depth, top=top, sort=sort, by=by)
     if fmt == "json":
@@ -74,7 +74,9 @@ def check_output_path(path: str) -> None:
 def emit(text: str, output: str | None) -> None:
     """Write ``text`` to ``output`` atomically, or to stdout."""
     if output is None:
-        sys.stdout.write(text)
+        # a piece at a time: a million-row table is not encoded into a second copy all at once
+        for start in range(0, len(text), WRITE_CHUNK):
+            sys.stdout.write(text[start:start + WRITE_CHUNK])
         sys.stdout.flush()
     else:
         atomic_write(output, text)
@@ -93,7 +95,7 @@ def rich_text(renderable, width: int = TEXT_WIDTH) -> str:
 
     buffer = io.StringIO()
     Console(file=buffer, width=width, color_system=None, force_terminal=False).print(renderable)
-    return _strip_trailing(buffer.getvalue())
+    return without_trailing_blanks(buffer.getvalue())
 
 
 def rows_text(headers: list, rows: list, fmt: str, title: str | None = None, footer: list | None = None) -> str:
