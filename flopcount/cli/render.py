@@ -13,7 +13,7 @@ import os
 import sys
 
 from ..io_utils import atomic_write
-from ..report.table import rich_table_text, without_trailing_blanks
+from ..report.table import table_pieces, without_trailing_blanks
 from ..runtime import errors
 
 FORMATS = ("table", "markdown", "json", "csv", "trace")
@@ -39,19 +39,26 @@ def op_type_csv(report) -> str:
 
 def render_report(report, fmt: str, *, depth=None, top=None, sort=None, by: str = "module") -> str:
     """``report`` as text in ``fmt`` (table text without colour; see :func:`print_table`)."""
+    return "".join(report_pieces(report, fmt, depth=depth, top=top, sort=sort, by=by))
+
+
+def report_pieces(report, fmt: str, *, depth=None, top=None, sort=None, by: str = "module"):
+    """:func:`render_report` as pieces of text to write one after another: a table of many rows
+    comes a line at a time, so its text is never held whole (see :func:`emit`)."""
     if fmt == "table":
         # wide enough that no column is squeezed (long op scopes); trailing blanks are stripped
-        return rich_table_text(report, depth=depth, top=top, sort=sort, by=by, width=TEXT_WIDTH,
-                               trailing_blanks=False)
+        return table_pieces(report, depth=depth, top=top, sort=sort, by=by, width=TEXT_WIDTH, trailing_blanks=False)
     if fmt == "markdown":
-        return report.markdown(depth=depth, top=top, sort=sort, by=by)
-    if fmt == "json":
-        return report.to_json() + "\n"
-    if fmt == "csv":
-        return op_type_csv(report) if by == "op-type" else report.to_csv(by=by)
-    if fmt == "trace":
-        return json.dumps(report.chrome_trace()) + "\n"
-    raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        text = report.markdown(depth=depth, top=top, sort=sort, by=by)
+    elif fmt == "json":
+        text = report.to_json() + "\n"
+    elif fmt == "csv":
+        text = op_type_csv(report) if by == "op-type" else report.to_csv(by=by)
+    elif fmt == "trace":
+        text = json.dumps(report.chrome_trace()) + "\n"
+    else:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return iter([text])
 
 
 def stdout_is_terminal() -> bool:
@@ -71,15 +78,18 @@ def check_output_path(path: str) -> None:
         raise errors.FlopcountError(f"--output {path}: the directory {directory} is not writable")
 
 
-def emit(text: str, output: str | None) -> None:
-    """Write ``text`` to ``output`` atomically, or to stdout."""
+def emit(text, output: str | None) -> None:
+    """Write ``text`` (a string, or pieces of one: :func:`report_pieces`) to ``output``
+    atomically, or to stdout as the pieces come."""
+    pieces = [text] if isinstance(text, str) else text
     if output is None:
-        # a piece at a time: a million-row table is not encoded into a second copy all at once
-        for start in range(0, len(text), WRITE_CHUNK):
-            sys.stdout.write(text[start:start + WRITE_CHUNK])
+        for piece in pieces:
+            # a long piece a part at a time: it is not encoded into a second copy all at once
+            for start in range(0, len(piece), WRITE_CHUNK):
+                sys.stdout.write(piece[start:start + WRITE_CHUNK])
         sys.stdout.flush()
     else:
-        atomic_write(output, text)
+        atomic_write(output, "".join(pieces))
 
 
 def print_rich(renderable) -> None:
@@ -137,5 +147,5 @@ def rich_table(headers: list, rows: list, title: str | None = None, footer: list
     return table
 
 
-__all__ = ["FORMATS", "MACHINE_FORMATS", "render_report", "op_type_csv", "emit", "check_output_path",
+__all__ = ["FORMATS", "MACHINE_FORMATS", "render_report", "report_pieces", "op_type_csv", "emit", "check_output_path",
            "print_rich", "rich_text", "rows_text", "rich_table", "stdout_is_terminal"]

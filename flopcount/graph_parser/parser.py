@@ -18,6 +18,7 @@ from ..runtime.graph.tree import tensor_leaves
 from ..runtime.nn.modules.module import Module
 from ..recording.params import bytes_by_dtype
 from ..recording.state import preserved
+from ..runtime.allocator import give_back_freed_memory
 from ..runtime.host_memory import check_fits
 from . import execution
 from .rows import NodeRows
@@ -118,7 +119,10 @@ def _activations(graph) -> tuple:
     """(bytes of every activation, their predicted peak): the liveness tables themselves are
     let go at once (a few hundred bytes per node of a huge graph, kept through the whole profile)."""
     live = liveness(graph)
-    return sum(live.storage_bytes[o] for o in live.activations), live.peak_bytes
+    figures = sum(live.storage_bytes[o] for o in live.activations), live.peak_bytes
+    del live
+    give_back_freed_memory()  # its tables are large blocks the heap would keep
+    return figures
 
 
 def _inputs_for(graph) -> list:

@@ -259,11 +259,11 @@ def _laid_out(report, depth, top, sort, by, width) -> tuple:
     return title, headers, body, layout, footer
 
 
-def _large_table_text(title: str, headers: list, body: list, layout, footer: list,
-                      trailing_blanks: bool = True) -> str:
-    """The box of lines; ``body`` is used up (each row's cells let go once its line is drawn,
-    so a huge table does not hold its cells and its lines at once). Without
-    ``trailing_blanks``, every line is as :func:`without_trailing_blanks` leaves it."""
+def _large_table_lines(title: str, headers: list, body: list, layout, footer: list,
+                       trailing_blanks: bool = True):
+    """The box's lines, one at a time (a million-row table is written as it is drawn, never
+    held as one text); ``body`` is used up, each row's cells let go once its line is drawn.
+    Without ``trailing_blanks``, every line is as :func:`without_trailing_blanks` leaves it."""
     from rich.cells import cell_len
 
     names = layout.headers
@@ -279,13 +279,19 @@ def _large_table_text(title: str, headers: list, body: list, layout, footer: lis
     def rule(first: str, middle: str, last: str) -> str:
         return first + middle.join("─" * (w + 2) for w in widths) + last
 
+    def lines():
+        yield from (title, rule("┌", "┬", "┐"), line(names), rule("├", "┼", "┤"))
+        for k, row in enumerate(body):
+            body[k] = None
+            yield line([row[i] for i in columns])
+        yield from (rule("└", "┴", "┘"), *footer)
+
     drawn = (lambda text: text) if trailing_blanks else _without_trailing_blanks_line
-    lines = [drawn(text) for text in (title, rule("┌", "┬", "┐"), line(names), rule("├", "┼", "┤"))]
-    for k, row in enumerate(body):
-        lines.append(drawn(line([row[i] for i in columns])))
-        body[k] = None
-    lines += [drawn(text) for text in (rule("└", "┴", "┘"), *footer)]
-    return "\n".join(lines) + "\n"
+    return (drawn(text) for text in lines())
+
+
+def _large_table_text(*parts, trailing_blanks: bool = True) -> str:
+    return "\n".join(_large_table_lines(*parts, trailing_blanks=trailing_blanks)) + "\n"
 
 
 def without_trailing_blanks(text: str) -> str:
@@ -326,7 +332,8 @@ def print_rich_table(report, depth=None, top=None, sort=None, by: str = "module"
     console = Console(file=file)
     parts = _laid_out(report, depth, top, sort, by, console.width)
     if len(parts[2]) > RICH_MAX_ROWS:
-        console.file.write(_large_table_text(*parts))
+        for line in _large_table_lines(*parts):
+            console.file.write(line + "\n")
         return
     console.print(_rich(*parts))
 
@@ -335,12 +342,19 @@ def rich_table_text(report, depth=None, top=None, sort=None, by: str = "module",
                     trailing_blanks: bool = True) -> str:
     """The rich table as plain text (no color codes), at most ``width`` (default 200) cells wide;
     without ``trailing_blanks``, as :func:`without_trailing_blanks` leaves it."""
+    return "".join(table_pieces(report, depth, top, sort, by, width, trailing_blanks))
+
+
+def table_pieces(report, depth=None, top=None, sort=None, by: str = "module", width: int | None = None,
+                 trailing_blanks: bool = True):
+    """:func:`rich_table_text` in pieces, to write one at a time: a line each for a table of
+    more than ``RICH_MAX_ROWS`` rows (its cells are laid out before the first one)."""
     from rich.console import Console
 
     width = width or 200
     parts = _laid_out(report, depth, top, sort, by, width)
     if len(parts[2]) > RICH_MAX_ROWS:
-        return _large_table_text(*parts, trailing_blanks=trailing_blanks)
+        return (line + "\n" for line in _large_table_lines(*parts, trailing_blanks=trailing_blanks))
     buffer = io.StringIO()
     Console(file=buffer, width=width, color_system=None, force_terminal=False).print(_rich(*parts))
-    return buffer.getvalue() if trailing_blanks else without_trailing_blanks(buffer.getvalue())
+    return iter([buffer.getvalue() if trailing_blanks else without_trailing_blanks(buffer.getvalue())])
