@@ -83,11 +83,16 @@ def emit(text, output: str | None) -> None:
     atomically, or to stdout as the pieces come."""
     pieces = [text] if isinstance(text, str) else text
     if output is None:
-        for piece in pieces:
-            # a long piece a part at a time: it is not encoded into a second copy all at once
-            for start in range(0, len(piece), WRITE_CHUNK):
-                sys.stdout.write(piece[start:start + WRITE_CHUNK])
-        sys.stdout.flush()
+        try:
+            for piece in pieces:
+                # a long piece a part at a time: it is not encoded into a second copy all at once
+                for start in range(0, len(piece), WRITE_CHUNK):
+                    sys.stdout.write(piece[start:start + WRITE_CHUNK])
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # the reader has gone (``| head``): the rest is not wanted, and no error of ours;
+            # stdout goes to /dev/null so that Python's flush at exit does not fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     else:
         atomic_write(output, "".join(pieces))
 

@@ -83,3 +83,25 @@ def test_dce_in_place_returns_the_graph_itself():
     assert copy is not g and [n.op_name for n in g.nodes] == ["exp", "add"]
     same = passes.dce(g, in_place=True)
     assert same is g and [n.op_name for n in g.nodes] == ["add"]
+
+
+def test_a_large_table_piped_into_a_reader_that_stops_early_ends_quietly(tmp_path):
+    """A table of more than RICH_MAX_ROWS rows goes to stdout a line at a time; ``| head -1``
+    closing the pipe after the first line is no error (exit 0, nothing on stderr), as when the
+    whole text was written in one call."""
+    import os
+    import subprocess
+    import sys
+
+    from flopcount.report.table import RICH_MAX_ROWS
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    path = _chain_file(tmp_path, RICH_MAX_ROWS + 500)  # its table is far more than a pipe's 64 KB
+    env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    child = subprocess.Popen([sys.executable, "-m", "flopcount", path], cwd=str(tmp_path), env=env,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    first = child.stdout.readline()
+    child.stdout.close()
+    stderr = child.stderr.read().decode()
+    assert child.wait(timeout=180) == 0, stderr
+    assert first.decode().startswith("chain.onnx — graph view") and stderr == ""
