@@ -23,20 +23,38 @@ def _fill_phases(x2d, buf, sh, sw, ph, pw, rows, cols):
     h, w = x2d.shape
     size = rows * cols
     for a in range(sh):
-        for b in range(sw):
-            base = (a * sw + b) * size
-            # rows r and columns t with 0 <= r·sh + a - ph < h, 0 <= t·sw + b - pw < w
-            first_row, last_row = _inside(a, ph, sh, h, rows)
-            first, last = _inside(b, pw, sw, w, cols)
-            for r in range(first_row, last_row):
-                line = x2d[r * sh + a - ph, first * sw + b - pw:]
-                inside = buf[base + r * cols + first: base + r * cols + last]
+        # rows r with 0 <= r·sh + a - ph < h
+        first_row, last_row = _inside(a, ph, sh, h, rows)
+        for r in range(first_row, last_row):
+            line = x2d[r * sh + a - ph]
+            if sw == 2:
+                # input column j goes to phase (j + pw) % 2, entry (j + pw) // 2: one loop over
+                # the pairs (2u, 2u + 1) fills both phases (the compiler vectorizes such pairs)
+                even_start = (a * 2 + pw % 2) * size + r * cols
+                odd_start = (a * 2 + (pw + 1) % 2) * size + r * cols
+                even = buf[even_start + pw // 2: even_start + cols]
+                odd = buf[odd_start + (pw + 1) // 2: odd_start + cols]
+                pairs = min(w // 2, len(even), len(odd))
+                for u in range(pairs):
+                    even[u] = line[2 * u]
+                    odd[u] = line[2 * u + 1]
+                for j in range(2 * pairs, w):
+                    t = (j + pw) // 2
+                    if t < cols:
+                        buf[(a * 2 + (j + pw) % 2) * size + r * cols + t] = line[j]
+                continue
+            for b in range(sw):
+                # columns t with 0 <= t·sw + b - pw < w
+                first, last = _inside(b, pw, sw, w, cols)
+                start = (a * sw + b) * size + r * cols
+                inside = buf[start + first: start + last]
+                src = line[first * sw + b - pw:]
                 if sw == 1:  # a plain copy, which the compiler vectorizes
                     for t in range(last - first):
-                        inside[t] = line[t]
+                        inside[t] = src[t]
                 else:
                     for t in range(last - first):
-                        inside[t] = line[t * sw]
+                        inside[t] = src[t * sw]
 
 
 @jit
@@ -49,16 +67,25 @@ def _inside(phase, pad, stride, size, extent):
 
 @jit
 def _accumulate(acc, buf, offsets, weights, count):
-    """acc[q] += Σ_k weights[k]·buf[offsets[k] + q], four kernel positions per pass."""
+    """acc[q] += Σ_k weights[k]·buf[offsets[k] + q], up to eight kernel positions per pass."""
     k = 0
+    while k + 8 <= len(offsets):
+        w0, w1, w2, w3 = weights[k], weights[k + 1], weights[k + 2], weights[k + 3]
+        w4, w5, w6, w7 = weights[k + 4], weights[k + 5], weights[k + 6], weights[k + 7]
+        s0, s1 = buf[offsets[k]:offsets[k] + count], buf[offsets[k + 1]:offsets[k + 1] + count]
+        s2, s3 = buf[offsets[k + 2]:offsets[k + 2] + count], buf[offsets[k + 3]:offsets[k + 3] + count]
+        s4, s5 = buf[offsets[k + 4]:offsets[k + 4] + count], buf[offsets[k + 5]:offsets[k + 5] + count]
+        s6, s7 = buf[offsets[k + 6]:offsets[k + 6] + count], buf[offsets[k + 7]:offsets[k + 7] + count]
+        for q in range(count):
+            acc[q] += ((w0 * s0[q] + w1 * s1[q]) + (w2 * s2[q] + w3 * s3[q])) + \
+                ((w4 * s4[q] + w5 * s5[q]) + (w6 * s6[q] + w7 * s7[q]))
+        k += 8
     while k + 4 <= len(offsets):
         w0, w1, w2, w3 = weights[k], weights[k + 1], weights[k + 2], weights[k + 3]
-        s0 = buf[offsets[k]:offsets[k] + count]
-        s1 = buf[offsets[k + 1]:offsets[k + 1] + count]
-        s2 = buf[offsets[k + 2]:offsets[k + 2] + count]
-        s3 = buf[offsets[k + 3]:offsets[k + 3] + count]
+        s0, s1 = buf[offsets[k]:offsets[k] + count], buf[offsets[k + 1]:offsets[k + 1] + count]
+        s2, s3 = buf[offsets[k + 2]:offsets[k + 2] + count], buf[offsets[k + 3]:offsets[k + 3] + count]
         for q in range(count):
-            acc[q] += w0 * s0[q] + w1 * s1[q] + w2 * s2[q] + w3 * s3[q]
+            acc[q] += (w0 * s0[q] + w1 * s1[q]) + (w2 * s2[q] + w3 * s3[q])
         k += 4
     while k < len(offsets):
         w0 = weights[k]
