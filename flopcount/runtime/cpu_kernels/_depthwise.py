@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import jit
+from ._jit import inline, jit
 
 
 @jit
@@ -25,36 +25,43 @@ def _fill_phases(x2d, buf, sh, sw, ph, pw, rows, cols):
     for a in range(sh):
         # rows r with 0 <= r·sh + a - ph < h
         first_row, last_row = _inside(a, ph, sh, h, rows)
-        for r in range(first_row, last_row):
-            line = x2d[r * sh + a - ph]
-            if sw == 2:
-                # input column j goes to phase (j + pw) % 2, entry (j + pw) // 2: one loop over
-                # the pairs (2u, 2u + 1) fills both phases (the compiler vectorizes such pairs)
-                even_start = (a * 2 + pw % 2) * size + r * cols
-                odd_start = (a * 2 + (pw + 1) % 2) * size + r * cols
-                even = buf[even_start + pw // 2: even_start + cols]
-                odd = buf[odd_start + (pw + 1) // 2: odd_start + cols]
-                pairs = min(w // 2, len(even), len(odd))
-                for u in range(pairs):
-                    even[u] = line[2 * u]
-                    odd[u] = line[2 * u + 1]
-                for j in range(2 * pairs, w):
-                    t = (j + pw) // 2
-                    if t < cols:
-                        buf[(a * 2 + (j + pw) % 2) * size + r * cols + t] = line[j]
-                continue
-            for b in range(sw):
-                # columns t with 0 <= t·sw + b - pw < w
-                first, last = _inside(b, pw, sw, w, cols)
-                start = (a * sw + b) * size + r * cols
-                inside = buf[start + first: start + last]
-                src = line[first * sw + b - pw:]
+        if sw == 2:
+            for r in range(first_row, last_row):
+                _fill_pairs(x2d[r * sh + a - ph], buf, (a * 2) * size + r * cols, size, pw, cols)
+            continue
+        for b in range(sw):
+            # columns t with 0 <= t·sw + b - pw < w
+            first, last = _inside(b, pw, sw, w, cols)
+            start = (a * sw + b) * size + first
+            column = first * sw + b - pw
+            for r in range(first_row, last_row):
+                src = x2d[r * sh + a - ph, column:]
+                dst = buf[start + r * cols: start + r * cols + last - first]
                 if sw == 1:  # a plain copy, which the compiler vectorizes
                     for t in range(last - first):
-                        inside[t] = src[t]
+                        dst[t] = src[t]
                 else:
                     for t in range(last - first):
-                        inside[t] = src[t * sw]
+                        dst[t] = src[t * sw]
+
+
+@inline
+def _fill_pairs(line, buf, start, size, pw, cols):
+    """Stride 2: input column j goes to column phase (j + pw) % 2, entry (j + pw) // 2, of the
+    row starting at ``start`` (phase 0) or ``start + size`` (phase 1). One loop over the pairs
+    (2u, 2u + 1) fills both phases: the compiler vectorizes such pairs, not a strided loop."""
+    even_start = start + (pw % 2) * size
+    odd_start = start + ((pw + 1) % 2) * size
+    even = buf[even_start + pw // 2: even_start + cols]
+    odd = buf[odd_start + (pw + 1) // 2: odd_start + cols]
+    pairs = min(len(line) // 2, len(even), len(odd))
+    for u in range(pairs):
+        even[u] = line[2 * u]
+        odd[u] = line[2 * u + 1]
+    for j in range(2 * pairs, len(line)):
+        t = (j + pw) // 2
+        if t < cols:
+            buf[start + ((j + pw) % 2) * size + t] = line[j]
 
 
 @jit

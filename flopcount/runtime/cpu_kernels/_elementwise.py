@@ -2,7 +2,8 @@
 model file; other dtypes keep the numpy kernels): erf and GELU's erf form, sigmoid, hardswish.
 
 erf is the numpy kernel's own arithmetic (``ops/_erf.py``: x·P(x²)/Q(x²) in float64 on x
-clamped to [-4, 4]) in the same order, so both give the same bits. numba compiles ``math.exp``
+clamped to [-4, 4], its coefficients passed in) in the same order, so both give the same bits.
+This package imports nothing else of the runtime: the ops import it. numba compiles ``math.exp``
 to a call per element that the compiler cannot vectorize (6x slower than numpy's SIMD exp), so
 sigmoid's float32 exp is written out here: Cody and Waite's range reduction, Cephes' expf
 polynomial (within 2 ulp), and 2^n put together from its bits, over blocks that stay in cache.
@@ -12,12 +13,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..ops._erf import _P_SINGLE, _Q_SINGLE, _SQRT_HALF
-from ..ops._parallel import split
 from ._jit import inline, jit
-
-P0, P1, P2, P3, P4, P5, P6 = _P_SINGLE
-Q0, Q1, Q2, Q3, Q4 = _Q_SINGLE
 
 # elements per block of sigmoid's exp: two float32 and one int32 buffers of 16 KB each in L1
 BLOCK = 4096
@@ -28,26 +24,26 @@ LN2_HI = _F(0.693359375)  # ln 2 split so that n·LN2_HI is exact for |n| < 2^10
 LN2_LO = _F(-2.12194440e-4)
 EXP_MIN = _F(-87.0)  # exp(-87) = 1.6e-38: a normal float32 (2^n's exponent fits its bits)
 ZERO, HALF, ONE, THREE, SIX = _F(0.0), _F(0.5), _F(1.0), _F(3.0), _F(6.0)
-SQRT_HALF = _F(_SQRT_HALF)
 C0, C1, C2, C3, C4, C5 = (_F(1.9875691500e-4), _F(1.3981999507e-3), _F(8.3334519073e-3),
                           _F(4.1665795894e-2), _F(1.6666665459e-1), _F(5.0000001201e-1))
 
 
 @inline
-def _erf_ratio(c):
-    """erf(c) for c already clamped to [-4, 4] (float64), as the numpy kernel evaluates it."""
+def _erf_ratio(c, p_coef, q_coef):
+    """erf(c) for c already clamped to [-4, 4] (float64), as the numpy kernel evaluates it:
+    c·P(c²)/Q(c²) by Horner's rule, coefficients highest power first."""
     x2 = c * c
-    p = x2 * P0 + P1
-    p = p * x2 + P2
-    p = p * x2 + P3
-    p = p * x2 + P4
-    p = p * x2 + P5
-    p = p * x2 + P6
+    p = x2 * p_coef[0] + p_coef[1]
+    p = p * x2 + p_coef[2]
+    p = p * x2 + p_coef[3]
+    p = p * x2 + p_coef[4]
+    p = p * x2 + p_coef[5]
+    p = p * x2 + p_coef[6]
     p = p * c
-    q = x2 * Q0 + Q1
-    q = q * x2 + Q2
-    q = q * x2 + Q3
-    q = q * x2 + Q4
+    q = x2 * q_coef[0] + q_coef[1]
+    q = q * x2 + q_coef[2]
+    q = q * x2 + q_coef[3]
+    q = q * x2 + q_coef[4]
     return p / q
 
 
@@ -62,19 +58,20 @@ def _clamp4(c):
 
 
 @jit
-def erf_float32(x, out):
-    """out = erf(x) over flat float32 arrays."""
+def erf_float32(x, out, p_coef, q_coef):
+    """out = erf(x) over flat float32 arrays, with the numpy kernel's coefficients (tuples of
+    7 and 5 floats)."""
     for i in range(x.size):
-        out[i] = _erf_ratio(_clamp4(np.float64(x[i])))
+        out[i] = _erf_ratio(_clamp4(np.float64(x[i])), p_coef, q_coef)
 
 
 @jit
-def gelu_float32(x, out, scale):
-    """out = x·(1/2 + erf(x·scale)/2) over flat float32 arrays (``scale`` = 1/√2 as a float32,
-    the product x·scale rounded to float32 first, as numpy computes it)."""
+def gelu_float32(x, out, scale, p_coef, q_coef):
+    """out = x·(1/2 + erf(x·scale)/2) over flat float32 arrays (``scale`` = 1/√2 as a float32:
+    the product x·scale is rounded to float32 first, as numpy computes it)."""
     for i in range(x.size):
         v = x[i]
-        r = _erf_ratio(_clamp4(np.float64(v * scale))) * 0.5
+        r = _erf_ratio(_clamp4(np.float64(v * scale)), p_coef, q_coef) * 0.5
         out[i] = (r + 0.5) * np.float64(v)
 
 
@@ -120,10 +117,7 @@ def hardswish_float32(x, out):
 
 
 def unary(kernel, x, *args):
-    """A new array: ``kernel(x_flat, out_flat, *args)`` over ``x`` (float32, any layout), split
-    between threads for large arrays (the kernels release the GIL)."""
-    flat = np.ascontiguousarray(x).reshape(-1)
+    """A new array: ``kernel(x_flat, out_flat, *args)`` over ``x`` (float32, any layout)."""
     out = np.empty(x.shape, dtype=np.float32)
-    flat_out = out.reshape(-1)
-    split(flat.size, lambda start, stop: kernel(flat[start:stop], flat_out[start:stop], *args))
+    kernel(np.ascontiguousarray(x).reshape(-1), out.reshape(-1), *args)
     return out

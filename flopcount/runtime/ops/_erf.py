@@ -146,7 +146,7 @@ def erf(xp, x):
     """Elementwise erf(x), same dtype as ``x`` (floating)."""
     compiled = _compiled(xp, x)
     if compiled is not None:
-        return compiled.unary(compiled.erf_float32, x)
+        return compiled.unary(compiled.erf_float32, x, _P_SINGLE, _Q_SINGLE)
     if x.dtype == np.float64:
         return _erf_cody(xp, x)
     return _single_blocks(xp, x, _store)
@@ -157,7 +157,7 @@ def gelu_erf(xp, x):
     Cody's erf, in single precision within the blocks of ``erf``."""
     compiled = _compiled(xp, x)
     if compiled is not None:
-        return compiled.unary(compiled.gelu_float32, x, compiled.SQRT_HALF)
+        return compiled.unary(compiled.gelu_float32, x, np.float32(_SQRT_HALF), _P_SINGLE, _Q_SINGLE)
     if x.dtype == np.float64:
         return 0.5 * x * (1 + _erf_cody(xp, x * _SQRT_HALF))
     return _single_blocks(xp, x, _gelu_tail, scale=_SQRT_HALF, factor=0.5)
