@@ -153,13 +153,12 @@ def test_compiled_hardswish_and_sigmoid_agree_with_the_numpy_kernels():
     assert _ulp(compiled[0], reference[0])[np.abs(reference[0]) >= np.finfo(np.float32).tiny].max() <= 4
 
 
-def test_kernels_step_aside_for_other_array_modules_and_when_turned_off(monkeypatch):
+def test_kernels_step_aside_for_other_array_modules_and_inside_numpy_only():
     assert cpu_kernels.kernel("depthwise") is not None
     assert cpu_kernels.kernel("depthwise", xp=object()) is None  # e.g. CuPy: its own kernels
     with cpu_kernels.numpy_only():
-        assert cpu_kernels.kernel("elementwise") is None
-    monkeypatch.setenv(cpu_kernels.ENV, "0")
-    assert cpu_kernels.kernel("elementwise") is None
+        assert cpu_kernels.kernel("depthwise") is None and cpu_kernels.kernel("elementwise") is None
+    assert cpu_kernels.kernel("depthwise") is not None
 
 
 def _python(code: str, **env) -> str:
@@ -178,3 +177,10 @@ def test_import_and_counting_do_not_load_numba_and_the_switch_keeps_it_out():
                "y = rt.nn.functional.conv2d(x, w, None, 1, 1, 1, 4); rt.erf(x); print('numba' in sys.modules)")
     assert _python(running) == "True"
     assert _python(running, **{cpu_kernels.ENV: "0"}) == "False"
+
+
+def test_docstring_example():
+    import doctest
+
+    failures, tried = doctest.testmod(cpu_kernels)
+    assert tried and not failures

@@ -4,8 +4,8 @@ numpy runs one operation per pass over memory: a depthwise convolution is two pa
 position, erf about 25 (its rational function step by step). A compiled loop does each in one
 pass, as onnxruntime's and PyTorch's kernels do. The numpy kernels stay the reference and the
 fallback: each op asks ``kernel(name)`` and runs its numpy code when it gets None, which it
-does when numba cannot be imported, when ``FLOPCOUNT_NUMBA=0`` is set (or ``numpy_only()`` is
-active), and for arrays that are not numpy's (CuPy runs its own kernels).
+does when numba cannot be imported, when ``FLOPCOUNT_NUMBA=0`` was set as flopcount was imported
+(or ``numpy_only()`` is active), and for arrays that are not numpy's (CuPy runs its own kernels).
 
 numba is imported, and a kernel compiled, on the first call that needs it, never by
 ``import flopcount``: counting a model pays nothing for it. Compiled code is cached on disk
@@ -29,6 +29,9 @@ from contextlib import contextmanager
 import numpy as np
 
 ENV = "FLOPCOUNT_NUMBA"
+# read once, when flopcount is imported: ``kernel()`` runs for every op call, and reading the
+# environment there cost more than a small op's own work
+_TURNED_OFF = os.environ.get(ENV, "").strip().lower() in ("0", "false", "no", "off")
 # kernel name -> module of this package that defines it
 _MODULES = {"depthwise": "_depthwise", "elementwise": "_elementwise"}
 
@@ -38,9 +41,9 @@ _local = threading.local()
 
 
 def enabled() -> bool:
-    """Whether compiled kernels may run: not turned off by ``FLOPCOUNT_NUMBA=0`` or
-    ``numpy_only()``, and numba importable."""
-    if getattr(_local, "numpy_only", False) or os.environ.get(ENV, "").strip().lower() in ("0", "false", "no", "off"):
+    """Whether compiled kernels may run: not turned off by ``FLOPCOUNT_NUMBA=0`` (when the
+    process started) or ``numpy_only()``, and numba importable."""
+    if _TURNED_OFF or getattr(_local, "numpy_only", False):
         return False
     return _numba_available()
 
@@ -60,15 +63,18 @@ def kernel(name: str, xp=np):
     """The module holding compiled kernel ``name`` ("depthwise", "elementwise"), or None when
     the caller should run its numpy code (see the module docstring); ``xp`` is the caller's
     array module."""
-    if xp is not np or not enabled():
+    if xp is not np:
         return None
     module = _loaded.get(name)
-    if module is None:
-        with _lock, warnings.catch_warnings():
-            # numba warns where it cannot write its cache; the kernel then just compiles per process
-            warnings.simplefilter("ignore")
-            module = _loaded.get(name) or importlib.import_module(f"{__name__}.{_MODULES[name]}")
-            _loaded[name] = module
+    if module is not None:  # loaded, so enabled unless numpy_only() is on
+        return None if getattr(_local, "numpy_only", False) else module
+    if not enabled():
+        return None
+    with _lock, warnings.catch_warnings():
+        # numba warns where it cannot write its cache; the kernel then just compiles per process
+        warnings.simplefilter("ignore")
+        module = _loaded.get(name) or importlib.import_module(f"{__name__}.{_MODULES[name]}")
+        _loaded[name] = module
     return module
 
 
