@@ -596,7 +596,7 @@ def _buffer_names(model) -> set:
 # the inputs of quantization ops that hold a layer's weights in an integer or float8 type
 _QUANTIZED_WEIGHT_INPUTS = {"DequantizeLinear": (0,), "MatMulInteger": (1,), "ConvInteger": (1,),
                             "QLinearMatMul": (3,), "QLinearConv": (3,), "com.microsoft.MatMulNBits": (1,),
-                            "com.microsoft.MatMulIntegerToFloat": (1,)}
+                            "com.microsoft.MatMulIntegerToFloat": (1,), "com.microsoft.QOrderedMatMul": (2,)}
 
 
 def _quantized_weight_names(model) -> set:

@@ -2,7 +2,7 @@
 GenAI's builder, Olive) write: fused attention (Attention, MultiHeadAttention,
 GroupQueryAttention), fused norms (SkipLayerNormalization, SkipSimplifiedLayerNormalization,
 SimplifiedLayerNormalization, BERT's EmbedLayerNormalization), GELU forms (Gelu, BiasGelu, FastGelu, QuickGelu),
-RotaryEmbedding, and the quantized matmuls MatMulNBits and MatMulIntegerToFloat.
+RotaryEmbedding, and the quantized matmuls MatMulNBits, MatMulIntegerToFloat and QOrderedMatMul.
 
 Each is written with the runtime's ops whose math is the same, so its count is theirs: the
 attention is one ``scaled_dot_product_attention`` (its contractions are attention MACs) after
@@ -23,8 +23,9 @@ from ...ops import activations as act
 from ...ops import elementwise as ew
 from ...ops import linalg, movement, norm, reduction
 from ...ops.attention import scaled_dot_product_attention
+from ...ops.indexing import index_select
 from ...ops.quantized import quantized_linear
-from ._base import PACKED_WEIGHTS, constant, converter, is_const
+from ._base import PACKED_WEIGHTS, constant, converter
 from .attention import _heads, _merge_heads, _rows
 from .quantized import _minus_zero_point, _row_zero_point
 
@@ -172,9 +173,13 @@ def _rope_bsnh(x, cos_cache, sin_cache, positions, interleaved: bool, dim: int):
 @converter(MS + "RotaryEmbedding")
 def rotary_embedding(ctx, x, position_ids, cos_cache, sin_cache):
     """com.microsoft's RotaryEmbedding: input (B, S, N·H) or (B, N, S, H); position ids (B, S)
-    or one offset; caches (max positions, rotary dim / 2)."""
-    if ctx.attr("is_packed_batching", 0):
-        raise ctx.unsupported("packed batching (is_packed_batching=1) is not supported")
+    or one offset; caches (max positions, rotary dim / 2). Packed batching
+    (``is_packed_batching``: a ragged batch's sequences end to end in one row, each token's
+    position within its own sequence in ``position_ids``) is the same per-token rotation, as
+    onnxruntime's kernel computes it."""
+    if x.ndim not in (3, 4):
+        raise ctx.unsupported(f"an input of shape {tuple(x.shape)} is not supported (expects (B, S, N·H) or "
+                              f"(B, N, S, H))")
     four_d = x.ndim == 4
     if four_d:
         y = movement.permute(x, (0, 2, 1, 3))
@@ -313,24 +318,50 @@ def multi_head_attention(ctx, query, key=None, value=None, bias=None, key_paddin
     return y, k, v
 
 
+def _present(new, past, past_lengths, length: int):
+    """The key or value cache after a step, (B, Nkv, ``length``, H): sequence b's first
+    ``past_lengths[b]`` rows of ``past``, its S new rows after them, zeros after those (as
+    onnxruntime leaves them). This is both layouts GroupQueryAttention reads: a past of exactly
+    the earlier tokens (``length`` = past + S), and one buffer of a maximum length that past and
+    present share, each sequence's valid rows at its start (``length`` = the buffer's)."""
+    from ...ops.indexing import getitem
+
+    b, heads, s, head = new.shape
+    if past is None and length == s:
+        return new
+    parts = ([] if past is None else [past]) + [new, constant(np.zeros((b, heads, 1, head), new.dtype.np))]
+    source = movement.cat(parts, 2)
+    buffer = source.shape[2] - s - 1
+    rows = constant(np.arange(length, dtype=np.int64).reshape(1, length))
+    offset = ew.sub(rows, movement.reshape(past_lengths, (b, 1)))  # row j's place among the new rows
+    fresh = ew.where(ew.lt(offset, s), ew.add(offset, buffer), constant(np.array(buffer + s, np.int64)))
+    index = ew.where(ew.lt(offset, 0), movement.expand(rows, (b, length)), fresh)
+    batch = constant(np.arange(b, dtype=np.int64).reshape(b, 1))
+    return movement.permute(getitem(source, (batch, slice(None), index)), (0, 2, 1, 3))
+
+
 @converter(MS + "GroupQueryAttention")
 def group_query_attention(ctx, query, key=None, value=None, past_key=None, past_value=None, seqlens_k=None,
                           total_sequence_length=None, cos_cache=None, sin_cache=None, position_ids=None,
                           attention_bias=None, head_sink=None):
     """Causal grouped-query attention of LLM exports: query (B, S, N·H) and key, value
     (B, S, Nkv·H), or all three packed in the query; optional rotary embedding of q and k
-    (``do_rotary``); the new keys and values appended to the past ones (B, Nkv, P, H).
+    (``do_rotary``); the new keys and values written after each sequence's past ones.
 
-    Sequence b holds ``seqlens_k[b] + 1`` tokens in all, the last S of them new: its queries
-    sit at positions ``seqlens_k[b] + 1 - S`` on (0 on for the first prompt, where the past is
-    empty), which the rotary positions and the causal mask read. The past is the concatenated
-    layout (present = past + new): a cache shared in place with a fixed maximum length is not
-    supported."""
+    Sequence b holds ``seqlens_k[b] + 1`` tokens in all, the last S of them new (all of them in
+    a first prompt, where S is ``total_sequence_length``): its queries sit at positions
+    ``seqlens_k[b] + 1 - S`` on, which the rotary positions, the causal mask and where the new
+    keys go read. The past is either the earlier tokens (present = past + new) or a buffer of a
+    maximum length shared with the present, right-padded per sequence; either way the attention
+    reads the first ``total_sequence_length`` keys (the batch's longest sequence), not the
+    buffer's padding, and is counted over them."""
     for attr in ("softcap", "smooth_softmax"):
         if ctx.attr(attr, 0):
             raise ctx.unsupported(f"attribute {attr} is not supported")
     if head_sink is not None or position_ids is not None:
         raise ctx.unsupported("head_sink and position_ids inputs are not supported")
+    if seqlens_k is None or total_sequence_length is None:
+        raise ctx.unsupported("inputs seqlens_k and total_sequence_length are required")
     heads, kv_heads = int(ctx.attr("num_heads")), int(ctx.attr("kv_num_heads"))
     b, s, width = query.shape
     if key is None:  # packed Q, K, V
@@ -339,40 +370,36 @@ def group_query_attention(ctx, query, key=None, value=None, past_key=None, past_
     head = query.shape[-1] // heads
     q = movement.reshape(query, (b, s, heads, head))
     k = movement.reshape(key, (b, s, kv_heads, head))
-    past = 0 if past_key is None else past_key.shape[2]
-    if total_sequence_length is not None and is_const(total_sequence_length) \
-            and ctx.scalar(total_sequence_length, "total_sequence_length") != past + s:
-        # the past is a buffer of the maximum length, written in place at each sequence's end
-        raise ctx.unsupported(f"a past buffer shared with the present (past length {past}, total length "
-                              f"{ctx.scalar(total_sequence_length, 'total_sequence_length')}) is not supported")
-    if seqlens_k is None:
-        raise ctx.unsupported("input seqlens_k is required")
-    # the first new token's position per sequence: seqlens_k + 1 - S, and 0 for a first prompt
-    start = ew.sub(ew.cast(seqlens_k, _dt.int64), s - 1)
-    if past == 0:
-        start = ew.mul(start, 0)
+    total = int(ctx.scalar(total_sequence_length, "total_sequence_length"))
+    buffer = 0 if past_key is None else past_key.shape[2]
+    if total < s or total > buffer + s:
+        raise ctx.unsupported(f"total_sequence_length {total} does not fit {s} new token(s) after a past of "
+                              f"{buffer}")
+    # each sequence's past length: seqlens_k + 1 - S, and 0 in a first prompt (onnxruntime's test)
+    if s == total:
+        past_lengths = constant(np.zeros(b, np.int64))
+    else:
+        past_lengths = ew.sub(ew.cast(seqlens_k, _dt.int64), s - 1)
+    positions = ew.add(movement.reshape(past_lengths, (b, 1)), constant(np.arange(s, dtype=np.int64).reshape(1, s)))
     if ctx.attr("do_rotary", 0):
-        positions = ew.add(movement.reshape(start, (b, 1)), constant(np.arange(s, dtype=np.int64).reshape(1, s)))
         interleaved = bool(ctx.attr("rotary_interleaved", 0))
         dim = 2 * cos_cache.shape[-1]
         q = _rope_bsnh(q, cos_cache, sin_cache, positions, interleaved, dim)
         k = _rope_bsnh(k, cos_cache, sin_cache, positions, interleaved, dim)
     q = movement.permute(q, (0, 2, 1, 3))
-    k = movement.permute(k, (0, 2, 1, 3))
-    v = _heads(value, kv_heads)
-    if past_key is not None:
-        k, v = movement.cat([past_key, k], 2), movement.cat([past_value, v], 2)
-    lk = k.shape[2]
-    # query i (at position start + i) sees key j when j <= start + i, and within the window
-    rows = movement.reshape(ew.add(movement.reshape(start, (b, 1)), constant(np.arange(s, dtype=np.int64).reshape(1, s))),
-                            (b, 1, s, 1))
-    cols = constant(np.arange(lk, dtype=np.int64).reshape(1, 1, 1, lk))
+    length = max(total, buffer)
+    present_k = _present(movement.permute(k, (0, 2, 1, 3)), past_key, past_lengths, length)
+    present_v = _present(_heads(value, kv_heads), past_value, past_lengths, length)
+    keys, values = (t if length == total else movement.narrow(t, 2, 0, total) for t in (present_k, present_v))
+    # query i (at position past + i) sees key j when j <= past + i, and within the window
+    rows = movement.reshape(positions, (b, 1, s, 1))
+    cols = constant(np.arange(total, dtype=np.int64).reshape(1, 1, 1, total))
     allowed = ew.le(cols, rows)
     window = int(ctx.attr("local_window_size", -1))
     if window > 0:
         allowed = ew.logical_and(allowed, ew.gt(cols, ew.sub(rows, window)))
-    y = _merge_heads(_attend(ctx, q, k, v, allowed, attention_bias, _scale(ctx, head)))
-    return y, k, v
+    y = _merge_heads(_attend(ctx, q, keys, values, allowed, attention_bias, _scale(ctx, head)))
+    return y, present_k, present_v
 
 
 # --- quantized matmuls -------------------------------------------------------------------------
@@ -416,17 +443,37 @@ def _nbits_zero_points(ctx, zero_points, n: int, blocks: int, bits: int):
 PACKED_WEIGHTS[MS + "MatMulNBits"] = (1, unpack_nbits)
 
 
+def _act_order(ctx, g_idx, blocks: int, block: int):
+    """The order of K that makes g_idx's groups contiguous blocks (GPTQ's act-order weights:
+    column k is scaled by group ``g_idx[k]``), as a constant index; None when g_idx is already
+    k // block. Groups must hold ``block`` columns each, as the scales' shape says."""
+    groups = ctx.const(g_idx, "g_idx").astype(np.int64).reshape(-1)
+    order = np.argsort(groups, kind="stable")
+    if groups.size != blocks * block or not np.array_equal(groups[order], np.repeat(np.arange(blocks), block)):
+        sizes = np.bincount(np.clip(groups, 0, blocks), minlength=blocks + 1)[:blocks]
+        raise ctx.unsupported(f"g_idx of {groups.size} column(s) does not put {block} in each of the {blocks} "
+                              f"groups (group sizes {sizes.tolist()[:8]}{'...' if blocks > 8 else ''}; values "
+                              f"{groups.min() if groups.size else None}..{groups.max() if groups.size else None})")
+    if np.array_equal(order, np.arange(order.size)):
+        return None
+    return constant(order)
+
+
 @converter(MS + "MatMulNBits")
 def matmul_nbits(ctx, a, b, scales, zero_points=None, g_idx=None, bias=None):
     """A (..., K) times the block-quantized weight (N, K)ᵀ: ``quantized_linear`` on the
     importer's unpacked weight (4 bits each) and its scales (N, K / block). Zero points the
-    file gives subtract their share per block: y −= Σ_block(a) · (zp·scale)ᵀ."""
+    file gives subtract their share per block: y −= Σ_block(a) · (zp·scale)ᵀ. With g_idx
+    (act-order groups) A's columns and the weight's are gathered into group order first: the
+    same MACs, plus the two gathers' bytes each run (a kernel that reorders the weight when it
+    loads it reads it once)."""
     bits, block, k, n = nbits_layout(ctx.attrs)
-    if g_idx is not None:
-        raise ctx.unsupported("g_idx (act-order weights) is not supported")
     if b.ndim != 2:
         raise ctx.unsupported("the weight must be an initializer (the importer unpacks it)")
     blocks = k // block
+    order = None if g_idx is None else _act_order(ctx, g_idx, blocks, block)
+    if order is not None:  # the block layout the scales assume: A's columns and the weight's, reordered alike
+        a, b = index_select(a, -1, order), index_select(b, 1, order)
     scale = movement.reshape(scales, (n, blocks))
     y = quantized_linear(a, b, scale)
     if zero_points is not None:
@@ -444,3 +491,33 @@ def matmul_integer_to_float(ctx, a, b, a_scale, b_scale, a_zero_point=None, b_ze
     product = linalg.matmul(_minus_zero_point(a, _row_zero_point(a_zero_point, a)), _minus_zero_point(b, b_zero_point))
     y = ew.mul(ew.cast(product, a_scale.dtype), ew.mul(a_scale, b_scale))
     return y if bias is None else ew.add(y, bias)
+
+
+# cuBLASLt's matrix orders, as QuantizeWithOrder's schema numbers them
+_ORDERS = {0: "ORDER_COL", 1: "ORDER_ROW", 2: "ORDER_COL32", 3: "ORDER_COL4_4R2_8C", 4: "ORDER_COL32_2R_4R4"}
+
+
+@converter(MS + "QOrderedMatMul")
+def qordered_matmul(ctx, a, scale_a, b, scale_b, scale_y, bias=None, c=None, scale_c=None):
+    """int8 Y = saturate(round(scale_A·scale_B / scale_Y · (A B) + scale_C / scale_Y · C + bias)):
+    the int8 GEMM of A (..., M, K) in rows and B (K, N) stored column by column, accumulated in
+    int32, with scale_B one value or one per column. Only that layout is run (order_A and
+    order_Y ORDER_ROW, order_B ORDER_COL), the one onnxruntime's CUDA kernel accepts; the tiled
+    orders (COL32, COL4_4R2_8C, COL32_2R_4R4) are refused."""
+    for name, wanted in (("A", 1), ("B", 0), ("Y", 1)):
+        order = int(ctx.attr(f"order_{name}", -1))
+        if order != wanted:
+            raise ctx.unsupported(f"order_{name}={order} ({_ORDERS.get(order, 'not a cuBLASLt order')}) is not "
+                                  f"supported: only order_A=1 (ORDER_ROW), order_B=0 (ORDER_COL), order_Y=1")
+    if b.ndim not in (2, 3):
+        raise ctx.unsupported(f"B of shape {tuple(b.shape)} is not supported (expects (K, N) or (batch, K, N))")
+    k, n = b.shape[-2:]
+    # B's (K, N) elements are stored column by column: read in rows, the buffer is Bᵀ (N, K)
+    columns = movement.reshape(b, tuple(b.shape[:-2]) + (n, k))
+    product = linalg.matmul(ew.cast(a, _dt.int32), ew.cast(movement.transpose(columns, -1, -2), _dt.int32))
+    y = ew.mul(ew.cast(product, _dt.float32), ew.div(ew.mul(scale_a, scale_b), scale_y))
+    if c is not None:
+        y = ew.add(y, ew.mul(ew.cast(c, _dt.float32), ew.div(scale_c, scale_y)))
+    if bias is not None:
+        y = ew.add(y, bias)
+    return ew.cast(ew.clamp(ew.round(y), -128.0, 127.0), _dt.int8)

@@ -220,7 +220,8 @@ def qlinear_conv(ctx, x, x_scale, x_zero_point, w, w_scale, w_zero_point, y_scal
 
 # the operands (input indices) of the ops that multiply quantized numbers
 _QUANTIZED_OPERANDS = {"MatMulInteger": (0, 1), "ConvInteger": (0, 1), "QLinearMatMul": (0, 3),
-                       "QLinearConv": (0, 3), "com.microsoft.MatMulIntegerToFloat": (0, 1)}
+                       "QLinearConv": (0, 3), "com.microsoft.MatMulIntegerToFloat": (0, 1),
+                       "com.microsoft.QOrderedMatMul": (0, 2)}
 # float ops a QDQ file quantizes by putting DequantizeLinear in front of their data and weight
 _QDQ_OPERANDS = {"Conv": (0, 1), "ConvTranspose": (0, 1), "MatMul": (0, 1), "Gemm": (0, 1)}
 
