@@ -13,10 +13,11 @@ from .startup import quiet_interrupt_until_main
 
 quiet_interrupt_until_main()  # Ctrl-C while the command starts: one line, not a traceback
 
-from .runtime.errors import DeviceError, FlopcountError, ModelFileError, ShapeError, UnsupportedOpError  # noqa: E402
+from .runtime.errors import (DeviceError, FlopcountError, MemoryLimitError, ModelFileError, ShapeError,  # noqa: E402
+                             UnsupportedOpError)
 from . import runtime  # noqa: E402
 from .api import get_model_complexity_info, profile  # noqa: E402
 from .report import Report  # noqa: E402
 
-__all__ = ["__version__", "runtime", "FlopcountError", "ShapeError", "ModelFileError", "UnsupportedOpError",
-           "DeviceError", "get_model_complexity_info", "profile", "Report"]
+__all__ = ["__version__", "runtime", "FlopcountError", "ShapeError", "MemoryLimitError", "ModelFileError",
+           "UnsupportedOpError", "DeviceError", "get_model_complexity_info", "profile", "Report"]

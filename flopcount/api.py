@@ -302,7 +302,7 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
             run_engine(report, engine, target, warmup, repeat, inputs=(args, kwargs, values), device=device,
                        threads=threads)
     except errors.ShapeError as exc:
-        if specs is None or (not given and batch is None):
+        if specs is None or (not given and batch is None) or isinstance(exc, errors.MemoryLimitError):
             raise
         raise _does_not_fit(target, specs, exc) from exc
     report.notes = notes + report.notes

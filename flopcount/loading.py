@@ -214,8 +214,8 @@ def load_zoo(name: str, device) -> Target:
     from . import models
 
     entry = models.info(name)   # an unknown name raises, suggesting the closest ones
-    if str(device) == "cpu":
-        _check_weights_fit(name)
+    if str(device) != "meta":
+        _check_weights_fit(name, device)
     with default_device(device):
         net = models.get(name)
     expected = [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in entry.inputs]
@@ -225,17 +225,18 @@ def load_zoo(name: str, device) -> Target:
     return target
 
 
-def _check_weights_fit(name: str) -> None:
+def _check_weights_fit(name: str, device) -> None:
     """Refuse, before building, a zoo model whose weights do not fit in the memory this process
-    can still take (its meta twin, built in milliseconds, has their sizes)."""
+    can still take on ``device`` (its meta twin, built in milliseconds, has their sizes)."""
     from . import models
     from .runtime.host_memory import check_fits
 
     with default_device("meta"):
         twin = models.get(name)
     weights = sum(t.nbytes for t in list(twin.parameters()) + list(twin.buffers()))
-    check_fits(weights, f"{name}'s weights on the CPU", "counting needs shapes only (device 'meta', which the "
-                                                         "command line takes without --latency)")
+    where = "the CPU" if str(device) == "cpu" else str(device)
+    check_fits(weights, f"{name}'s weights on {where}", "counting needs shapes only (device 'meta', which the "
+                                                        "command line takes without --latency)", device=device)
 
 
 # --- native files ----------------------------------------------------------------------------

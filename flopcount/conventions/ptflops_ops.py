@@ -101,6 +101,7 @@ def own_macs(op):
 _ARITHMETIC = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder",
                "neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf",
                "sign", "floor", "ceil", "round", "clamp")
+_NARY = ("add_n", "maximum_n", "minimum_n", "mean_n")
 _ACTIVATIONS = ("relu", "hardtanh", "leaky_relu", "prelu", "elu", "gelu", "hardsigmoid",
                 "hardswish", "softplus", "mish", "sigmoid", "softmax", "log_softmax")
 # silu: ptflops has no SiLU hook, so its tables count zero there
@@ -108,6 +109,17 @@ _ZERO = ("silu", "reshape", "permute", "expand", "contiguous", "cat", "flip", "r
          "index", "index_put", "gather", "embedding", "dropout", "where", "cast", "eq", "ne", "lt",
          "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
          "tril", "triu", "argmax", "argmin", "topk", "cache_append")
+
+
+def binary_chain(op):
+    """N-ary sum, maximum, minimum, mean: one per element of each binary op of the chain they
+    stand for (``numel_out`` of each), which is the op's own FLOP count."""
+
+    def rule(out, *inputs, **attrs):
+        return macs_only(op.cost(out, *inputs, **attrs).flops)
+
+    return rule
+
 
 OP_RULES = {
     "linear": linear, "quantized_linear": quantized_linear, "matmul": matmul, "conv": conv,
@@ -129,6 +141,8 @@ def op_rule(op):
         return rule
     if op.backward:
         return own_macs(op)
+    if name in _NARY:
+        return binary_chain(op)
     if name.startswith(_POOL_PREFIXES):
         return numel_in
     if name.startswith(_UPSAMPLE_PREFIXES):

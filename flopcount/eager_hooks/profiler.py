@@ -6,7 +6,9 @@ One counting run records every module call and op (``recording/recorder.py``); p
 run (``analysis.py``), so the hooks cost little. What both views share (the op recorder,
 parameter index, memory prediction, the training step) is in ``flopcount/recording``. With ``latency=True`` separate timed runs
 follow (``timing.py``); on a real device the activation peak is also measured
-(``recording/memory.py``). The model's flags and gradients are put back afterwards (``state.py``).
+(``recording/memory.py``). Before anything runs for real for latency, measured memory or a
+training step, the step runs on shapes only and is refused when its predicted peak does not
+fit in the device's memory. The model's flags and gradients are put back afterwards (``state.py``).
 """
 
 from __future__ import annotations
@@ -82,7 +84,12 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
     index = ModelIndex(model)
     with preserved(model, index):
         _set_training(model, index, backward)
-        recorder = Recorder(model, tensor_leaves((list(args), kwargs)), index=index)
+        leaves = tensor_leaves((list(args), kwargs))
+        if real and (latency or measure_memory or backward):
+            # refused with the prediction (a run on shapes only), before the real run allocates it
+            peak = mem.predict_before_running(step, Recorder(model, leaves, index=index), backward)
+            mem.refuse_if_too_big(peak, device, name or type(model).__name__, backward)
+        recorder = Recorder(model, leaves, index=index)
         with recorder.attached():
             out = step()
         # what the graph view's trace refuses (a generator), this view refuses with the same line

@@ -61,6 +61,22 @@ def _graph_index(graph):
     return ModelIndex.of_tensors(params, buffers)
 
 
+def predict_training_peak(graph, args, kwargs) -> int | None:
+    """The training step's activation peak, predicted from the step run on shapes only
+    (``recording.memory.predict_before_running``), before it runs for real."""
+    from ..recording import memory as mem
+    from ..recording.recorder import Recorder
+
+    saved = _grad_state(graph)
+    recorder = Recorder(None, tensor_leaves((list(args), kwargs)), index=_graph_index(graph))
+    try:
+        return mem.predict_before_running(lambda: _backward_step(graph, args, kwargs), recorder,
+                                          training=True, calls=False)
+    finally:
+        for t, g in saved:
+            t.grad = g
+
+
 def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: int = 1,
                  measure_on=None) -> tuple:
     """One training step (forward with grad on, backward seeded with ones) through the

@@ -4,7 +4,8 @@
 
 Counting needs shapes only, so a graph on meta inputs is counted without allocating (a
 175B-shaped decoder on a laptop). Latency, backward work and measured memory come from
-running the graph's executor (``execution.py``).
+running the graph's executor (``execution.py``), which is refused up front when the run's
+predicted peak (liveness; a training step on shapes only) does not fit in the device's memory.
 """
 
 from __future__ import annotations
@@ -16,9 +17,9 @@ from ..runtime.graph import Graph, trace
 from ..runtime.graph.passes import liveness
 from ..runtime.graph.tree import tensor_leaves
 from ..runtime.nn.modules.module import Module
+from ..recording import memory as mem
 from ..recording.params import bytes_by_dtype
 from ..recording.state import preserved
-from ..runtime.host_memory import check_fits
 from . import execution
 from .rows import NodeRows
 
@@ -78,10 +79,12 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
     memory = _memory(graph, module)
     memory.activations = sum(live.storage_bytes[o] for o in live.activations)
     memory.predicted_peak = live.peak_bytes
-    if device.type == "cpu" and (latency or measure_memory):
-        # refused with the prediction, before the run allocates it
-        check_fits(live.peak_bytes, f"running {name or graph.name} (activations at their predicted peak)",
-                   "count without latency (shapes only), or use smaller inputs")
+    if real and (latency or measure_memory or backward):
+        # refused with the prediction, before anything runs for real
+        peak = live.peak_bytes
+        if backward:
+            peak = max(peak, execution.predict_training_peak(graph, args, kwargs) or 0)
+        mem.refuse_if_too_big(peak, device, name or graph.name, backward)
     if real and measure_memory:
         memory.measured_peak, memory.measured_activation_peak = execution.measure_peak(graph, args, kwargs, device)
 

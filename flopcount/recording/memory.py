@@ -12,12 +12,20 @@ For a training step, autograd keeps the inputs and outputs of every taped op unt
 pass reaches it: the prediction is every such buffer, plus the gradients alive at once during
 the backward pass, where a gradient no later op reads (a parameter's ``.grad``) stays to the
 end, from the op that makes it: the last layers' gradients come first.
+
+Before a model runs for real (for its latency, its measured memory, or a training step),
+``predict_before_running`` runs the same step with shape rules only (``dispatch.shapes_only``)
+and ``refuse_if_too_big`` compares that prediction with the memory the device has left: a run
+that would not fit is refused with the predicted figure instead of dying halfway.
 """
 
 from __future__ import annotations
 
 from math import prod
 
+from ..runtime.dispatch import shapes_only
+from ..runtime.graph.tree import tensor_leaves
+from ..runtime.host_memory import check_fits
 from ..runtime.registry import COPY, STRIDED
 
 
@@ -178,3 +186,32 @@ def predicted_training_peak(events, output_ids=(), holds=()) -> int:
     for j in range(n_bwd):
         peak = max(peak, live_kept[j] + live_grads[j])
     return peak
+
+
+def predict_before_running(step, recorder, training: bool, calls: bool = True) -> int | None:
+    """The activation peak of ``step()`` (inference, or with ``training`` forward + backward),
+    predicted from a run of the same ops on shapes only: nothing is computed or allocated.
+    ``recorder`` is a fresh Recorder of the model (with ``calls``, its module calls hold their
+    arguments, as in the eager view). None when the step cannot run on shapes alone (it reads a
+    value: ``.item()``, a shape computed from data); the real run then goes ahead unchecked,
+    and raises itself if the step is wrong."""
+    try:
+        with shapes_only(), recorder.attached(calls=calls):
+            out = step()
+        outputs = [recorder.serial(t) for t in tensor_leaves(out)]
+    except Exception:  # noqa: BLE001 - whatever stops a shapes-only run, the real run decides
+        return None
+    holds = call_holds(recorder.calls) if calls else ()
+    predict = predicted_training_peak if training else predicted_peak
+    return predict(recorder.events, outputs, holds)
+
+
+def refuse_if_too_big(peak: int | None, device, name: str, training: bool) -> None:
+    """A MemoryLimitError naming the predicted peak when it does not fit in what ``device`` has
+    left (nothing to check when the peak could not be predicted)."""
+    if peak is None:
+        return
+    what = "a training step of" if training else "running"
+    check_fits(peak, f"{what} {name} (activations at their predicted peak)",
+               "count without latency, measured memory or a training step (shapes only), or use "
+               "smaller inputs", device=device)

@@ -2,7 +2,8 @@
 
 ``apply(op, *inputs, **attrs)``:
 1. the shape rule gives the output specs (and rejects bad shapes, naming the op);
-2. while tracing, the tracer records a graph node instead; on the meta device, stop here;
+2. while tracing, the tracer records a graph node instead; on the meta device, or for any
+   device inside ``shapes_only()``, stop here (the output is a meta tensor);
 3. the kernel for the inputs' device runs (on operands widened to a dtype the backend computes
    in, when it has no arithmetic for theirs: bfloat16 on numpy runs in float32);
 4. autograd records a node when grad mode is on and an input requires grad;
@@ -40,6 +41,7 @@ class _State(threading.local):
         self.default_device: Device = CPU
         self.backward_module = None  # module that made the node whose gradient is being run
         self.call_observer = None    # runs every module call (nn.observe_module_calls), if any
+        self.shapes_only = False     # every op runs as on the meta device (``shapes_only()``)
 
 
 state = _State()
@@ -98,7 +100,7 @@ def apply(op, *inputs, **attrs):
     if st.tracer is not None:
         return st.tracer.record(op, inputs, attrs)
     spec = op.shape(*inputs, **attrs)
-    dev = _common_device(op, inputs, attrs)
+    dev = META if st.shapes_only else _common_device(op, inputs, attrs)
     multi = isinstance(spec, tuple)
     elapsed = None
     if dev.type == "meta":
@@ -240,6 +242,30 @@ def default_device(dev) -> Iterator[None]:
         yield
     finally:
         state.default_device = previous
+
+
+@contextlib.contextmanager
+def shapes_only() -> Iterator[None]:
+    """Every op in the block runs its shape rule only and returns a meta tensor, whatever device
+    its inputs are on, and factories make meta tensors: a real model on real inputs goes through
+    the same ops (autograd and observers included) without computing or allocating anything.
+    This is how a run's memory is predicted before it is allowed to run. Code that reads a
+    value (``.item()``, a shape computed from data) raises, as on the meta device.
+
+    >>> import flopcount.runtime as rt
+    >>> net, x = rt.nn.Linear(3, 2), rt.ones(4, 3)
+    >>> with shapes_only():
+    ...     y = net(x)
+    >>> y.device.type, y.shape
+    ('meta', (4, 2))
+    """
+    st = state
+    previous = st.shapes_only, st.default_device
+    st.shapes_only, st.default_device = True, META
+    try:
+        yield
+    finally:
+        st.shapes_only, st.default_device = previous
 
 
 def meta():

@@ -13,6 +13,11 @@ class ShapeError(FlopcountError, ValueError):
     """Shapes, dtypes or devices that an op or a model cannot take; the message quotes them."""
 
 
+class MemoryLimitError(ShapeError):
+    """Work predicted not to fit in the memory a device has left, refused before it runs; the
+    message gives the predicted figure and the room there is (``host_memory.check_fits``)."""
+
+
 class ModelFileError(FlopcountError):
     """A model file that is missing, truncated, corrupted or not of the expected format."""
 

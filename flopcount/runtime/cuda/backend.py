@@ -162,6 +162,13 @@ class CUDABackend(Backend):
         return self.cupy.cuda.get_elapsed_time(start, stop) / 1000.0
 
     # --- memory ----------------------------------------------------------------------------
+    def free_memory(self) -> int:
+        """Bytes arrays can still take on this GPU: what the device has free, plus what CuPy's
+        pool holds from freed arrays and hands out again before asking the device."""
+        with self._device():
+            free, _total = self.cupy.cuda.runtime.memGetInfo()
+            return int(free) + int(self.cupy.get_default_memory_pool().free_bytes())
+
     @contextlib.contextmanager
     def track_memory(self):
         """Peak bytes of CuPy's memory pool on this GPU while the block runs, above its start

@@ -14,6 +14,7 @@ from ..ops.indexing import *  # noqa: F401,F403
 from ..ops.linalg import *  # noqa: F401,F403
 from ..ops.loss import *  # noqa: F401,F403
 from ..ops.movement import *  # noqa: F401,F403
+from ..ops.nary import *  # noqa: F401,F403
 from ..ops.norm import *  # noqa: F401,F403
 from ..ops.pooling import *  # noqa: F401,F403
 from ..ops.quantized import *  # noqa: F401,F403

@@ -64,6 +64,8 @@ CASES = [
     ("add", lambda a, b: a + b, [A, B]), ("sub", lambda a, b: a - b, [A, B]), ("mul", lambda a, b: a * b, [A, B]),
     ("div", lambda a, b: a / b, [A, pos(3, 1)]), ("pow", lambda a, b: a ** b, [pos(2, 3), arr(2, 3, seed=1)]),
     ("max", rt.maximum, [A, B]), ("min", rt.minimum, [A, B]),
+    *[(f"{op}_n", getattr(F, f"{op}_n"), [A, B, arr(4, seed=2)]) for op in ("add", "maximum", "minimum", "mean")],
+    ("int_plus_float_n", F.add_n, [arr(3, 4, low=-3, high=3, dtype=np.int64), arr(3, 4), arr(4, seed=2)]),
     ("int_div", lambda a, b: a / b, [arr(3, 4, low=-9, high=9, dtype=np.int64), arr(3, 4, low=1, high=4, dtype=np.int64)]),
     ("int_plus_float", lambda a, b: a + b, [arr(3, 4, low=-3, high=3, dtype=np.int64), arr(3, 4)]),
     ("floor_divide", rt.floor_divide, [A * 4, pos(4)]),

@@ -76,7 +76,9 @@ CASES = [
     Case("Clip", [X]), Case("Clip", [ints(3, 4), C(np.int64(-1)), C(np.int64(2))]),
     Case("Clip", [X], {"min": -0.1, "max": 0.3}, opset=6),
     Case("Max", [X, Y, randn(4, seed=3)]), Case("Min", [X, Y]), Case("Sum", [X, Y, randn(4, seed=3)]),
-    Case("Mean", [X, Y, randn(4, seed=3)]), Case("Max", [X]),
+    Case("Mean", [X, Y, randn(4, seed=3)]), Case("Max", [X]), Case("Sum", [X]), Case("Mean", [X]),
+    *[Case(op, [randn(4, seed=3), randn(4, seed=4), X]) for op in ("Sum", "Max", "Min", "Mean")],  # small first
+    Case("Sum", [randn(2, 3, seed=i) for i in range(40)]),
     # --- constants and shapes ---
     Case("Constant", [], {"value": np.arange(6, dtype=F32).reshape(2, 3)}),
     Case("Constant", [], {"value_float": 1.5}), Case("Constant", [], {"value_ints": [3, 1, 2]}),

@@ -1,11 +1,10 @@
 """Elementwise ONNX ops: arithmetic, comparisons, logic, unary math, activations, Where, Cast,
-Clip and the variadic Min/Max/Sum/Mean. Each maps to the runtime op of the same arithmetic,
+Clip and the variadic Min/Max/Sum/Mean (one n-ary op each). Each maps to the runtime op of the
+same arithmetic,
 so the counters see ``add``, ``relu``, ``gelu``... exactly as for a model written in PyTorch.
 """
 
 from __future__ import annotations
-
-from functools import reduce
 
 import ml_dtypes
 
@@ -14,6 +13,7 @@ from ...dispatch import apply
 from ...ops import activations as act
 from ...ops import bitwise
 from ...ops import elementwise as ew
+from ...ops import nary
 from ...ops import trigonometric as trig
 from ..elem_types import to_dtype
 from ._base import constant, converter, is_const
@@ -151,11 +151,10 @@ def clip(ctx, x, low=None, high=None):
 
 @converter("Max", "Min", "Sum", "Mean")
 def variadic(ctx, *xs):
-    combine = {"Max": ew.maximum, "Min": ew.minimum, "Sum": ew.add, "Mean": ew.add}[ctx.op_type]
-    out = reduce(combine, xs)
-    if ctx.op_type == "Mean" and len(xs) > 1:
-        out = ew.div(out, constant(len(xs), out.dtype))
-    return out
+    if len(xs) == 1:  # of one input: the input itself
+        return xs[0]
+    # one n-ary op, not a chain of binary ones: a Sum of 100,000 inputs is one node and one row
+    return {"Max": nary.maximum_n, "Min": nary.minimum_n, "Sum": nary.add_n, "Mean": nary.mean_n}[ctx.op_type](*xs)
 
 
 # --- activations with attributes ---------------------------------------------------------------

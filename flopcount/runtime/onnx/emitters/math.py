@@ -25,6 +25,15 @@ def binary(b, node, ins, outs):
     b.add(_BINARY[node.op_name], [cast_input(b, node, ins, 0, dtype), cast_input(b, node, ins, 1, dtype)], outs)
 
 
+_NARY = {"add_n": "Sum", "maximum_n": "Max", "minimum_n": "Min", "mean_n": "Mean"}
+
+
+@emitter(*_NARY)
+def nary(b, node, ins, outs):
+    dtype = node.outputs[0].dtype  # ONNX's variadic ops take one type: the runtime's promoted one
+    b.add(_NARY[node.op_name], [cast_input(b, node, ins, i, dtype) for i in range(len(ins))], outs)
+
+
 @emitter("pow")
 def pow_(b, node, ins, outs):
     b.add("Pow", [cast_input(b, node, ins, 0, node.outputs[0].dtype), ins[1]], outs)
