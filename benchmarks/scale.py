@@ -7,8 +7,10 @@
 
 The cases (the scale part of the reliability issue):
 
-* ``chain_N``: N Relu nodes in a chain on a [1, 16] input (N = 50,000, 100,000, 200,000):
-  memory per node and time per node, which must stay flat as N grows;
+* ``chain_N``: N Relu nodes in a chain on a [1, 16] input (N = 50,000, 100,000, 200,000,
+  1,000,000): memory per node and time per node, which must stay flat as N grows; the table's
+  last column is the peak RSS above the baseline (the peak RSS of ``python -c "import
+  flopcount"``, run the same way) divided by N, in bytes per node (the target: at most 2,000);
 * ``sum_100000``: one Sum node with 100,000 inputs (the graph input, 100,000 times): the
   report must not be dominated by drawing the table;
 * ``init_500mb``: x [1, 8192] @ W [8192, 16384] (512 MiB of float32 weights) with no output
@@ -37,7 +39,7 @@ import numpy as np
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MIB = 1 << 20
-CHAINS = (50_000, 100_000, 200_000)
+CHAINS = (50_000, 100_000, 200_000, 1_000_000)
 
 
 def _onnx():
@@ -153,15 +155,18 @@ CASES.update({
     "llama2_7b_latency": ("llama2_7b", ("--latency",)),
 })
 LIMITS = {"llama2_7b_latency": 6_000_000 * 1024}  # ulimit -v, in bytes
+BASELINE = "baseline"
 
 
 def run_case(directory: str, name: str, root: str = ROOT) -> dict:
     """One case in a fresh process running the flopcount checkout at ``root``: wall time, the
-    child's peak RSS, exit code, last stderr line."""
-    file, args = CASES[name]
+    child's peak RSS, exit code, last stderr line. ``"baseline"`` is ``import flopcount`` alone."""
+    file, args = CASES[name] if name != BASELINE else ("", ())
     env = dict(os.environ, PYTHONPATH=root + os.pathsep + os.environ.get("PYTHONPATH", ""))
     model = os.path.join(os.path.abspath(directory), file) if file.endswith(".onnx") else file
     command = [sys.executable, "-m", "flopcount", model, *args]
+    if name == BASELINE:
+        command = [sys.executable, "-c", "import flopcount"]
     if name in LIMITS:
         command = ["prlimit", f"--as={LIMITS[name]}", "--"] + command
     script = ("import resource, subprocess, sys, time; t = time.perf_counter(); "
@@ -177,7 +182,7 @@ def run_case(directory: str, name: str, root: str = ROOT) -> dict:
     seconds, peak_kib, code = first.split()
     return {"case": name, "seconds": float(seconds), "peak_mib": int(peak_kib) / 1024, "exit": int(code),
             "stderr": last, "command": ("ulimit -v 6000000; " if name in LIMITS else "")
-            + "flopcount " + " ".join([file, *args])}
+            + ("python -c 'import flopcount'" if name == BASELINE else "flopcount " + " ".join([file, *args]))}
 
 
 def main() -> None:
@@ -192,11 +197,15 @@ def main() -> None:
     if args.action == "make":
         make(args.directory, args.only)
         return
-    print("| case | command | time (s) | peak RSS (MiB) | exit | last line of stderr |")
-    print("| --- | --- | --- | --- | --- | --- |")
+    base = run_case(args.directory, BASELINE, args.root)
+    print(f"baseline (`{base['command']}`): peak RSS {base['peak_mib']:.0f} MiB")
+    print("| case | command | time (s) | peak RSS (MiB) | bytes per node above the baseline | exit | last line of stderr |")
+    print("| --- | --- | --- | --- | --- | --- | --- |")
     for name in args.cases or list(CASES):
         r = run_case(args.directory, name, args.root)
-        print(f"| {r['case']} | `{r['command']}` | {r['seconds']:.1f} | {r['peak_mib']:.0f} | {r['exit']} | "
+        nodes = int(name.split("_")[1]) if name.startswith("chain_") else None
+        per_node = f"{(r['peak_mib'] - base['peak_mib']) * MIB / nodes:.0f}" if nodes else ""
+        print(f"| {r['case']} | `{r['command']}` | {r['seconds']:.1f} | {r['peak_mib']:.0f} | {per_node} | {r['exit']} | "
               f"{r['stderr']} |", flush=True)
 
 

@@ -62,7 +62,7 @@ def _note(message: str, quiet: bool) -> None:
         click.echo(f"flopcount: {message}", err=True)
 
 
-def _finish(text: str, output: str | None, quiet: bool) -> None:
+def _finish(text, output: str | None, quiet: bool) -> None:
     render.emit(text, output)
     if output is not None:
         _note(f"wrote {output}", quiet)
@@ -177,7 +177,7 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefi
     if fmt == "table" and output is None and render.stdout_is_terminal():
         report.print(depth=depth, top=top, sort=sort, by=by)
         return
-    _finish(render.render_report(report, fmt, depth=depth, top=top, sort=sort, by=by), output, quiet)
+    _finish(render.report_pieces(report, fmt, depth=depth, top=top, sort=sort, by=by), output, quiet)
 
 
 @main.command("compare", context_settings=CONTEXT, epilog=MODEL_HELP)

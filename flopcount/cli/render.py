@@ -13,16 +13,15 @@ import os
 import sys
 
 from ..io_utils import atomic_write
+from ..report.table import table_pieces, without_trailing_blanks
 from ..runtime import errors
 
 FORMATS = ("table", "markdown", "json", "csv", "trace")
 MACHINE_FORMATS = ("json", "csv", "trace")
 TEXT_WIDTH = 1000
+WRITE_CHUNK = 1 << 20  # characters
 
 
-def _strip_trailing(text: str) -> str:
-    # rich pads every line of a table to its width; trailing blanks only get in a reader's way
-    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
 
 
 def op_type_csv(report) -> str:
@@ -40,18 +39,26 @@ def op_type_csv(report) -> str:
 
 def render_report(report, fmt: str, *, depth=None, top=None, sort=None, by: str = "module") -> str:
     """``report`` as text in ``fmt`` (table text without colour; see :func:`print_table`)."""
+    return "".join(report_pieces(report, fmt, depth=depth, top=top, sort=sort, by=by))
+
+
+def report_pieces(report, fmt: str, *, depth=None, top=None, sort=None, by: str = "module"):
+    """:func:`render_report` as pieces of text to write one after another: a table of many rows
+    comes a line at a time, so its text is never held whole (see :func:`emit`)."""
     if fmt == "table":
         # wide enough that no column is squeezed (long op scopes); trailing blanks are stripped
-        return _strip_trailing(report.table(depth=depth, top=top, sort=sort, by=by, width=TEXT_WIDTH))
+        return table_pieces(report, depth=depth, top=top, sort=sort, by=by, width=TEXT_WIDTH, trailing_blanks=False)
     if fmt == "markdown":
-        return report.markdown(depth=depth, top=top, sort=sort, by=by)
-    if fmt == "json":
-        return report.to_json() + "\n"
-    if fmt == "csv":
-        return op_type_csv(report) if by == "op-type" else report.to_csv(by=by)
-    if fmt == "trace":
-        return json.dumps(report.chrome_trace()) + "\n"
-    raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+        text = report.markdown(depth=depth, top=top, sort=sort, by=by)
+    elif fmt == "json":
+        text = report.to_json() + "\n"
+    elif fmt == "csv":
+        text = op_type_csv(report) if by == "op-type" else report.to_csv(by=by)
+    elif fmt == "trace":
+        text = json.dumps(report.chrome_trace()) + "\n"
+    else:
+        raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
+    return iter([text])
 
 
 def stdout_is_terminal() -> bool:
@@ -71,13 +78,23 @@ def check_output_path(path: str) -> None:
         raise errors.FlopcountError(f"--output {path}: the directory {directory} is not writable")
 
 
-def emit(text: str, output: str | None) -> None:
-    """Write ``text`` to ``output`` atomically, or to stdout."""
+def emit(text, output: str | None) -> None:
+    """Write ``text`` (a string, or pieces of one: :func:`report_pieces`) to ``output``
+    atomically, or to stdout as the pieces come."""
+    pieces = [text] if isinstance(text, str) else text
     if output is None:
-        sys.stdout.write(text)
-        sys.stdout.flush()
+        try:
+            for piece in pieces:
+                # a long piece a part at a time: it is not encoded into a second copy all at once
+                for start in range(0, len(piece), WRITE_CHUNK):
+                    sys.stdout.write(piece[start:start + WRITE_CHUNK])
+            sys.stdout.flush()
+        except BrokenPipeError:
+            # the reader has gone (``| head``): the rest is not wanted, and no error of ours;
+            # stdout goes to /dev/null so that Python's flush at exit does not fail again
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     else:
-        atomic_write(output, text)
+        atomic_write(output, "".join(pieces))
 
 
 def print_rich(renderable) -> None:
@@ -93,7 +110,7 @@ def rich_text(renderable, width: int = TEXT_WIDTH) -> str:
 
     buffer = io.StringIO()
     Console(file=buffer, width=width, color_system=None, force_terminal=False).print(renderable)
-    return _strip_trailing(buffer.getvalue())
+    return without_trailing_blanks(buffer.getvalue())
 
 
 def rows_text(headers: list, rows: list, fmt: str, title: str | None = None, footer: list | None = None) -> str:
@@ -135,5 +152,5 @@ def rich_table(headers: list, rows: list, title: str | None = None, footer: list
     return table
 
 
-__all__ = ["FORMATS", "MACHINE_FORMATS", "render_report", "op_type_csv", "emit", "check_output_path",
+__all__ = ["FORMATS", "MACHINE_FORMATS", "render_report", "report_pieces", "op_type_csv", "emit", "check_output_path",
            "print_rich", "rich_text", "rows_text", "rich_table", "stdout_is_terminal"]

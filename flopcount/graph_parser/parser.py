@@ -20,6 +20,7 @@ from ..runtime.nn.modules.module import Module
 from ..recording import memory as mem
 from ..recording.params import bytes_by_dtype
 from ..recording.state import preserved
+from ..runtime.allocator import give_back_freed_memory
 from . import execution
 from .rows import NodeRows
 
@@ -75,13 +76,11 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
     device = _device(graph, args, kwargs)
     real = device.type != "meta"
     rows = NodeRows(graph, conv, module)
-    live = liveness(graph)
     memory = _memory(graph, module)
-    memory.activations = sum(live.storage_bytes[o] for o in live.activations)
-    memory.predicted_peak = live.peak_bytes
+    memory.activations, memory.predicted_peak = _activations(graph)
     if real and (latency or measure_memory or backward):
         # refused with the prediction, before anything runs for real
-        peak = live.peak_bytes
+        peak = memory.predicted_peak
         if backward:
             peak = max(peak, execution.predict_training_peak(graph, args, kwargs) or 0)
         mem.refuse_if_too_big(peak, device, name or graph.name, backward)
@@ -117,6 +116,16 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
                   unsupported=rows.unsupported(node_ms), memory=memory, latency_ms=whole[0],
                   latency_min_ms=whole[1], backward=backward, backward_latency_ms=backward_total_ms,
                   model=name or graph.name)
+
+
+def _activations(graph) -> tuple:
+    """(bytes of every activation, their predicted peak): the liveness tables themselves are
+    let go at once (a few hundred bytes per node of a huge graph, kept through the whole profile)."""
+    live = liveness(graph)
+    figures = sum(live.storage_bytes[o] for o in live.activations), live.peak_bytes
+    del live
+    give_back_freed_memory()  # its tables are large blocks the heap would keep
+    return figures
 
 
 def _inputs_for(graph) -> list:

@@ -11,7 +11,7 @@ from collections import Counter
 
 from ..hardware import compute_dtype
 from ..recording import pricing
-from ..report.model import Row
+from ..report.model import OpRecord, Row
 from ..report.sums import COST_FIELDS, accumulate, add_macs, add_macs_of
 
 # what a scope row sums over the nodes below it
@@ -99,8 +99,8 @@ class NodeRows:
         self.graph = graph
         self.convention = convention
         self.module = module
-        self.calls = [op_call(n) for n in graph.nodes]
-        self.costs, self.own = pricing.price(self.calls, convention)
+        # the op calls (specs of every input and output) only live while pricing
+        self.costs, self.own = pricing.price([op_call(n) for n in graph.nodes], convention)
         names = Counter()
         self.node_names = []
         for n in graph.nodes:  # node rows are named scope/value so tree paths stay readable
@@ -144,6 +144,14 @@ class NodeRows:
             scope_row(n.scope)
             if n.module_type and not scopes[n.scope].type:
                 scopes[n.scope].type = n.module_type
+        # the scopes' parameters, output memory and shapes first: their tables (readers of every
+        # value) are gone before a row per node is made
+        self._scope_params(scopes)
+        users = graph.users()
+        self._scope_outputs(scopes, users)
+        self._scope_shapes(scopes, users)
+        del users
+        self.op_rows = []  # node order, for the op records
         for i, n in enumerate(graph.nodes):
             cost, own = self.costs[i], self.own[i]
             elems, _ = _param_elems(n)
@@ -160,6 +168,7 @@ class NodeRows:
                       input_shapes=[None if v is None else v.shape for v in n.inputs],
                       output_shapes=[v.shape for v in n.outputs])
             add_macs(row.macs_by_dtype, mac_dtype(n), row.macs)
+            self.op_rows.append(row)
             trainable = self._trainable_elems(n)
             row.trainable_params, row.frozen_params = trainable, elems - trainable
             children.setdefault(n.scope, []).append(row)
@@ -170,9 +179,6 @@ class NodeRows:
                 add_macs_of(scopes[p], row)
             s = scopes[n.scope]
             s.calls = max(s.calls, 1)
-        self._scope_params(scopes)
-        self._scope_outputs(scopes)
-        self._scope_shapes(scopes)
         # siblings in the order they run (a flatten before the fc it feeds); modules no op ran
         # in keep their module order, after those that ran
         for kids in children.values():
@@ -214,38 +220,37 @@ class NodeRows:
         return sum(v.numel() for v in node.inputs if v is not None and v.kind == "param"
                    and getattr(tensors.get(v.name), "requires_grad", True))
 
-    def _scope_shapes(self, scopes: dict) -> None:
+    def _scope_shapes(self, scopes: dict, users: dict) -> None:
         """A scope's input and output shapes, as a module call's: the activations its nodes read
         from outside it and the values they make that are read outside it (or are graph
         outputs), each once, in execution order. The root takes the graph's own."""
         graph = self.graph
-        users = graph.users()
         outputs = {v.name for v in graph.outputs}
         producers = {v.name: n for n in graph.nodes for v in n.outputs}
-        seen_in: dict = {}
-        seen_out: dict = {}
+        seen_in: set = set()   # (scope, value name): one set for every scope, not a set per scope
+        seen_out: set = set()
         for n in graph.nodes:
             for p in _prefixes(n.scope)[1:]:
                 inside = lambda s: s == p or s.startswith(p + ".")  # noqa: E731
                 for v in n.inputs:
-                    if v is None or v.kind not in ("input", "node") or v.name in seen_in.setdefault(p, set()):
+                    if v is None or v.kind not in ("input", "node") or (p, v.name) in seen_in:
                         continue
                     producer = producers.get(v.name)
                     if producer is None or not inside(producer.scope):
-                        seen_in[p].add(v.name)
+                        seen_in.add((p, v.name))
                         scopes[p].input_shapes.append(v.shape)
                 for v in n.outputs:
                     if v.name in outputs or any(not inside(u.scope) for u in users.get(v.name, [])):
-                        if v.name not in seen_out.setdefault(p, set()):
-                            seen_out[p].add(v.name)
+                        if (p, v.name) not in seen_out:
+                            seen_out.add((p, v.name))
                             scopes[p].output_shapes.append(v.shape)
         scopes[""].input_shapes = [v.shape for v in graph.inputs]
         scopes[""].output_shapes = [v.shape for v in graph.outputs]
 
-    def _scope_outputs(self, scopes: dict) -> None:
-        """A scope's output memory: its nodes' outputs read outside the scope (or graph outputs)."""
+    def _scope_outputs(self, scopes: dict, users: dict) -> None:
+        """A scope's output memory: its nodes' outputs read outside the scope (or graph outputs);
+        ``users`` is ``graph.users()``."""
         graph = self.graph
-        users = graph.users()
         outputs = {v.name for v in graph.outputs}
         for n in graph.nodes:
             for v in n.outputs:
@@ -257,19 +262,37 @@ class NodeRows:
         scopes[""].output_bytes = sum(v.nbytes for v in graph.outputs)
 
     def records(self, latency: list | None = None, starts: list | None = None,
-                backward_records: list | None = None) -> list:
-        """One OpRecord per node (forward), then the observed backward ops."""
-        out = []
+                backward_records: list | None = None):
+        """A function giving one OpRecord per node (forward), then the observed backward ops:
+        made from the op rows (call :meth:`rows` first) and a few fields of each node kept
+        here, so the report builds its records only when they are read and the graph need
+        not outlive the profile."""
+        kinds: dict = {}  # most nodes of a graph share their dtypes: one tuple for all of them
+        extras = []
         for i, n in enumerate(self.graph.nodes):
             cost = self.costs[i]
-            elems, nbytes = _param_elems(n)
-            out.append(pricing.op_record(
-                self.calls[i], cost, self.own[i], name=self.node_names[i], scope=n.scope, phase="forward",
-                counted=cost is not None, params=elems, param_bytes=nbytes,
-                latency_ms=latency[i] if latency is not None else None,
-                start_ms=starts[i] if starts is not None else None, source=n.source,
-                mac_dtype=mac_dtype(n) if cost and cost.macs else None))
-        return out + list(backward_records or [])
+            key = (_param_elems(n)[1], tuple(None if v is None else v.dtype.name for v in n.inputs),
+                   tuple(v.dtype.name for v in n.outputs), mac_dtype(n) if cost and cost.macs else None,
+                   cost is not None)
+            extras.append(kinds.setdefault(key, key))
+        sources = [n.source for n in self.graph.nodes]
+        op_rows = self.op_rows
+        backward = list(backward_records or [])
+
+        def build() -> list:
+            out = []
+            for i, row in enumerate(op_rows):
+                param_bytes, input_dtypes, output_dtypes, macs_in, counted = extras[i]
+                out.append(OpRecord(
+                    name=row.name, op=row.type, scope=row.parent, phase="forward", macs=row.macs, flops=row.flops,
+                    bytes_read=row.bytes_read, bytes_written=row.bytes_written, params=row.params,
+                    param_bytes=param_bytes, input_shapes=list(row.input_shapes), input_dtypes=list(input_dtypes),
+                    output_shapes=list(row.output_shapes), output_dtypes=list(output_dtypes), counted=counted,
+                    latency_ms=latency[i] if latency is not None else None,
+                    start_ms=starts[i] if starts is not None else None, source=sources[i], mac_dtype=macs_in))
+            return out + backward
+
+        return build
 
     def unsupported(self, latency: list | None = None) -> list:
         """Ops of the graph with no rule in the convention, with calls and latency share."""

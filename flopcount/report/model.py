@@ -8,7 +8,6 @@ way every row has ``name``, ``type``, ``depth``, ``parent``, ``macs``, ``flops``
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from dataclasses import dataclass, field, fields
 
 def _fields_with_listed_shapes(record) -> dict:
@@ -24,6 +23,8 @@ class Achieved:
     """Rates achieved over a measured time, for anything with ``flops``, ``bytes_read``,
     ``bytes_written`` and ``latency_ms`` (a report row, an engine's timed node)."""
 
+    __slots__ = ()  # rows keep theirs: a huge graph has one per node and scope
+
     @property
     def flops_per_second(self) -> float | None:
         """Achieved FLOP/s from the measured latency."""
@@ -36,7 +37,7 @@ class Achieved:
         return moved / (self.latency_ms / 1e3) if self.latency_ms else None
 
 
-@dataclass
+@dataclass(slots=True)
 class Row(Achieved):
     """One line of a report: a module, a module scope or one op (graph node).
 
@@ -95,7 +96,7 @@ class Row(Achieved):
         return out
 
 
-@dataclass
+@dataclass(slots=True)
 class OpRecord:
     """One dispatched op (eager) or graph node: the per-op view and the Chrome trace.
 
@@ -217,9 +218,10 @@ class Report:
                  notes: list | None = None, engine: str = "flopcount"):
         self.rows = list(rows)
         # op_lists: a function giving (ops, seen_not_counted, folded), called on first use of
-        # any of them, so a profile whose op lists nobody reads does not build them
+        # any of them, so a profile whose op lists nobody reads does not build them; ``ops``
+        # alone may be such a function too (the graph view's records, one per node)
         self._op_lists = op_lists
-        self._ops = list(ops or [])
+        self._ops = ops if callable(ops) else list(ops or [])
         self.convention = convention
         self.mode = mode
         self.device = str(device)
@@ -238,11 +240,9 @@ class Report:
         self.notes = list(notes or [])   # remarks on how the model was loaded (a capture's fallback...)
         self.engine = engine             # who ran the model for its latency: "flopcount", "torch", "onnxruntime"
         self.engine_nodes: list = []     # engine "onnxruntime": its nodes, timed and joined with counts
-        self._by_name = OrderedDict((r.name, r) for r in self.rows)
-        self._children: dict = {}
-        for r in self.rows:
-            if r.parent is not None:
-                self._children.setdefault(r.parent, []).append(r)
+        # the rows by name and by parent, made when first asked for (a table needs only the second)
+        self._by_name: dict | None = None
+        self._children: dict | None = None
 
     # --- the op lists, built when first read --------------------------------------------
     def _built(self) -> None:
@@ -254,6 +254,8 @@ class Report:
     @property
     def ops(self) -> list:
         self._built()
+        if callable(self._ops):
+            self._ops = list(self._ops())
         return self._ops
 
     @property
@@ -323,15 +325,25 @@ class Report:
     def row(self, name: str) -> Row:
         """The row called ``name`` (a dotted module path, '' for the model itself)."""
         try:
-            return self._by_name[name]
+            return self._rows_by_name()[name]
         except KeyError:
             raise KeyError(f"no row named {name!r} in the report") from None
 
     def __contains__(self, name: str) -> bool:
-        return name in self._by_name
+        return name in self._rows_by_name()
 
     def children(self, name: str) -> list:
+        if self._children is None:
+            self._children = {}
+            for r in self.rows:
+                if r.parent is not None:
+                    self._children.setdefault(r.parent, []).append(r)
         return list(self._children.get(name, []))
+
+    def _rows_by_name(self) -> dict:
+        if self._by_name is None:
+            self._by_name = {r.name: r for r in self.rows}
+        return self._by_name
 
     def __repr__(self) -> str:
         from .units import flops_to_string, macs_to_string, params_to_string

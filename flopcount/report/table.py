@@ -43,6 +43,7 @@ def _module_cells(report, depth, top, sort) -> tuple:
     headers += _roofline_headers(report)
     body = []
     flat = top is not None
+    same: dict = {}  # most cells repeat ("0", "-", "1x16"): one string each, not one per row
     for row, indent in tree_rows(report, depth=depth, top=top, sort=sort):
         if row.name == "":
             label = report.model or row.type
@@ -63,7 +64,7 @@ def _module_cells(report, depth, top, sort) -> tuple:
             cells += [macs_to_string(row.backward_macs), flops_to_string(row.backward_flops)]
             if _timed_backward(report):
                 cells.append(time_to_string(row.backward_latency_ms))
-        body.append(cells + _roofline_cells(report, row))
+        body.append([same.setdefault(c, c) for c in cells + _roofline_cells(report, row)])
     return headers, body
 
 
@@ -258,13 +259,17 @@ def _laid_out(report, depth, top, sort, by, width) -> tuple:
     return title, headers, body, layout, footer
 
 
-def _large_table_text(title: str, headers: list, body: list, layout, footer: list) -> str:
+def _large_table_lines(title: str, headers: list, body: list, layout, footer: list,
+                       trailing_blanks: bool = True):
+    """The box's lines, one at a time (a million-row table is written as it is drawn, never
+    held as one text); ``body`` is used up, each row's cells let go once its line is drawn.
+    Without ``trailing_blanks``, every line is as :func:`without_trailing_blanks` leaves it."""
     from rich.cells import cell_len
 
     names = layout.headers
-    rows = [[row[i] for i in layout.columns] for row in body]
-    left = [headers[i] in LEFT_ALIGNED for i in layout.columns]
-    widths = [max([cell_len(name)] + [cell_len(r[j]) for r in rows]) for j, name in enumerate(names)]
+    columns = layout.columns
+    left = [headers[i] in LEFT_ALIGNED for i in columns]
+    widths = [max([cell_len(name)] + [cell_len(row[i]) for row in body]) for i, name in zip(columns, names)]
 
     def line(texts) -> str:
         padded = [t + " " * (w - cell_len(t)) if is_left else " " * (w - cell_len(t)) + t
@@ -274,9 +279,31 @@ def _large_table_text(title: str, headers: list, body: list, layout, footer: lis
     def rule(first: str, middle: str, last: str) -> str:
         return first + middle.join("─" * (w + 2) for w in widths) + last
 
-    lines = [title, rule("┌", "┬", "┐"), line(names), rule("├", "┼", "┤"), *map(line, rows),
-             rule("└", "┴", "┘"), *footer]
-    return "\n".join(lines) + "\n"
+    def lines():
+        yield from (title, rule("┌", "┬", "┐"), line(names), rule("├", "┼", "┤"))
+        for k, row in enumerate(body):
+            body[k] = None
+            yield line([row[i] for i in columns])
+        yield from (rule("└", "┴", "┘"), *footer)
+
+    drawn = (lambda text: text) if trailing_blanks else _without_trailing_blanks_line
+    return (drawn(text) for text in lines())
+
+
+def _large_table_text(*parts, trailing_blanks: bool = True) -> str:
+    return "\n".join(_large_table_lines(*parts, trailing_blanks=trailing_blanks)) + "\n"
+
+
+def without_trailing_blanks(text: str) -> str:
+    """``text`` with the blanks at the end of each line removed (rich pads every line of a
+    table to its width; they only get in a reader's way), ending in one newline."""
+    return "\n".join(line.rstrip() for line in text.splitlines()) + "\n"
+
+
+def _without_trailing_blanks_line(line: str) -> str:
+    # what without_trailing_blanks does to this line of a text, line by line (a cell may hold a
+    # line break of its own, which splitlines splits there too)
+    return "\n".join(part.rstrip() for part in (line + "\n").splitlines())
 
 
 def rich_table(report, depth=None, top=None, sort=None, by: str = "module", width: int | None = None):
@@ -305,19 +332,29 @@ def print_rich_table(report, depth=None, top=None, sort=None, by: str = "module"
     console = Console(file=file)
     parts = _laid_out(report, depth, top, sort, by, console.width)
     if len(parts[2]) > RICH_MAX_ROWS:
-        console.file.write(_large_table_text(*parts))
+        for line in _large_table_lines(*parts):
+            console.file.write(line + "\n")
         return
     console.print(_rich(*parts))
 
 
-def rich_table_text(report, depth=None, top=None, sort=None, by: str = "module", width: int | None = None) -> str:
-    """The rich table as plain text (no color codes), at most ``width`` (default 200) cells wide."""
+def rich_table_text(report, depth=None, top=None, sort=None, by: str = "module", width: int | None = None,
+                    trailing_blanks: bool = True) -> str:
+    """The rich table as plain text (no color codes), at most ``width`` (default 200) cells wide;
+    without ``trailing_blanks``, as :func:`without_trailing_blanks` leaves it."""
+    return "".join(table_pieces(report, depth, top, sort, by, width, trailing_blanks))
+
+
+def table_pieces(report, depth=None, top=None, sort=None, by: str = "module", width: int | None = None,
+                 trailing_blanks: bool = True):
+    """:func:`rich_table_text` in pieces, to write one at a time: a line each for a table of
+    more than ``RICH_MAX_ROWS`` rows (its cells are laid out before the first one)."""
     from rich.console import Console
 
     width = width or 200
     parts = _laid_out(report, depth, top, sort, by, width)
     if len(parts[2]) > RICH_MAX_ROWS:
-        return _large_table_text(*parts)
+        return (line + "\n" for line in _large_table_lines(*parts, trailing_blanks=trailing_blanks))
     buffer = io.StringIO()
     Console(file=buffer, width=width, color_system=None, force_terminal=False).print(_rich(*parts))
-    return buffer.getvalue()
+    return iter([buffer.getvalue() if trailing_blanks else without_trailing_blanks(buffer.getvalue())])

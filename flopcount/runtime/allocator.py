@@ -39,6 +39,28 @@ def keep_freed_memory() -> bool:
         return _result
 
 
+def give_back_freed_memory() -> bool:
+    """Return the heap's free pages to the kernel (glibc's ``malloc_trim``), unless this process
+    keeps freed memory for its runs (:func:`keep_freed_memory`). A parsed model file is
+    freed into the heap as one large block among smaller live ones, and glibc would keep it for
+    the rest of the process: 80 MB for a 200,000-node ONNX file, half of what counting it
+    holds. Returns whether anything was asked of the allocator (``False`` elsewhere than glibc).
+
+    >>> give_back_freed_memory() in (True, False)
+    True
+    """
+    with _lock:
+        if _result:
+            return False
+        try:
+            trim = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6").malloc_trim
+        except (OSError, AttributeError):
+            return False
+        trim.argtypes = (ctypes.c_size_t,)
+        trim(0)
+        return True
+
+
 def _raise_thresholds() -> bool:
     try:
         libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")

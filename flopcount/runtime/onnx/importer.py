@@ -38,6 +38,7 @@ import numpy as np
 from ..device import CPU, META, device as parse_device
 from ..dispatch import named_scope
 from ..errors import FlopcountError, ModelFileError, UnsupportedOpError
+from ..allocator import give_back_freed_memory
 from ..io.files import open_model_file
 from ..factories import empty
 from ..graph.ir import Graph
@@ -703,18 +704,26 @@ class _Conversion:
         self.values.update((name, t) for name, (t, _) in params.items())
         self.input_names = input_names
         self.tracer = None
-        self.used = _names_read(model.graph)
+        # {name: index of the last node that reads it}: every name read (``in self.used``), and
+        # when a value's tensor can be let go, so a long chain does not hold one per node
+        self.used = _last_reads(model.graph)
         self.notes: list = []  # what the report should say about the conversion (loop trip counts)
         # {DequantizeLinear output: its quantized input}: a QDQ conv's MACs run in int8
         self.dequantized = {n.output[0]: n.input[0] for n in model.graph.node
                             if n.op_type == "DequantizeLinear" and n.domain in _DEFAULT_DOMAINS and n.output}
+        # their quantized inputs are looked up again at the Conv or MatMul that reads the output
+        self.used.update(dict.fromkeys(self.dequantized.values(), len(model.graph.node)))
 
     def __call__(self, *inputs):
         values = self.values
         values.update(zip(self.input_names, inputs))
         self.input_of = {id(t._value): name for name, t in zip(self.input_names, inputs)}
-        for node in self.model.graph.node:
+        last = self.used
+        for i, node in enumerate(self.model.graph.node):
             self._convert(node, values)
+            for name in node.input:
+                if last.get(name) == i:
+                    values.pop(name, None)
         outs = []
         for v in self.model.graph.output:
             if v.name not in values:
@@ -795,8 +804,9 @@ class _Conversion:
         ctx = NodeContext(node.op_type, node.name, opset, node_attributes(node, opset),
                           len(node.output), tuple(bool(name) and name in self.used for name in node.output),
                           self.sources, _Subgraphs(self, values, self.notes))
+        node_name = node.name  # one string for the node's scope and source: each read of a field makes a new one
         try:
-            scope, module_type = naming.node_scope(node.name, {p.key: p.value for p in node.metadata_props})
+            scope, module_type = naming.node_scope(node_name, {p.key: p.value for p in node.metadata_props})
         except ModelFileError as exc:
             raise ModelFileError(f"{ctx.where}: {exc}") from None
         inputs = []
@@ -827,7 +837,7 @@ class _Conversion:
         mac = quantized_mac_dtype(op_label(node), list(node.input), values, self.dequantized)
         for n in recorded[first:]:
             n.module_type = module_type
-            n.source = node.name
+            n.source = node_name
             if mac:
                 n.mac_dtype = mac
         results = result if isinstance(result, (tuple, list)) else (result,)
@@ -901,6 +911,20 @@ def _names_read(graph) -> set:
     return used
 
 
+def _last_reads(graph) -> dict:
+    """{name: index of the last node of ``graph`` that reads it, itself or in its subgraphs}
+    for every name :func:`_names_read` gives; the graph's outputs are read after its last node."""
+    last = {}
+    for i, node in enumerate(graph.node):
+        for name in node.input:
+            if name:
+                last[name] = i
+        for sub in _subgraphs(node):
+            last.update(dict.fromkeys(_names_read(sub), i))
+    last.update(dict.fromkeys((v.name for v in graph.output), len(graph.node)))
+    return last
+
+
 def _graph_name(model, path: str) -> str:
     if model.graph.name:
         return model.graph.name
@@ -951,7 +975,7 @@ def _trace(model, constants: dict, params: dict, declared: list, shapes: list, d
     conversion.tracer = tracer
     examples = tuple(empty(*shapes[i], dtype=dtypes[i], device="meta") for i in free)
     try:
-        graph = dce(tracer.run(examples, {}))
+        graph = dce(tracer.run(examples, {}), in_place=True)  # the trace's own graph: nobody else holds it
     finally:
         conversion.tracer = None  # no cycle keeps the conversion's tensors alive until a collection
     graph.notes = list(conversion.notes)
@@ -1006,4 +1030,7 @@ def load(path, input_shapes=None, device=None, input_values=None, strict: bool =
                                  f"{str(exc).split('model: ', 1)[-1]})") from None
     del data  # the file's bytes, unless the weights' arrays are views of them
     mapped = _load_external_data(model, path)
-    return import_model(model, input_shapes, path, weights, meta, input_values, mapped)
+    graph = import_model(model, input_shapes, path, weights, meta, input_values, mapped)
+    del model, weights, mapped
+    give_back_freed_memory()  # the parsed file: the heap would keep it through the whole profile
+    return graph

@@ -107,12 +107,14 @@ class _Uses:
 
 def precomputed_tables(model) -> set:
     """Names of the floating initializers of ``model`` (a ModelProto) that are tables."""
-    uses = _Uses(model.graph)
-    out = set()
+    candidates = []
     for init in model.graph.initializer:
         size = 1
         for d in init.dims:
             size *= d
-        if init.data_type in _FLOATING and size > 1 and uses.is_table(init.name, len(init.dims)):
-            out.add(init.name)
-    return out
+        if init.data_type in _FLOATING and size > 1:
+            candidates.append((init.name, len(init.dims)))
+    if not candidates:  # the readers of every value are not worth listing (a million-node chain)
+        return set()
+    uses = _Uses(model.graph)
+    return {name for name, rank in candidates if uses.is_table(name, rank)}
