@@ -3,8 +3,10 @@
 Layouts: x (N, C, *S), conv weight (Cout, C/g, *K), transposed-conv weight (Cin, Cout/g, *K).
 The column buffer is (N, g, C/g·prod(K), prod(O)) so that ``weight (g, Cout/g, C/g·prod(K)) @
 cols`` writes the output directly in (N, Cout, *O) order, with no transpose afterwards.
-Depthwise convolutions (one input channel per group) skip the column buffer: a multiply-add
-per kernel position is cheaper than a stack of 1-wide matmuls.
+Depthwise convolutions (one input channel per group) skip the column buffer: on numpy arrays
+they run the compiled kernel of ``cpu_kernels`` where numba is there (one pass over each output
+plane per four kernel positions), else a multiply-add per kernel position, which is still
+cheaper than a stack of 1-wide matmuls.
 
 Where the windows are stride 1 or cover every stride phase, columns are built on the wide grid
 of ``FlatWindows`` (one contiguous copy per kernel position instead of a copy per output row)
@@ -18,6 +20,9 @@ from __future__ import annotations
 
 from math import prod
 
+import numpy as np
+
+from .. import cpu_kernels
 from ._scratch import scratch, scratch_zeros
 from ._window import FlatWindows, _phased, batch_chunks, col2im, im2col, out_size, windows
 
@@ -100,6 +105,9 @@ def conv_forward(xp, x, w, b, stride, padding, dilation, groups):
     out = conv_out_shape(x.shape, kernel, stride, padding, dilation)
     spatial = prod(out)
     if cg == 1 and groups > 1:
+        y = _compiled_depthwise(xp, x, w, b, stride, padding, dilation)
+        if y is not None:
+            return y
         y = _depthwise(xp, x, w, out, stride, padding, dilation, groups).reshape((n, cout) + out)
     elif _batched(n, groups, c, kernel, spatial, x.dtype.itemsize):
         cols = _batch_columns(xp, x, kernel, out, stride, padding, dilation)
@@ -128,6 +136,19 @@ def conv_forward(xp, x, w, b, stride, padding, dilation, groups):
     if b is not None:
         y += b.reshape((cout,) + (1,) * len(out))
     return y
+
+
+def _compiled_depthwise(xp, x, w, b, stride, padding, dilation):
+    """The depthwise conv (bias included) by the compiled kernel, or None where there is none
+    (numba missing or turned off, CuPy arrays, 3-d convs, other dtypes than float32/64)."""
+    compiled = cpu_kernels.kernel("depthwise", xp)
+    if compiled is None or x.ndim not in (3, 4) or x.dtype not in (np.float32, np.float64):
+        return None
+    if x.ndim == 3:  # a 1-d conv is a 2-d one over maps one row high
+        y = compiled.depthwise_conv2d(x[:, :, None], w[:, :, None], b, (1,) + tuple(stride), (0,) + tuple(padding),
+                                      (1,) + tuple(dilation))
+        return y[:, :, 0]
+    return compiled.depthwise_conv2d(x, w, b, stride, padding, dilation)
 
 
 def _depthwise(xp, x, w, out, stride, padding, dilation, groups):

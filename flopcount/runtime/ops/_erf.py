@@ -10,13 +10,15 @@ alternating terms at |x| near 3 cancel to a 4e-7 error. The evaluation runs over
 ``BLOCK`` elements with every step written in place into a few block-sized buffers that stay in
 cache: about 25 passes over data in cache instead of as many full-size temporaries (6x faster
 than the Cody form for a ViT MLP activation). ``gelu_erf`` runs GELU's own arithmetic in the
-same blocks.
+same blocks. Where numba is there, float32 runs the same arithmetic in one compiled loop
+(``cpu_kernels``: the same bits, 8x faster).
 """
 
 from __future__ import annotations
 
 import numpy as np
 
+from .. import cpu_kernels
 from ._scratch import scratch
 
 _A = (3.16112374387056560e00, 1.13864154151050156e02, 3.77485237685302021e02,
@@ -135,8 +137,16 @@ def _gelu_tail(xp, r, xb, out_block):
     xp.multiply(r, xb, out=out_block)
 
 
+def _compiled(xp, x):
+    """The compiled elementwise kernels where they run ``x`` (a float32 numpy array), else None."""
+    return cpu_kernels.kernel("elementwise", xp) if x.dtype == np.float32 else None
+
+
 def erf(xp, x):
     """Elementwise erf(x), same dtype as ``x`` (floating)."""
+    compiled = _compiled(xp, x)
+    if compiled is not None:
+        return compiled.unary(compiled.erf_float32, x, _P_SINGLE, _Q_SINGLE)
     if x.dtype == np.float64:
         return _erf_cody(xp, x)
     return _single_blocks(xp, x, _store)
@@ -145,6 +155,9 @@ def erf(xp, x):
 def gelu_erf(xp, x):
     """GELU's erf form x·Φ(x) = x·(1 + erf(x/√2))/2, same dtype as ``x``; in float64 through
     Cody's erf, in single precision within the blocks of ``erf``."""
+    compiled = _compiled(xp, x)
+    if compiled is not None:
+        return compiled.unary(compiled.gelu_float32, x, np.float32(_SQRT_HALF), _P_SINGLE, _Q_SINGLE)
     if x.dtype == np.float64:
         return 0.5 * x * (1 + _erf_cody(xp, x * _SQRT_HALF))
     return _single_blocks(xp, x, _gelu_tail, scale=_SQRT_HALF, factor=0.5)

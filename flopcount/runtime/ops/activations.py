@@ -22,6 +22,7 @@ import math
 
 import numpy as np
 
+from .. import cpu_kernels
 from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError
@@ -40,7 +41,15 @@ _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_TANH_C = 0.044715
 
 
+def _compiled(xp, x):
+    """The compiled elementwise kernels where they run ``x`` (a float32 numpy array), else None."""
+    return cpu_kernels.kernel("elementwise", xp) if x.dtype == np.float32 else None
+
+
 def _stable_sigmoid(xp, x):
+    compiled = _compiled(xp, x)
+    if compiled is not None:
+        return compiled.unary(compiled.sigmoid_float32, x)
     # 1 / (1 + exp(-x)) overflows for very negative x in float16/32; this form does not
     e = xp.exp(-xp.abs(x))
     positive = 1 / (1 + e)
@@ -307,6 +316,9 @@ class Hardswish(Op):
     shape = _float_shape("hardswish")
 
     def forward(xp, x):
+        compiled = _compiled(xp, x)
+        if compiled is not None:
+            return compiled.unary(compiled.hardswish_float32, x)
         return x * xp.clip(x + 3, 0, 6) / 6
 
     kernels = {"cuda": cuda_kernels.activation("hardswish")(forward)}

@@ -1,0 +1,149 @@
+"""Depthwise convolution (one input channel per group) as one compiled loop nest.
+
+Per image and channel, the zero-padded input plane is split into its stride phases (as
+``FlatWindows`` does) in a buffer that stays in cache; on the *wide grid* (output rows as long
+as a phase plane's rows) every kernel position then reads one contiguous range of that buffer,
+at an offset of its own. Each output plane is the bias plus a few passes that each add four
+kernel positions' products at once, then is cropped into the output. numpy needs a pass and a
+temporary per kernel position and per operation (2·k² passes over the whole output).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import inline, jit
+
+
+@jit
+def _fill_phases(x2d, buf, sh, sw, ph, pw, rows, cols):
+    """buf[phase, r, t] = padded input[r·sh + a, t·sw + b] (phase = a·sw + b) where that is
+    inside the input; the other entries (padding) are left as they are: zeros, as the caller
+    made them, since every channel reads the same positions."""
+    h, w = x2d.shape
+    size = rows * cols
+    for a in range(sh):
+        # rows r with 0 <= r·sh + a - ph < h
+        first_row, last_row = _inside(a, ph, sh, h, rows)
+        if sw == 2:
+            for r in range(first_row, last_row):
+                _fill_pairs(x2d[r * sh + a - ph], buf, (a * 2) * size + r * cols, size, pw, cols)
+            continue
+        for b in range(sw):
+            # columns t with 0 <= t·sw + b - pw < w
+            first, last = _inside(b, pw, sw, w, cols)
+            start = (a * sw + b) * size + first
+            column = first * sw + b - pw
+            for r in range(first_row, last_row):
+                src = x2d[r * sh + a - ph, column:]
+                dst = buf[start + r * cols: start + r * cols + last - first]
+                if sw == 1:  # a plain copy, which the compiler vectorizes
+                    for t in range(last - first):
+                        dst[t] = src[t]
+                else:
+                    for t in range(last - first):
+                        dst[t] = src[t * sw]
+
+
+@inline
+def _fill_pairs(line, buf, start, size, pw, cols):
+    """Stride 2: input column j goes to column phase (j + pw) % 2, entry (j + pw) // 2, of the
+    row starting at ``start`` (phase 0) or ``start + size`` (phase 1). One loop over the pairs
+    (2u, 2u + 1) fills both phases: the compiler vectorizes such pairs, not a strided loop."""
+    even_start = start + (pw % 2) * size
+    odd_start = start + ((pw + 1) % 2) * size
+    even = buf[even_start + pw // 2: even_start + cols]
+    odd = buf[odd_start + (pw + 1) // 2: odd_start + cols]
+    pairs = min(len(line) // 2, len(even), len(odd))
+    for u in range(pairs):
+        even[u] = line[2 * u]
+        odd[u] = line[2 * u + 1]
+    for j in range(2 * pairs, len(line)):
+        t = (j + pw) // 2
+        if t < cols:
+            buf[start + ((j + pw) % 2) * size + t] = line[j]
+
+
+@jit
+def _inside(phase, pad, stride, size, extent):
+    """The range of i in [0, extent) with 0 <= i·stride + phase - pad < size."""
+    first = max(0, -((phase - pad) // stride))
+    last = min(extent, (size - 1 - phase + pad) // stride + 1)
+    return first, max(first, last)
+
+
+@jit
+def _accumulate(acc, buf, offsets, weights, count):
+    """acc[q] += Σ_k weights[k]·buf[offsets[k] + q], up to eight kernel positions per pass."""
+    k = 0
+    while k + 8 <= len(offsets):
+        w0, w1, w2, w3 = weights[k], weights[k + 1], weights[k + 2], weights[k + 3]
+        w4, w5, w6, w7 = weights[k + 4], weights[k + 5], weights[k + 6], weights[k + 7]
+        s0, s1 = buf[offsets[k]:offsets[k] + count], buf[offsets[k + 1]:offsets[k + 1] + count]
+        s2, s3 = buf[offsets[k + 2]:offsets[k + 2] + count], buf[offsets[k + 3]:offsets[k + 3] + count]
+        s4, s5 = buf[offsets[k + 4]:offsets[k + 4] + count], buf[offsets[k + 5]:offsets[k + 5] + count]
+        s6, s7 = buf[offsets[k + 6]:offsets[k + 6] + count], buf[offsets[k + 7]:offsets[k + 7] + count]
+        for q in range(count):
+            acc[q] += ((w0 * s0[q] + w1 * s1[q]) + (w2 * s2[q] + w3 * s3[q])) + \
+                ((w4 * s4[q] + w5 * s5[q]) + (w6 * s6[q] + w7 * s7[q]))
+        k += 8
+    while k + 4 <= len(offsets):
+        w0, w1, w2, w3 = weights[k], weights[k + 1], weights[k + 2], weights[k + 3]
+        s0, s1 = buf[offsets[k]:offsets[k] + count], buf[offsets[k + 1]:offsets[k + 1] + count]
+        s2, s3 = buf[offsets[k + 2]:offsets[k + 2] + count], buf[offsets[k + 3]:offsets[k + 3] + count]
+        for q in range(count):
+            acc[q] += (w0 * s0[q] + w1 * s1[q]) + (w2 * s2[q] + w3 * s3[q])
+        k += 4
+    while k < len(offsets):
+        w0 = weights[k]
+        s0 = buf[offsets[k]:offsets[k] + count]
+        for q in range(count):
+            acc[q] += w0 * s0[q]
+        k += 1
+
+
+@jit
+def _depthwise(x, w, b, out, sh, sw, ph, pw, offsets, rows, cols):
+    n_images, channels = x.shape[0], x.shape[1]
+    out_channels, out_h, out_w = out.shape[1], out.shape[2], out.shape[3]
+    mult = out_channels // channels
+    buf = np.zeros(sh * sw * rows * cols, dtype=x.dtype)
+    count = out_h * cols
+    acc = np.empty(count, dtype=x.dtype)
+    for n in range(n_images):
+        for c in range(channels):
+            _fill_phases(x[n, c], buf, sh, sw, ph, pw, rows, cols)
+            for m in range(mult):
+                oc = c * mult + m
+                bias = b[oc]
+                for q in range(count):
+                    acc[q] = bias
+                _accumulate(acc, buf, offsets, w[oc], count)
+                plane = out[n, oc]
+                for r in range(out_h):
+                    line = plane[r]
+                    wide = acc[r * cols:]
+                    for t in range(out_w):
+                        line[t] = wide[t]
+
+
+def depthwise_conv2d(x, w, b, stride, padding, dilation):
+    """y = conv2d(x, w, groups=C) + b for x (N, C, H, W), w (C·m, 1, kh, kw), b (C·m,) or None;
+    float32 or float64 (``w`` and ``b`` are cast to ``x``'s dtype)."""
+    n, c, h, wd = x.shape
+    out_channels, _, kh, kw = w.shape
+    (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
+    out_h = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
+    out_w = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    drow = [(i * dh) // sh for i in range(kh)]
+    dcol = [(j * dw) // sw for j in range(kw)]
+    cols = out_w + max(dcol)
+    rows = out_h + max(drow) + 1  # a slack row: the wide grid's last row reads past its end
+    offsets = np.array([(((i * dh) % sh) * sw + (j * dw) % sw) * rows * cols + drow[i] * cols + dcol[j]
+                        for i in range(kh) for j in range(kw)], dtype=np.int64)
+    dtype = x.dtype
+    weights = np.ascontiguousarray(w.reshape(out_channels, kh * kw), dtype=dtype)
+    bias = np.zeros(out_channels, dtype) if b is None else np.ascontiguousarray(b, dtype=dtype)
+    out = np.empty((n, out_channels, out_h, out_w), dtype=dtype)
+    _depthwise(np.ascontiguousarray(x), weights, bias, out, sh, sw, ph, pw, offsets, rows, cols)
+    return out

@@ -1,0 +1,123 @@
+"""Elementwise activations as one compiled pass each, on float32 (the dtype of nearly every
+model file; other dtypes keep the numpy kernels): erf and GELU's erf form, sigmoid, hardswish.
+
+erf is the numpy kernel's own arithmetic (``ops/_erf.py``: x·P(x²)/Q(x²) in float64 on x
+clamped to [-4, 4], its coefficients passed in) in the same order, so both give the same bits.
+This package imports nothing else of the runtime: the ops import it. numba compiles ``math.exp``
+to a call per element that the compiler cannot vectorize (6x slower than numpy's SIMD exp), so
+sigmoid's float32 exp is written out here: Cody and Waite's range reduction, Cephes' expf
+polynomial (within 2 ulp), and 2^n put together from its bits, over blocks that stay in cache.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._jit import inline, jit
+
+# elements per block of sigmoid's exp: two float32 and one int32 buffers of 16 KB each in L1
+BLOCK = 4096
+
+_F = np.float32
+LOG2E = _F(1.44269504088896341)
+LN2_HI = _F(0.693359375)  # ln 2 split so that n·LN2_HI is exact for |n| < 2^10
+LN2_LO = _F(-2.12194440e-4)
+EXP_MIN = _F(-87.0)  # exp(-87) = 1.6e-38: a normal float32 (2^n's exponent fits its bits)
+ZERO, HALF, ONE, THREE, SIX = _F(0.0), _F(0.5), _F(1.0), _F(3.0), _F(6.0)
+C0, C1, C2, C3, C4, C5 = (_F(1.9875691500e-4), _F(1.3981999507e-3), _F(8.3334519073e-3),
+                          _F(4.1665795894e-2), _F(1.6666665459e-1), _F(5.0000001201e-1))
+
+
+@inline
+def _erf_ratio(c, p_coef, q_coef):
+    """erf(c) for c already clamped to [-4, 4] (float64), as the numpy kernel evaluates it:
+    c·P(c²)/Q(c²) by Horner's rule, coefficients highest power first."""
+    x2 = c * c
+    p = x2 * p_coef[0] + p_coef[1]
+    p = p * x2 + p_coef[2]
+    p = p * x2 + p_coef[3]
+    p = p * x2 + p_coef[4]
+    p = p * x2 + p_coef[5]
+    p = p * x2 + p_coef[6]
+    p = p * c
+    q = x2 * q_coef[0] + q_coef[1]
+    q = q * x2 + q_coef[2]
+    q = q * x2 + q_coef[3]
+    q = q * x2 + q_coef[4]
+    return p / q
+
+
+@inline
+def _clamp4(c):
+    # comparisons, not min/max: NaN passes through, as numpy's clip lets it
+    if c < -4.0:
+        return -4.0
+    if c > 4.0:
+        return 4.0
+    return c
+
+
+@jit
+def erf_float32(x, out, p_coef, q_coef):
+    """out = erf(x) over flat float32 arrays, with the numpy kernel's coefficients (tuples of
+    7 and 5 floats)."""
+    for i in range(x.size):
+        out[i] = _erf_ratio(_clamp4(np.float64(x[i])), p_coef, q_coef)
+
+
+@jit
+def gelu_float32(x, out, scale, p_coef, q_coef):
+    """out = x·(1/2 + erf(x·scale)/2) over flat float32 arrays (``scale`` = 1/√2 as a float32:
+    the product x·scale is rounded to float32 first, as numpy computes it)."""
+    for i in range(x.size):
+        v = x[i]
+        r = _erf_ratio(_clamp4(np.float64(v * scale)), p_coef, q_coef) * 0.5
+        out[i] = (r + 0.5) * np.float64(v)
+
+
+@jit
+def sigmoid_float32(x, out):
+    """out = 1/(1 + exp(-x)) over flat float32 arrays, as e/(1 + e) with e = exp(-|x|) where
+    x < 0 (no overflow for very negative x)."""
+    poly = np.empty(BLOCK, np.float32)
+    bits = np.empty(BLOCK, np.int32)
+    scale = bits.view(np.float32)
+    n = x.size
+    for start in range(0, n, BLOCK):
+        size = min(BLOCK, n - start)
+        xb = x[start:start + size]
+        ob = out[start:start + size]
+        for i in range(size):
+            a = -abs(xb[i])
+            tiny = a < EXP_MIN  # exp(a) below float32's normal range: taken as 0
+            if tiny:
+                a = EXP_MIN
+            k = np.floor(a * LOG2E + HALF)
+            r = a - k * LN2_HI - k * LN2_LO
+            p = ((((C0 * r + C1) * r + C2) * r + C3) * r + C4) * r + C5
+            poly[i] = ZERO if tiny else p * r * r + r + ONE
+            bits[i] = (np.int32(k) + 127) << 23
+        for i in range(size):
+            e = poly[i] * scale[i]
+            s = ONE / (ONE + e)
+            ob[i] = s if xb[i] >= 0 else e * s
+
+
+@jit
+def hardswish_float32(x, out):
+    """out = x·clip(x + 3, 0, 6)/6 over flat float32 arrays, in numpy's order of operations."""
+    for i in range(x.size):
+        v = x[i]
+        c = v + THREE
+        if c < ZERO:
+            c = ZERO
+        elif c > SIX:
+            c = SIX
+        out[i] = v * c / SIX
+
+
+def unary(kernel, x, *args):
+    """A new array: ``kernel(x_flat, out_flat, *args)`` over ``x`` (float32, any layout)."""
+    out = np.empty(x.shape, dtype=np.float32)
+    kernel(np.ascontiguousarray(x).reshape(-1), out.reshape(-1), *args)
+    return out

@@ -1,0 +1,186 @@
+"""The compiled CPU kernels (numba) against the numpy kernels they replace and against PyTorch,
+on random shapes; every op check runs once on each path (``numpy_only`` forces the numpy one)."""
+
+import math
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import flopcount.runtime as rt
+from flopcount.runtime import cpu_kernels
+from flopcount.runtime.ops import _conv_kernels, _erf
+from flopcount.runtime.ops.activations import _stable_sigmoid
+
+pytest.importorskip("numba")
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
+
+@pytest.fixture(params=["compiled", "numpy"])
+def path(request):
+    """Runs the test once with the compiled kernels and once with the numpy ones."""
+    if request.param == "numpy":
+        with cpu_kernels.numpy_only():
+            yield request.param
+    else:
+        assert cpu_kernels.enabled()
+        yield request.param
+
+
+def _random_depthwise(seed: int) -> dict:
+    """A depthwise conv of random geometry: odd sizes, strides 1-3, padding, dilation, a
+    channel multiplier, 1-d or 2-d, float32 or float64."""
+    rng = np.random.default_rng(seed)
+    nd = int(rng.integers(1, 3))
+    kernel = tuple(int(k) for k in rng.integers(1, 8, nd))
+    stride = tuple(int(s) for s in rng.integers(1, 4, nd))
+    dilation = tuple(int(d) for d in rng.integers(1, 3, nd))
+    padding = tuple(int(rng.integers(0, k)) for k in kernel)
+    size = tuple(int(d * (k - 1) + 1 + rng.integers(0, 13)) for k, d in zip(kernel, dilation))
+    channels, mult, n = int(rng.integers(1, 6)), int(rng.integers(1, 3)), int(rng.integers(1, 3))
+    dtype = [np.float32, np.float64][int(rng.integers(0, 2))]
+    return dict(x=rng.standard_normal((n, channels) + size).astype(dtype),
+                w=rng.standard_normal((channels * mult, 1) + kernel).astype(dtype),
+                b=rng.standard_normal(channels * mult).astype(dtype) if rng.integers(0, 2) else None,
+                stride=stride, padding=padding, dilation=dilation, groups=channels)
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_depthwise_conv_matches_torch(path, seed):
+    torch = pytest.importorskip("torch")
+    case = _random_depthwise(seed)
+    x, w, b = case["x"], case["w"], case["b"]
+    conv = torch.nn.functional.conv1d if x.ndim == 3 else torch.nn.functional.conv2d
+    want = conv(torch.from_numpy(x), torch.from_numpy(w), None if b is None else torch.from_numpy(b),
+                case["stride"], case["padding"], case["dilation"], case["groups"]).numpy()
+    got = rt.nn.functional.conv1d if x.ndim == 3 else rt.nn.functional.conv2d
+    out = got(rt.from_numpy(x), rt.from_numpy(w), None if b is None else rt.from_numpy(b), case["stride"],
+              case["padding"], case["dilation"], case["groups"]).numpy()
+    assert out.dtype == x.dtype and out.shape == want.shape
+    tol = 1e-5 if x.dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(out, want, rtol=tol, atol=tol * 10)
+
+
+@pytest.mark.parametrize("seed", range(40, 60))
+def test_compiled_depthwise_conv_matches_the_numpy_kernel(seed):
+    case = _random_depthwise(seed)
+    args = (case["x"], case["w"], case["b"], case["stride"], case["padding"], case["dilation"], case["groups"])
+    compiled = _conv_kernels.conv_forward(np, *args)
+    with cpu_kernels.numpy_only():
+        reference = _conv_kernels.conv_forward(np, *args)
+    tol = 1e-5 if case["x"].dtype == np.float32 else 1e-12
+    np.testing.assert_allclose(compiled, reference, rtol=tol, atol=tol * 10)
+
+
+def test_depthwise_conv_reads_strided_inputs():
+    x = np.random.default_rng(0).standard_normal((2, 8, 13, 11)).astype(np.float32)
+    w = np.random.default_rng(1).standard_normal((4, 1, 3, 3)).astype(np.float32)
+    view = x[:, ::2]  # every other channel: not contiguous
+    compiled = _conv_kernels.conv_forward(np, view, w, None, (2, 1), (1, 1), (1, 1), 4)
+    with cpu_kernels.numpy_only():
+        reference = _conv_kernels.conv_forward(np, view, w, None, (2, 1), (1, 1), (1, 1), 4)
+    np.testing.assert_allclose(compiled, reference, rtol=1e-5, atol=1e-5)
+
+
+# every float32 regime: zero, the small-|x| side, both signs past the clamp at 4, huge, inf, NaN
+SPECIAL = np.array([0.0, -0.0, 1e-30, -1e-8, 0.5, -0.5, 1.0, 3.9, -3.9, 4.0, 4.5, -4.5, 10.0, -10.0, 87.0, -87.0,
+                    -88.0, -104.0, 1e30, -1e30, np.inf, -np.inf, np.nan], dtype=np.float32)
+
+
+def _float32_inputs(seed: int, size: int = 10_007) -> np.ndarray:
+    # odd length (no whole vector blocks), spread over [-12, 12] with SPECIAL mixed in
+    rng = np.random.default_rng(seed)
+    x = (rng.standard_normal(size) * 4).astype(np.float32)
+    x[rng.choice(size, SPECIAL.size, replace=False)] = SPECIAL
+    return x
+
+
+def _ulp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """Distance in float32 units in the last place (same-sign values; NaN where either is)."""
+    ia, ib = (np.where(v < 0, -(v.view(np.int32) & 0x7FFFFFFF), v.view(np.int32)).astype(np.int64) for v in (a, b))
+    return np.abs(ia - ib)
+
+
+@pytest.mark.parametrize("name", ["erf", "gelu"])
+def test_compiled_erf_gives_the_numpy_kernels_bits(name):
+    x = _float32_inputs(1).reshape(10007, 1)[::3]  # a strided view
+    run = _erf.erf if name == "erf" else _erf.gelu_erf
+    compiled = run(np, x)
+    with cpu_kernels.numpy_only():
+        reference = run(np, x)
+    assert compiled.dtype == np.float32 and compiled.shape == x.shape
+    np.testing.assert_array_equal(compiled, reference)  # bit for bit, NaN where NaN
+
+
+def test_float32_erf_is_within_its_documented_error(path):
+    x = _float32_inputs(2)
+    exact = np.array([math.erf(v) if np.isfinite(v) else np.sign(v) for v in x.astype(np.float64)])
+    exact[np.isnan(x)] = np.nan
+    out = rt.erf(rt.from_numpy(x)).numpy()
+    assert out.dtype == np.float32
+    np.testing.assert_allclose(out, exact, rtol=0, atol=3e-7)  # _erf.py: within 3e-7
+
+
+def test_sigmoid_is_within_a_few_ulp_of_torch(path):
+    torch = pytest.importorskip("torch")
+    x = _float32_inputs(3)
+    out = rt.sigmoid(rt.from_numpy(x)).numpy()
+    want = torch.sigmoid(torch.from_numpy(x)).numpy()
+    normal = np.abs(want) >= np.finfo(np.float32).tiny  # below: exp(x) flushed to 0, as documented
+    assert np.array_equal(np.isnan(out), np.isnan(want))
+    assert _ulp(out[normal], want[normal]).max() <= 4
+    np.testing.assert_allclose(out[~normal], want[~normal], rtol=0, atol=float(np.finfo(np.float32).tiny))
+
+
+def test_silu_and_hardswish_match_torch(path):
+    torch = pytest.importorskip("torch")
+    x = _float32_inputs(4).reshape(-1, 1)[::2]  # a strided view
+    t = torch.from_numpy(np.ascontiguousarray(x))
+    np.testing.assert_allclose(rt.nn.functional.silu(rt.from_numpy(x)).numpy(), torch.nn.functional.silu(t).numpy(),
+                               rtol=2e-6, atol=1e-37)
+    np.testing.assert_allclose(rt.nn.functional.hardswish(rt.from_numpy(x)).numpy(),
+                               torch.nn.functional.hardswish(t).numpy(), rtol=1e-6, atol=0)
+
+
+def test_compiled_hardswish_and_sigmoid_agree_with_the_numpy_kernels():
+    x = _float32_inputs(5)
+    compiled = (_stable_sigmoid(np, x), rt.nn.functional.hardswish(rt.from_numpy(x)).numpy())
+    with cpu_kernels.numpy_only(), np.errstate(invalid="ignore"):  # numpy's -inf·0 is NaN, and says so
+        reference = (_stable_sigmoid(np, x), rt.nn.functional.hardswish(rt.from_numpy(x)).numpy())
+    np.testing.assert_array_equal(compiled[1], reference[1])  # the same operations in the same order
+    assert _ulp(compiled[0], reference[0])[np.abs(reference[0]) >= np.finfo(np.float32).tiny].max() <= 4
+
+
+def test_kernels_step_aside_for_other_array_modules_and_inside_numpy_only():
+    assert cpu_kernels.kernel("depthwise") is not None
+    assert cpu_kernels.kernel("depthwise", xp=object()) is None  # e.g. CuPy: its own kernels
+    with cpu_kernels.numpy_only():
+        assert cpu_kernels.kernel("depthwise") is None and cpu_kernels.kernel("elementwise") is None
+    assert cpu_kernels.kernel("depthwise") is not None
+
+
+def _python(code: str, **env) -> str:
+    result = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                            env={**os.environ, **env}, timeout=300)
+    assert result.returncode == 0, result.stderr
+    return result.stdout.strip()
+
+
+def test_import_and_counting_do_not_load_numba_and_the_switch_keeps_it_out():
+    counting = ("import sys, flopcount; flopcount.profile('mobilenet_v3_small', input_shape=(1, 3, 64, 64)); "
+                "print('numba' in sys.modules)")
+    assert _python(counting) == "False"
+    running = ("import sys, numpy as np, flopcount.runtime as rt; "
+               "x = rt.from_numpy(np.ones((1, 4, 5, 5), np.float32)); w = rt.from_numpy(np.ones((4, 1, 3, 3), np.float32)); "
+               "y = rt.nn.functional.conv2d(x, w, None, 1, 1, 1, 4); rt.erf(x); print('numba' in sys.modules)")
+    assert _python(running) == "True"
+    assert _python(running, **{cpu_kernels.ENV: "0"}) == "False"
+
+
+def test_docstring_example():
+    import doctest
+
+    failures, tried = doctest.testmod(cpu_kernels)
+    assert tried and not failures
