@@ -23,7 +23,7 @@ from ..hardware import compute_dtype
 from ..recording import pricing
 from ..recording.params import parameter_counts
 from ..report.model import Row, Unsupported
-from ..report.sums import COST_FIELDS, accumulate, add_macs, add_macs_of
+from ..report.sums import COST_FIELDS, accumulate, add_macs, add_macs_of, add_macs_to
 from ..runtime.registry import Spec, nbytes
 
 
@@ -186,9 +186,9 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
         if not covered[i]:
             uncovered_seen.add(c.path)
         if not row.input_shapes:
-            row.input_shapes = _shapes(c.inputs)
+            row.input_shapes = tuple(_shapes(c.inputs))
         if not row.output_shapes:
-            row.output_shapes = _shapes(c.output)
+            row.output_shapes = tuple(_shapes(c.output))
         row.output_bytes += _spec_bytes(c.output)
     # bytes: every forward op in the call's range (the subtree), whatever the convention; a
     # running sum over the events gives any range's total by one subtraction
@@ -211,7 +211,7 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
         row.macs += v_macs[i]
         row.flops += v_flops[i]
         for dtype, macs in priced.value_by_dtype[i].items():
-            add_macs(row.macs_by_dtype, dtype, macs)
+            add_macs_to(row, dtype, macs)
         row.functional_macs += f_macs[i]
         row.functional_flops += f_flops[i]
         row.counted_by = "covered" if covered[i] else ("rule" if rules[i] is not None else "ops")
@@ -220,7 +220,7 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
     rows[""].macs += priced.top_macs
     rows[""].flops += priced.top_flops
     for dtype, macs in priced.top_by_dtype.items():
-        add_macs(rows[""].macs_by_dtype, dtype, macs)
+        add_macs_to(rows[""], dtype, macs)
     _roll_up_uncalled(rows)
     # backward: attributed to the forward module, rolled up the module tree
     for i, e in enumerate(events):

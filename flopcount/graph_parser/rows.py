@@ -12,7 +12,8 @@ from collections import Counter
 from ..hardware import compute_dtype
 from ..recording import pricing
 from ..report.model import OpRecord, Row
-from ..report.sums import COST_FIELDS, accumulate, add_macs, add_macs_of
+from ..report.shared import ShapeTable
+from ..report.sums import COST_FIELDS, accumulate, add_macs_of, add_macs_to
 
 # what a scope row sums over the nodes below it
 _SCOPE_COUNTS = COST_FIELDS + ("backward_macs", "backward_flops")
@@ -99,6 +100,7 @@ class NodeRows:
         self.graph = graph
         self.convention = convention
         self.module = module
+        self.shape_table = ShapeTable()  # the rows' shapes: one tuple per distinct value
         # the op calls (specs of every input and output) only live while pricing
         self.costs, self.own = pricing.price([op_call(n) for n in graph.nodes], convention)
         names = Counter()
@@ -152,6 +154,7 @@ class NodeRows:
         self._scope_shapes(scopes, users)
         del users
         self.op_rows = []  # node order, for the op records
+        shape_table = self.shape_table
         for i, n in enumerate(graph.nodes):
             cost, own = self.costs[i], self.own[i]
             elems, _ = _param_elems(n)
@@ -165,9 +168,10 @@ class NodeRows:
                       backward_macs=bwd.macs if bwd else 0, backward_flops=bwd.flops if bwd else 0,
                       backward_latency_ms=backward_latency[i] if backward_latency is not None else None,
                       counted_by="ops" if cost is not None else "unsupported",
-                      input_shapes=[None if v is None else v.shape for v in n.inputs],
-                      output_shapes=[v.shape for v in n.outputs])
-            add_macs(row.macs_by_dtype, mac_dtype(n), row.macs)
+                      input_shapes=shape_table.shapes(None if v is None else v.shape for v in n.inputs),
+                      output_shapes=shape_table.shapes(v.shape for v in n.outputs))
+            if row.macs:
+                add_macs_to(row, mac_dtype(n), row.macs)
             self.op_rows.append(row)
             trainable = self._trainable_elems(n)
             row.trainable_params, row.frozen_params = trainable, elems - trainable
@@ -229,6 +233,8 @@ class NodeRows:
         producers = {v.name: n for n in graph.nodes for v in n.outputs}
         seen_in: set = set()   # (scope, value name): one set for every scope, not a set per scope
         seen_out: set = set()
+        inputs_of: dict = {}   # scope -> its input shapes, made the rows' tuples at the end
+        outputs_of: dict = {}
         for n in graph.nodes:
             for p in _prefixes(n.scope)[1:]:
                 inside = lambda s: s == p or s.startswith(p + ".")  # noqa: E731
@@ -238,14 +244,20 @@ class NodeRows:
                     producer = producers.get(v.name)
                     if producer is None or not inside(producer.scope):
                         seen_in.add((p, v.name))
-                        scopes[p].input_shapes.append(v.shape)
+                        inputs_of.setdefault(p, []).append(v.shape)
                 for v in n.outputs:
                     if v.name in outputs or any(not inside(u.scope) for u in users.get(v.name, [])):
                         if (p, v.name) not in seen_out:
                             seen_out.add((p, v.name))
-                            scopes[p].output_shapes.append(v.shape)
-        scopes[""].input_shapes = [v.shape for v in graph.inputs]
-        scopes[""].output_shapes = [v.shape for v in graph.outputs]
+                            outputs_of.setdefault(p, []).append(v.shape)
+        del seen_in, seen_out, producers
+        table = self.shape_table
+        for p, shapes in inputs_of.items():
+            scopes[p].input_shapes = table.shapes(shapes)
+        for p, shapes in outputs_of.items():
+            scopes[p].output_shapes = table.shapes(shapes)
+        scopes[""].input_shapes = table.shapes(v.shape for v in graph.inputs)
+        scopes[""].output_shapes = table.shapes(v.shape for v in graph.outputs)
 
     def _scope_outputs(self, scopes: dict, users: dict) -> None:
         """A scope's output memory: its nodes' outputs read outside the scope (or graph outputs);
@@ -286,8 +298,8 @@ class NodeRows:
                 out.append(OpRecord(
                     name=row.name, op=row.type, scope=row.parent, phase="forward", macs=row.macs, flops=row.flops,
                     bytes_read=row.bytes_read, bytes_written=row.bytes_written, params=row.params,
-                    param_bytes=param_bytes, input_shapes=list(row.input_shapes), input_dtypes=list(input_dtypes),
-                    output_shapes=list(row.output_shapes), output_dtypes=list(output_dtypes), counted=counted,
+                    param_bytes=param_bytes, input_shapes=row.input_shapes, input_dtypes=input_dtypes,
+                    output_shapes=row.output_shapes, output_dtypes=output_dtypes, counted=counted,
                     latency_ms=latency[i] if latency is not None else None,
                     start_ms=starts[i] if starts is not None else None, source=sources[i], mac_dtype=macs_in))
             return out + backward

@@ -40,7 +40,7 @@ def macs_flops(cost: Cost | None) -> Cost:
 
 
 def _described(specs) -> tuple:
-    """([shape], [dtype name]) of an op's input or output specs (None for an absent input)."""
+    """((shape, ...), (dtype name, ...)) of an op's input or output specs (None for an absent input)."""
     shapes, dtypes = [], []
     for s in specs:
         if s is None:
@@ -49,7 +49,7 @@ def _described(specs) -> tuple:
         else:
             shapes.append(tuple(s.shape))
             dtypes.append(s.dtype.name)
-    return shapes, dtypes
+    return tuple(shapes), tuple(dtypes)
 
 
 def op_record(call, cost: Cost | None, own: Cost, *, name: str, scope: str, phase: str, counted: bool,

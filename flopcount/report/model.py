@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, fields
 
+from .shared import no_macs
+
+
 def _fields_with_listed_shapes(record) -> dict:
     """A Row's or OpRecord's fields as a dict, its shapes as lists (for JSON)."""
     out = {f.name: getattr(record, f.name) for f in fields(record)}
@@ -43,8 +46,12 @@ class Row(Achieved):
 
     ``macs``/``flops`` are forward counts of the whole subtree under the report's convention;
     ``macs_by_dtype`` splits ``macs`` by the dtype they run in (``{"float32": ..., "int8": ...}``:
-    see COUNTING.md, "MACs by dtype"); ``backward_*`` are the same for the backward pass; ``latency_ms`` is the median measured
+    see COUNTING.md, "MACs by dtype"; a row without MACs shares one read-only empty mapping, which
+    :func:`~flopcount.report.sums.add_macs` replaces by the row's own dict on its first MACs);
+    ``backward_*`` are the same for the backward pass; ``latency_ms`` is the median measured
     time (``None`` when not timed); ``params`` counts each parameter of the subtree once.
+    ``input_shapes`` and ``output_shapes`` are tuples of shape tuples; the rows of one report
+    share one tuple per distinct value (a huge graph repeats a few shapes on every node).
     """
 
     name: str
@@ -54,7 +61,7 @@ class Row(Achieved):
     kind: str = "module"            # "module" (eager), "scope" (graph roll-up) or "op" (graph node)
     macs: int = 0
     flops: int = 0
-    macs_by_dtype: dict = field(default_factory=dict)  # dtype name -> forward MACs run in it
+    macs_by_dtype: dict = field(default_factory=no_macs)  # dtype name -> forward MACs run in it
     params: int = 0
     params_own: int = 0
     trainable_params: int = 0
@@ -72,8 +79,8 @@ class Row(Achieved):
     functional_flops: int = 0
     counted_by: str = "ops"         # "rule" (module rule), "ops", "covered" (inside a ruled parent),
                                     # "unsupported" (an op with no rule in the convention: 0)
-    input_shapes: list = field(default_factory=list)
-    output_shapes: list = field(default_factory=list)
+    input_shapes: tuple = ()        # a shape tuple per input (None: an absent optional input)
+    output_shapes: tuple = ()
     roofline_ms: float | None = None  # with a hardware profile: the sum of its ops' rooflines
     bound: str | None = None          # "compute" or "memory": the kind of op most of it waits on
 
@@ -115,10 +122,10 @@ class OpRecord:
     bytes_written: int = 0
     params: int = 0                 # parameter elements the op reads
     param_bytes: int = 0
-    input_shapes: list = field(default_factory=list)
-    input_dtypes: list = field(default_factory=list)
-    output_shapes: list = field(default_factory=list)
-    output_dtypes: list = field(default_factory=list)
+    input_shapes: tuple = ()        # as a Row's: tuples, shared between the records of a graph
+    input_dtypes: tuple = ()
+    output_shapes: tuple = ()
+    output_dtypes: tuple = ()
     counted: bool = True
     latency_ms: float | None = None
     start_ms: float | None = None   # offset from the start of the timed run (for the trace)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from .shared import has_own_macs
+
 COST_FIELDS = ("macs", "flops", "bytes_read", "bytes_written")
 
 
@@ -28,10 +30,19 @@ def add_macs(by_dtype: dict, dtype: str | None, macs: int) -> None:
         by_dtype[dtype] = by_dtype.get(dtype, 0) + macs
 
 
+def add_macs_to(row, dtype: str | None, macs: int) -> None:
+    """Add ``macs`` run in ``dtype`` to a row's ``macs_by_dtype``, giving the row a dict of its
+    own first if it still shares the empty one (nothing for zero MACs)."""
+    if macs:
+        if not has_own_macs(row.macs_by_dtype):
+            row.macs_by_dtype = {}
+        add_macs(row.macs_by_dtype, dtype, macs)
+
+
 def add_macs_of(total, part) -> None:
     """Add ``part``'s MACs by dtype into ``total``'s (rows alike)."""
     for dtype, macs in part.macs_by_dtype.items():
-        add_macs(total.macs_by_dtype, dtype, macs)
+        add_macs_to(total, dtype, macs)
 
 
-__all__ = ["COST_FIELDS", "accumulate", "add_macs", "add_macs_of"]
+__all__ = ["COST_FIELDS", "accumulate", "add_macs", "add_macs_of", "add_macs_to"]

@@ -206,7 +206,7 @@ def test_a_tensor_kept_from_an_earlier_run_is_a_constant_in_the_next():
     assert [o.op for o in second.folded] == ["mul"]
     assert flopcount.profile(net, x, mode="graph").flops == second.flops
     adds = [o for o in second.ops if o.op == "add"]
-    assert len(adds) == 1 and adds[0].counted and adds[0].input_shapes == [(2, 4), (2, 4)]
+    assert len(adds) == 1 and adds[0].counted and adds[0].input_shapes == ((2, 4), (2, 4))
 
 
 def test_backward_gemm_rule():

@@ -30,13 +30,13 @@ def test_node_rows_and_scope_rollup():
         ("", "scope", "MLP"), ("fc1", "scope", "Linear"), ("fc1/linear", "op", "linear"),
         ("/relu", "op", "relu"), ("fc2", "scope", "Linear"), ("fc2/linear_1", "op", "linear"),
         ("/mul", "op", "mul")]
-    assert report.row("fc2").input_shapes == [(3, 16)] and report.row("fc2").output_shapes == [(3, 4)]
+    assert report.row("fc2").input_shapes == ((3, 16),) and report.row("fc2").output_shapes == ((3, 4),)
     node = report.row("fc1/linear")
     assert (node.macs, node.flops) == (3 * 8 * 16, 2 * 3 * 8 * 16 + 48)
     assert node.params == 16 * 8 + 16  # the parameter elements it reads
     assert node.bytes_read == 4 * (3 * 8 + 16 * 8 + 16) and node.bytes_written == 4 * 48
     assert node.intensity == pytest.approx(node.flops / (node.bytes_read + node.bytes_written))
-    assert node.output_bytes == 4 * 48 and node.input_shapes == [(3, 8), (16, 8), (16,)]
+    assert node.output_bytes == 4 * 48 and node.input_shapes == ((3, 8), (16, 8), (16,))
     assert node.depth == 2 and node.parent == "fc1"
     scope = report.row("fc2")
     assert (scope.macs, scope.params) == (3 * 16 * 4, 16 * 4 + 4)
