@@ -93,6 +93,38 @@ def param_scopes(graph, scopes) -> dict:
     return out
 
 
+class _Many(list):
+    """Two or more items under one key of a :func:`_append` dict."""
+
+    __slots__ = ()
+
+
+_NOTHING = object()
+
+
+def _append(lists: dict, key, item) -> None:
+    """``item`` added under ``key``: the item itself while it is the only one, a list from the
+    second on (most keys of a huge graph get one item: a scope's one node, its one input)."""
+    held = lists.get(key, _NOTHING)
+    if held is _NOTHING:
+        lists[key] = item
+    elif type(held) is _Many:
+        held.append(item)
+    else:
+        lists[key] = _Many((held, item))
+
+
+def _items(lists: dict, key) -> list:
+    """What :func:`_append` put under ``key``, as a list."""
+    held = lists.get(key, _NOTHING)
+    return [] if held is _NOTHING else held if type(held) is _Many else [held]
+
+
+def _inside(scope: str, p: str) -> bool:
+    """Whether ``scope`` is the scope ``p`` or one under it."""
+    return scope == p or scope.startswith(p + ".")
+
+
 class NodeRows:
     """Rows and op records of a graph; ``costs`` and ``own`` are per node index."""
 
@@ -122,8 +154,10 @@ class NodeRows:
                 scope_types[path] = type(m).__name__
         else:
             scope_types.update(graph.module_types)  # what an importer knows of the model's modules
+        # siblings in the order they run (a flatten before the fc it feeds): a scope goes under
+        # its parent when its first node does, so every list of children is made in order
         children: dict = {}
-        first_node: dict = {}  # row name -> index of the first node under it (execution order)
+        placed: set = {""}
 
         def scope_row(path: str) -> Row:
             row = scopes.get(path)
@@ -135,8 +169,6 @@ class NodeRows:
                           depth=0 if path == "" else path.count(".") + 1, parent=parent, kind="scope",
                           counted_by="ops")
                 scopes[path] = row
-                if parent is not None:
-                    children.setdefault(parent, []).append(row)
             return row
 
         scope_row("")
@@ -175,24 +207,27 @@ class NodeRows:
             self.op_rows.append(row)
             trainable = self._trainable_elems(n)
             row.trainable_params, row.frozen_params = trainable, elems - trainable
-            children.setdefault(n.scope, []).append(row)
-            first_node.setdefault(row.name, i)
+            _append(children, n.scope, row)
             for p in _prefixes(n.scope):
-                first_node.setdefault(p, i)
+                if p not in placed:
+                    placed.add(p)
+                    _append(children, scopes[p].parent, scopes[p])
                 accumulate(scopes[p], row, _SCOPE_COUNTS, _SCOPE_TIMES)
                 add_macs_of(scopes[p], row)
             s = scopes[n.scope]
             s.calls = max(s.calls, 1)
-        # siblings in the order they run (a flatten before the fc it feeds); modules no op ran
-        # in keep their module order, after those that ran
-        for kids in children.values():
-            kids.sort(key=lambda r: first_node.get(r.name, len(graph.nodes)))
+        # modules no op ran in keep their module order, after those that ran
+        for path, row in scopes.items():
+            if path not in placed:
+                _append(children, row.parent, row)
+        del placed
         out = []
         stack = [scopes[""]]
         while stack:
             row = stack.pop()
             out.append(row)
-            stack.extend(reversed(children.get(row.name, [])) if row.kind != "op" else [])
+            if row.kind != "op":
+                stack.extend(reversed(_items(children, row.name)))
         return out
 
     def _scope_params(self, scopes: dict) -> None:
@@ -230,32 +265,42 @@ class NodeRows:
         outputs), each once, in execution order. The root takes the graph's own."""
         graph = self.graph
         outputs = {v.name for v in graph.outputs}
-        producers = {v.name: n for n in graph.nodes for v in n.outputs}
-        seen_in: set = set()   # (scope, value name): one set for every scope, not a set per scope
-        seen_out: set = set()
-        inputs_of: dict = {}   # scope -> its input shapes, made the rows' tuples at the end
+        producers = {v.name: n.scope for n in graph.nodes for v in n.outputs}
+        # (scope, value name) of the values read by more than one node: only those can reach a
+        # scope twice (a value is made once), and most values of a huge graph have one reader
+        seen_in: set = set()
+        inputs_of: dict = {}   # scope -> its input shapes (see _append), the rows' tuples at the end
         outputs_of: dict = {}
         for n in graph.nodes:
-            for p in _prefixes(n.scope)[1:]:
-                inside = lambda s: s == p or s.startswith(p + ".")  # noqa: E731
-                for v in n.inputs:
-                    if v is None or v.kind not in ("input", "node") or (p, v.name) in seen_in:
+            prefixes = _prefixes(n.scope)[1:]
+            if not prefixes:
+                continue
+            read_here: set = set()
+            for v in n.inputs:
+                if v is None or v.kind not in ("input", "node") or v.name in read_here:
+                    continue
+                read_here.add(v.name)
+                shared = len(users.get(v.name, ())) > 1
+                producer = producers.get(v.name)
+                for p in prefixes:
+                    if producer is not None and _inside(producer, p):
                         continue
-                    producer = producers.get(v.name)
-                    if producer is None or not inside(producer.scope):
+                    if shared:
+                        if (p, v.name) in seen_in:
+                            continue
                         seen_in.add((p, v.name))
-                        inputs_of.setdefault(p, []).append(v.shape)
-                for v in n.outputs:
-                    if v.name in outputs or any(not inside(u.scope) for u in users.get(v.name, [])):
-                        if (p, v.name) not in seen_out:
-                            seen_out.add((p, v.name))
-                            outputs_of.setdefault(p, []).append(v.shape)
-        del seen_in, seen_out, producers
+                    _append(inputs_of, p, v.shape)
+            for v in n.outputs:
+                readers = users.get(v.name, ())
+                for p in prefixes:
+                    if v.name in outputs or any(not _inside(u.scope, p) for u in readers):
+                        _append(outputs_of, p, v.shape)
+        del seen_in, producers
         table = self.shape_table
-        for p, shapes in inputs_of.items():
-            scopes[p].input_shapes = table.shapes(shapes)
-        for p, shapes in outputs_of.items():
-            scopes[p].output_shapes = table.shapes(shapes)
+        for p in inputs_of:
+            scopes[p].input_shapes = table.shapes(_items(inputs_of, p))
+        for p in outputs_of:
+            scopes[p].output_shapes = table.shapes(_items(outputs_of, p))
         scopes[""].input_shapes = table.shapes(v.shape for v in graph.inputs)
         scopes[""].output_shapes = table.shapes(v.shape for v in graph.outputs)
 
@@ -268,8 +313,7 @@ class NodeRows:
             for v in n.outputs:
                 readers = [u.scope for u in users.get(v.name, [])]
                 for p in _prefixes(n.scope)[1:]:
-                    inside = lambda s: s == p or s.startswith(p + ".")  # noqa: E731
-                    if v.name in outputs or any(not inside(s) for s in readers):
+                    if v.name in outputs or any(not _inside(s, p) for s in readers):
                         scopes[p].output_bytes += v.nbytes
         scopes[""].output_bytes = sum(v.nbytes for v in graph.outputs)
 
