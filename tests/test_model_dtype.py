@@ -20,7 +20,7 @@ def test_token_ids_stay_int64_while_activations_follow_the_dtype():
     embedding = [r for r in report.by_op("forward") if r.op == "embedding"]
     assert embedding and all(sorted(r.input_dtypes) == ["float16", "int64"] for r in embedding)
     linears = [r for r in report.by_op("forward") if r.op == "linear"]
-    assert linears and all(r.output_dtypes == ["float16"] for r in linears)
+    assert linears and all(r.output_dtypes == ("float16",) for r in linears)
     # bytes follow: the first block's qkv projection reads a 768 x 2304 half-precision weight
     assert linears[0].bytes_read == 2 * (16 * 768 + 768 * 2304 + 2304)
 
@@ -46,7 +46,7 @@ def test_an_integer_or_per_input_dtype_is_the_inputs_dtype():
 
     for dtype, shape in (("int64", (2, 5)), ({"ids": "int64"}, {"ids": (2, 5)})):
         report = flopcount.profile(Tagger(), input_shape=shape, dtype=dtype)
-        assert report.by_op("forward")[0].input_dtypes == ["float32", "int64"]
+        assert report.by_op("forward")[0].input_dtypes == ("float32", "int64")
     assert report.memory.parameters == {"float32": 4 * 10 * 4}  # the weights are untouched
     with pytest.raises(FlopcountError, match="the tensors given keep theirs"):
         flopcount.profile(Tagger(), rt.zeros(2, 5, dtype=rt.int64), dtype="int32")
