@@ -153,6 +153,15 @@ def test_compiled_hardswish_and_sigmoid_agree_with_the_numpy_kernels():
     assert _ulp(compiled[0], reference[0])[np.abs(reference[0]) >= np.finfo(np.float32).tiny].max() <= 4
 
 
+def test_compiled_silu_gives_the_bits_of_x_times_the_compiled_sigmoid():
+    x = _float32_inputs(6).reshape(-1, 1)[::3]  # a strided view
+    with np.errstate(invalid="ignore"):  # -inf·0 is NaN on both sides
+        want = x * _stable_sigmoid(np, x)
+        got = rt.nn.functional.silu(rt.from_numpy(x)).numpy()
+    assert got.dtype == np.float32 and got.shape == x.shape
+    np.testing.assert_array_equal(got, want)  # bit for bit, NaN where NaN
+
+
 def test_kernels_step_aside_for_other_array_modules_and_inside_numpy_only():
     assert cpu_kernels.kernel("depthwise") is not None
     assert cpu_kernels.kernel("depthwise", xp=object()) is None  # e.g. CuPy: its own kernels

@@ -1,5 +1,6 @@
 """Elementwise activations as one compiled pass each, on float32 (the dtype of nearly every
-model file; other dtypes keep the numpy kernels): erf and GELU's erf form, sigmoid, hardswish.
+model file; other dtypes keep the numpy kernels): erf and GELU's erf form, sigmoid, SiLU,
+hardswish.
 
 erf is the numpy kernel's own arithmetic (``ops/_erf.py``: x·P(x²)/Q(x²) in float64 on x
 clamped to [-4, 4], its coefficients passed in) in the same order, so both give the same bits.
@@ -75,6 +76,21 @@ def gelu_float32(x, out, scale, p_coef, q_coef):
         out[i] = (r + 0.5) * np.float64(v)
 
 
+@inline
+def _exp_minus_abs(xb, poly, scale_bits, size):
+    """exp(-|x|) of a block as poly[i]·2^n[i] (2^n as float32 bits in ``scale_bits``)."""
+    for i in range(size):
+        a = -abs(xb[i])
+        tiny = a < EXP_MIN  # exp(a) below float32's normal range: taken as 0
+        if tiny:
+            a = EXP_MIN
+        k = np.floor(a * LOG2E + HALF)
+        r = a - k * LN2_HI - k * LN2_LO
+        p = ((((C0 * r + C1) * r + C2) * r + C3) * r + C4) * r + C5
+        poly[i] = ZERO if tiny else p * r * r + r + ONE
+        scale_bits[i] = (np.int32(k) + 127) << 23
+
+
 @jit
 def sigmoid_float32(x, out):
     """out = 1/(1 + exp(-x)) over flat float32 arrays, as e/(1 + e) with e = exp(-|x|) where
@@ -87,20 +103,31 @@ def sigmoid_float32(x, out):
         size = min(BLOCK, n - start)
         xb = x[start:start + size]
         ob = out[start:start + size]
-        for i in range(size):
-            a = -abs(xb[i])
-            tiny = a < EXP_MIN  # exp(a) below float32's normal range: taken as 0
-            if tiny:
-                a = EXP_MIN
-            k = np.floor(a * LOG2E + HALF)
-            r = a - k * LN2_HI - k * LN2_LO
-            p = ((((C0 * r + C1) * r + C2) * r + C3) * r + C4) * r + C5
-            poly[i] = ZERO if tiny else p * r * r + r + ONE
-            bits[i] = (np.int32(k) + 127) << 23
+        _exp_minus_abs(xb, poly, bits, size)
         for i in range(size):
             e = poly[i] * scale[i]
             s = ONE / (ONE + e)
             ob[i] = s if xb[i] >= 0 else e * s
+
+
+@jit
+def silu_float32(x, out):
+    """out = x·sigmoid(x) over flat float32 arrays in one pass: ``sigmoid_float32``'s value,
+    then the product rounded to float32, as multiplying by that sigmoid's array gives."""
+    poly = np.empty(BLOCK, np.float32)
+    bits = np.empty(BLOCK, np.int32)
+    scale = bits.view(np.float32)
+    n = x.size
+    for start in range(0, n, BLOCK):
+        size = min(BLOCK, n - start)
+        xb = x[start:start + size]
+        ob = out[start:start + size]
+        _exp_minus_abs(xb, poly, bits, size)
+        for i in range(size):
+            e = poly[i] * scale[i]
+            s = ONE / (ONE + e)
+            v = xb[i]
+            ob[i] = v * (s if v >= 0 else e * s)
 
 
 @jit

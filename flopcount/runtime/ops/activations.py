@@ -281,7 +281,13 @@ class Silu(Op):
     def forward(xp, x):
         return x * _stable_sigmoid(xp, x)
 
-    kernels = {"cuda": cuda_kernels.activation("silu")(forward)}
+    def _cpu(xp, x):
+        compiled = _compiled(xp, x)
+        if compiled is not None:  # one pass, the same bits as the two steps above
+            return compiled.unary(compiled.silu_float32, x)
+        return Silu.forward(xp, x)
+
+    kernels = {"cpu": _cpu, "cuda": cuda_kernels.activation("silu")(forward)}
 
     def vjp(g, out, x):
         s = sigmoid(x)
