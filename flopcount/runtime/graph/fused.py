@@ -108,6 +108,43 @@ def _evaluate(xp, arrays, steps, device_type: str):
     return results[-1]
 
 
+def _merged_silu(steps) -> list:
+    """The steps with each sigmoid(a) followed by a multiply by a (the sigmoid's result read
+    by nothing else) as one silu(a) step, whose kernel is one pass (compiled on the CPU) and
+    gives the same bits: silu's kernel is that multiply by that sigmoid. Only the kernel run
+    changes: the node's steps, and so its cost, stay as the graph has them."""
+    last = _last_reads(steps)
+    reads = [0] * len(steps)
+    for _, args, _ in steps:
+        for a in args:
+            if a < 0:
+                reads[-1 - a] += 1
+    code = {}  # old step index -> its arg code in the merged steps
+
+    def moved(a):
+        return a if a >= 0 else code[-1 - a]
+
+    merged: list = []
+    skip = -1
+    for k, (name, args, attrs) in enumerate(steps):
+        if k == skip:
+            continue
+        if name == "sigmoid" and k + 1 < len(steps) and reads[k] == 1 and last[k] == k + 1:
+            nxt, nxt_args, _ = steps[k + 1]
+            if nxt == "mul" and sorted(nxt_args) == sorted((args[0], -1 - k)) and args[0] != -1 - k:
+                merged.append(("silu", (moved(args[0]),), {}))
+                code[k + 1] = -len(merged)
+                skip = k + 1
+                continue
+        merged.append((name, tuple(moved(a) for a in args), attrs))
+        code[k] = -len(merged)
+    return merged
+
+
+def _forward_cpu(xp, *xs, steps):
+    return _evaluate(xp, xs, _merged_silu(steps), "cpu")
+
+
 def _forward_cuda(xp, *xs, steps):
     # CuPy's ufuncs with out=, the same buffer reuse as the CPU: for chains the generated
     # single-pass kernel (cuda/kernels/elementwise.py) cannot express
@@ -118,7 +155,7 @@ def _forward_cuda(xp, *xs, steps):
 class FusedElementwise(Op):
     """A chain of elementwise ops as one kernel (made by the fuse_elementwise pass)."""
 
-    kernels = {"cuda": cuda_kernels.fused(_forward_cuda)}
+    kernels = {"cpu": _forward_cpu, "cuda": cuda_kernels.fused(_forward_cuda)}
 
     def shape(*xs, steps):
         return _step_specs(xs, steps)[-1]
