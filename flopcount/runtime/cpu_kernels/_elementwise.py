@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._jit import inline, jit
+from ._jit import inline, jit, jit_fma
 
 # elements per block of sigmoid's exp: two float32 and one int32 buffers of 16 KB each in L1
 BLOCK = 4096
@@ -91,7 +91,7 @@ def _exp_minus_abs(xb, poly, scale_bits, size):
         scale_bits[i] = (np.int32(k) + 127) << 23
 
 
-@jit
+@jit_fma
 def sigmoid_float32(x, out):
     """out = 1/(1 + exp(-x)) over flat float32 arrays, as e/(1 + e) with e = exp(-|x|) where
     x < 0 (no overflow for very negative x)."""
@@ -110,7 +110,7 @@ def sigmoid_float32(x, out):
             ob[i] = s if xb[i] >= 0 else e * s
 
 
-@jit
+@jit_fma
 def silu_float32(x, out):
     """out = x·sigmoid(x) over flat float32 arrays in one pass: ``sigmoid_float32``'s value,
     then the product rounded to float32, as multiplying by that sigmoid's array gives."""
