@@ -1,6 +1,6 @@
 """Elementwise activations as one compiled pass each, on float32 (the dtype of nearly every
 model file; other dtypes keep the numpy kernels): erf and GELU's erf form, sigmoid, SiLU,
-hardswish.
+hardswish, ReLU.
 
 erf is the numpy kernel's own arithmetic (``ops/_erf.py``: x·P(x²)/Q(x²) in float64 on x
 clamped to [-4, 4], its coefficients passed in) in the same order, so both give the same bits.
@@ -141,6 +141,15 @@ def hardswish_float32(x, out):
         elif c > SIX:
             c = SIX
         out[i] = v * c / SIX
+
+
+@jit
+def relu_float32(x, out):
+    """out = maximum(x, 0) over flat float32 arrays, as numpy's gives it: +0 for -0, NaN kept
+    with its sign. numpy's maximum against a scalar runs without SIMD (at 40% of memory speed)."""
+    for i in range(x.size):
+        v = x[i]
+        out[i] = v if v > ZERO or v != v else ZERO
 
 
 def unary(kernel, x, *args):

@@ -17,6 +17,7 @@ __all__ = ["fused_elementwise"]
 
 import numpy as np
 
+from .. import cpu_kernels
 from ..autograd import unbroadcast
 from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
@@ -29,6 +30,16 @@ def _ufunc2(name):
 
 def _ufunc1(name):
     return lambda xp, out, a: getattr(xp, name)(a, out=out)
+
+
+def _relu(xp, out, a):
+    # the relu op's compiled kernel where it runs (numpy's maximum against a scalar has no SIMD)
+    compiled = cpu_kernels.kernel("elementwise", xp)
+    if (compiled is not None and a.dtype == np.float32 and out.dtype == np.float32 and a.shape == out.shape
+            and a.flags.c_contiguous and out.flags.c_contiguous):
+        compiled.relu_float32(a.reshape(-1), out.reshape(-1))
+        return out
+    return xp.maximum(a, 0, out=out)
 
 
 def _rsqrt(xp, out, a):
@@ -45,7 +56,7 @@ INPLACE = {
     "neg": _ufunc1("negative"), "abs": _ufunc1("absolute"), "exp": _ufunc1("exp"), "log": _ufunc1("log"),
     "sqrt": _ufunc1("sqrt"), "reciprocal": _ufunc1("reciprocal"), "sin": _ufunc1("sin"),
     "cos": _ufunc1("cos"), "tanh": _ufunc1("tanh"), "rsqrt": _rsqrt,
-    "relu": lambda xp, out, a: xp.maximum(a, 0, out=out),
+    "relu": lambda xp, out, a: _relu(xp, out, a),
     "clamp": lambda xp, out, a, min=None, max=None: xp.clip(a, min, max, out=out),
 }
 
