@@ -113,20 +113,25 @@ def sigmoid_float32(x, out):
 @jit_fma
 def silu_float32(x, out):
     """out = x·sigmoid(x) over flat float32 arrays in one pass: ``sigmoid_float32``'s value,
-    then the product rounded to float32, as multiplying by that sigmoid's array gives."""
+    then the product rounded to float32, as multiplying by that sigmoid's array gives.
+    ``out`` may be ``x`` (in place): the block's x is copied aside first, as the compiler
+    vectorizes a loop only where its output overlaps none of its inputs."""
     poly = np.empty(BLOCK, np.float32)
     bits = np.empty(BLOCK, np.int32)
     scale = bits.view(np.float32)
+    saved = np.empty(BLOCK, np.float32)
     n = x.size
     for start in range(0, n, BLOCK):
         size = min(BLOCK, n - start)
         xb = x[start:start + size]
         ob = out[start:start + size]
-        _exp_minus_abs(xb, poly, bits, size)
+        for i in range(size):
+            saved[i] = xb[i]
+        _exp_minus_abs(saved, poly, bits, size)
         for i in range(size):
             e = poly[i] * scale[i]
             s = ONE / (ONE + e)
-            v = xb[i]
+            v = saved[i]
             ob[i] = v * (s if v >= 0 else e * s)
 
 
@@ -150,6 +155,47 @@ def relu_float32(x, out):
     for i in range(x.size):
         v = x[i]
         out[i] = v if v > ZERO or v != v else ZERO
+
+
+# activations a convolution's output can take in place, with its bias, in one pass
+NO_ACTIVATION, RELU, HARDSWISH, SILU = 0, 1, 2, 3
+
+
+@jit
+def bias_activation_float32(y, bias, activation):
+    """In place over y (N, C, P) float32: y[n, c] = activation(y[n, c] + bias[c]) (no bias
+    when ``bias`` is empty), each step the float32 operation the separate kernels do, so the
+    bits are those of adding the bias and then running the activation's kernel."""
+    n_images, channels, size = y.shape
+    with_bias = bias.size > 0
+    for n in range(n_images):
+        for c in range(channels):
+            row = y[n, c]
+            b = bias[c] if with_bias else ZERO
+            if activation == RELU:
+                if with_bias:
+                    for q in range(size):
+                        v = row[q] + b
+                        row[q] = v if v > ZERO or v != v else ZERO
+                else:
+                    for q in range(size):
+                        v = row[q]
+                        row[q] = v if v > ZERO or v != v else ZERO
+            elif activation == HARDSWISH:
+                for q in range(size):
+                    v = row[q] + b if with_bias else row[q]
+                    h = v + THREE
+                    if h < ZERO:
+                        h = ZERO
+                    elif h > SIX:
+                        h = SIX
+                    row[q] = v * h / SIX
+            elif with_bias:
+                for q in range(size):
+                    row[q] += b
+    if activation == SILU:
+        flat = y.reshape(-1)
+        silu_float32(flat, flat)  # element i is read before it is written
 
 
 def unary(kernel, x, *args):

@@ -119,7 +119,7 @@ def _evaluate(xp, arrays, steps, device_type: str):
     return results[-1]
 
 
-def _merged_silu(steps) -> list:
+def merged_silu(steps) -> list:
     """The steps with each sigmoid(a) followed by a multiply by a (the sigmoid's result read
     by nothing else) as one silu(a) step, whose kernel is one pass (compiled on the CPU) and
     gives the same bits: silu's kernel is that multiply by that sigmoid. Only the kernel run
@@ -153,7 +153,7 @@ def _merged_silu(steps) -> list:
 
 
 def _forward_cpu(xp, *xs, steps):
-    return _evaluate(xp, xs, _merged_silu(steps), "cpu")
+    return _evaluate(xp, xs, merged_silu(steps), "cpu")
 
 
 def _forward_cuda(xp, *xs, steps):

@@ -18,7 +18,9 @@ import numpy as np
 from ..device import CPU, backend
 from ..dispatch import state
 from ..errors import add_context
+from ..ops._conv_kernels import conv_forward_activation
 from ..tensor import Tensor
+from .fused import merged_silu
 from .printing import node_summary
 
 
@@ -44,13 +46,14 @@ class _PlainProgram:
         self.checked = None  # the last ``fixed`` dict found to fit the traced shapes
         self.output_slots = [slot[v.name] for v in fused.outputs]
         self.outputs = list(fused.outputs)
-        self.steps = []
+        steps = []
         for i, node in enumerate(fused.nodes):
             ins = tuple(-1 if v is None else slot[v.name] for v in node.inputs)
             outs = tuple(slot[v.name] for v in node.outputs)
             dtypes = tuple(v.dtype.np for v in node.outputs)
             free = tuple(slot[name] for name in plan.free_after[i])
-            self.steps.append((node, node.op._kernel_by_device["cpu"], ins, outs, dtypes, free))
+            steps.append((node, node.op._kernel_by_device["cpu"], ins, outs, dtypes, free))
+        self.steps = _with_conv_activations(fused, steps)
 
 
 def applies(graph, tensors, before, after, node_scopes: bool) -> bool:
@@ -108,3 +111,51 @@ def _cast(array, dtype):
     if type(array) is not np.ndarray or array.dtype != dtype:
         array = np.asarray(array, dtype=dtype)
     return array
+
+
+def _activation(node) -> str | None:
+    """The activation a conv's output may take in place ("relu", "hardswish", "silu": a fused
+    x·sigmoid(x)), or None."""
+    name = node.op.name
+    if name in ("relu", "hardswish"):
+        return name
+    if name == "fused_elementwise" and len(node.inputs) == 1 and \
+            merged_silu(node.attrs["steps"]) == [("silu", (0,), {})]:
+        return "silu"
+    return None
+
+
+def _with_conv_activations(graph, steps: list) -> list:
+    """The steps with each float32 conv whose only reader is the next step, an activation,
+    run as one step: the conv, then its bias and the activation in one pass in place."""
+    users = graph.users()
+    outputs = {v.name for v in graph.outputs}
+    merged: list = []
+    k = 0
+    while k < len(steps):
+        node, kernel, ins, outs, dtypes, free = steps[k]
+        if k + 1 < len(steps) and node.op.name == "conv" and len(node.outputs) == 1:
+            act_node, act_kernel, _, act_outs, act_dtypes, act_free = steps[k + 1]
+            value = node.outputs[0]
+            activation = _activation(act_node)
+            if (activation is not None and act_node.inputs[0] is value and value.name not in outputs
+                    and value.dtype.np == np.float32 and len(users.get(value.name, ())) == 1):
+                fused_kernel = _conv_then(kernel, act_kernel, dict(act_node.attrs), activation)
+                merged.append((node, fused_kernel, ins, act_outs, act_dtypes, free + act_free))
+                k += 2
+                continue
+        merged.append(steps[k])
+        k += 1
+    return merged
+
+
+def _conv_then(conv_kernel, act_kernel, act_attrs: dict, activation: str):
+    def kernel(xp, x, w, b=None, *, stride, padding, dilation, groups):
+        y = conv_forward_activation(xp, x, w, b, stride, padding, dilation, groups, activation)
+        if y is None:  # the two kernels one after the other
+            y = act_kernel(xp, conv_kernel(xp, x, w, b, stride=stride, padding=padding, dilation=dilation,
+                                           groups=groups), **act_attrs)
+        return y
+
+    kernel.activation = activation  # what the step runs after its conv, for tests and readers
+    return kernel

@@ -12,17 +12,22 @@ from flopcount.runtime.graph import plain_run
 
 
 class _Block(rt.nn.Module):
-    """A conv, SiLU written as x·sigmoid(x), a squeeze-and-excitation scale (a broadcast
-    multiply), a split into two outputs (a multi-output node) and a chain of elementwise ops."""
+    """Convs followed by SiLU written as x·sigmoid(x), ReLU (a depthwise conv) and hardswish (no
+    bias), a squeeze-and-excitation scale (a broadcast multiply), a conv read twice, a split
+    into two outputs (a multi-output node) and a chain of elementwise ops."""
 
     def __init__(self):
         super().__init__()
         self.conv = rt.nn.Conv2d(4, 6, 3, padding=1)
+        self.depthwise = rt.nn.Conv2d(6, 6, 3, padding=1, groups=6)
+        self.pointwise = rt.nn.Conv2d(6, 6, 1, bias=False)
         self.squeeze = rt.nn.Conv2d(6, 6, 1)
 
     def forward(self, x):
         y = self.conv(x)
         y = y * rt.sigmoid(y)
+        y = rt.relu(self.depthwise(y))
+        y = rt.nn.functional.hardswish(self.pointwise(y))
         s = rt.sigmoid(self.squeeze(y.mean(dim=(2, 3), keepdim=True)))
         y = y * s
         a, b = y.split(3, dim=1)
@@ -57,8 +62,13 @@ def test_plain_run_fuses_the_silu_and_leaves_the_graph_as_it_is():
     with rt.no_grad():
         graph(x)
     assert [n.op_name for n in graph.nodes] == before  # counting reads this graph: unchanged
-    fused = [n.attrs["steps"] for n, *_ in graph._cache["plain_program"].steps if n.op_name == "fused_elementwise"]
-    assert (("sigmoid", (0,), {}), ("mul", (0, -1), {})) in fused
+    steps = graph._cache["plain_program"].steps
+    fused = [n.attrs["steps"] for n, *_ in steps if n.op_name == "fused_elementwise"]
+    assert (("exp", (0,), {}), ("add", (-1, 1), {}), ("relu", (-2,), {})) in fused
+    # each conv read only by its activation runs it in the same step (the squeeze's sigmoid,
+    # followed by a broadcast multiply, is no such activation)
+    after_conv = [getattr(kernel, "activation", None) for node, kernel, *_ in steps if node.op_name == "conv"]
+    assert after_conv == ["silu", "relu", "hardswish", None]
 
 
 def test_observed_runs_and_gradients_go_node_by_node():

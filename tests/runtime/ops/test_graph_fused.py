@@ -80,10 +80,10 @@ def test_chains_with_a_silu_give_the_bits_of_their_steps_one_by_one(steps, numpy
 
 
 def test_a_sigmoid_times_its_input_runs_as_one_silu_step():
-    from flopcount.runtime.graph.fused import _merged_silu
+    from flopcount.runtime.graph.fused import merged_silu
 
-    assert _merged_silu([("sigmoid", (0,), {}), ("mul", (-1, 0), {})]) == [("silu", (0,), {})]
+    assert merged_silu([("sigmoid", (0,), {}), ("mul", (-1, 0), {})]) == [("silu", (0,), {})]
     chain = [("add", (0, 1), {}), ("sigmoid", (-1,), {}), ("mul", (-2, -1), {}), ("tanh", (-3,), {})]
-    assert _merged_silu(chain) == [("add", (0, 1), {}), ("silu", (-1,), {}), ("tanh", (-2,), {})]
+    assert merged_silu(chain) == [("add", (0, 1), {}), ("silu", (-1,), {}), ("tanh", (-2,), {})]
     kept = [("sigmoid", (0,), {}), ("mul", (0, -1), {}), ("add", (-1, -2), {})]
-    assert _merged_silu(kept) == kept
+    assert merged_silu(kept) == kept
