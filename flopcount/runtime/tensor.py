@@ -252,8 +252,12 @@ class Tensor:
     # --- in-place data writes (initializers, optimizers) -------------------------------------
     @property
     def _writable(self) -> bool:
-        # a meta tensor may carry a constant for the tracer, but in-place writes never apply to it
-        return self.data is not None and self.device.type != "meta"
+        # a meta tensor may carry a constant for the tracer, but in-place writes never apply to
+        # it; nor do they while only shapes run: a memory prediction leaves real tensors (a
+        # BatchNorm's running statistics, an add_ on a weight) as they were
+        from .dispatch import state
+
+        return self.data is not None and self.device.type != "meta" and not state.shapes_only
 
     def _own_data(self, keep: bool = True):
         """``data``, ready to be written in place. An array adopted read-only (an imported
