@@ -87,3 +87,16 @@ def test_a_sigmoid_times_its_input_runs_as_one_silu_step():
     assert merged_silu(chain) == [("add", (0, 1), {}), ("silu", (-1,), {}), ("tanh", (-2,), {})]
     kept = [("sigmoid", (0,), {}), ("mul", (0, -1), {}), ("add", (-1, -2), {})]
     assert merged_silu(kept) == kept
+
+
+@pytest.mark.parametrize("exponent", [2.0, 3.0, 0.5])
+def test_small_powers_in_a_chain_give_the_pow_ops_bits(exponent):
+    from flopcount.runtime.registry import get_op
+
+    x = randn(7, 9).astype(np.float32)
+    e = np.array(exponent, np.float32)
+    # the power of a temporary of the chain, written into that same temporary
+    steps = [("exp", (0,), {}), ("pow", (-1, 1), {}), ("add", (-2, 0), {})]
+    out = fused_elementwise(rt.tensor(x), rt.tensor(e), steps=steps).numpy()
+    pow_kernel = get_op("pow")._kernel_by_device["cpu"]
+    np.testing.assert_array_equal(out, pow_kernel(np, np.exp(x), e) + x)
