@@ -29,6 +29,23 @@ class Backend:
     # DType -> the DType kernels compute in, for dtypes the array module has no (fast or exact)
     # arithmetic for; the dispatcher widens the operands of computing ops and rounds back
     compute_dtypes: dict = {}
+    # DType -> the DType its values are held in, for dtypes the array module cannot hold at all
+    # (CuPy has no int4 or float8 arrays); a tensor's dtype stays the narrow one, every value
+    # written is rounded to it first, and reading the values back gives the narrow dtype
+    stored_as: dict = {}
+
+    def storage(self, dtype) -> np.dtype:
+        """The numpy dtype of this backend's arrays holding ``dtype`` values."""
+        wide = self.stored_as.get(dtype)
+        return dtype.np if wide is None else wide.np
+
+    def asarray(self, data, dtype):
+        """``data`` as this backend's array of ``dtype`` (not copied where it already is one)."""
+        wide = self.stored_as.get(dtype)
+        if wide is None:
+            return self.xp.asarray(data, dtype=dtype.np)
+        host = self.to_numpy(data) if isinstance(data, self.xp.ndarray) else np.asarray(data)
+        return self.xp.asarray(host.astype(dtype.np).astype(wide.np))  # rounded to the narrow dtype
 
     def synchronize(self) -> None:
         """Wait for queued work to finish (a no-op where work is synchronous)."""
@@ -44,9 +61,6 @@ class Backend:
     @contextlib.contextmanager
     def track_memory(self) -> Iterator["MemoryTracker"]:
         """Measure the peak bytes allocated while the block runs (``tracker.peak``)."""
-        raise NotImplementedError
-
-    def asarray(self, data, dtype):
         raise NotImplementedError
 
     def to_numpy(self, array) -> np.ndarray:
@@ -95,9 +109,6 @@ class CPUBackend(Backend):
             tracker.peak = max(0, peak - start)
             if not was_tracing:
                 tracemalloc.stop()
-
-    def asarray(self, data, dtype):
-        return np.asarray(data, dtype=dtype.np)
 
     def to_numpy(self, array) -> np.ndarray:
         return array

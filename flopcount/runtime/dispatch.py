@@ -124,9 +124,9 @@ def apply(op, *inputs, **attrs):
         else:
             result = kernel(be.xp, *arrays, **attrs)
         if multi:
-            outs = tuple(_wrap(r, s, dev) for r, s in zip(result, spec))
+            outs = tuple(_wrap(r, s, dev, be) for r, s in zip(result, spec))
         else:
-            outs = (_wrap(result, spec, dev),)
+            outs = (_wrap(result, spec, dev, be),)
     if st.grad_enabled and op.vjp is not None:
         for t in inputs:
             if t is not None and t.requires_grad:
@@ -142,16 +142,18 @@ def apply(op, *inputs, **attrs):
 def _widened(arrays, inputs, wide):
     """Operands in a dtype the backend computes in a wider one (bfloat16 -> float32 on numpy),
     as PyTorch's CPU kernels compute bfloat16; ``_wrap`` rounds the result back."""
-    return [a if t is None or t.dtype not in wide else a.astype(wide[t.dtype].np)
+    return [a if t is None or t.dtype not in wide else a.astype(wide[t.dtype].np, copy=False)
             for a, t in zip(arrays, inputs)]
 
 
-def _wrap(array, spec, dev):
+def _wrap(array, spec, dev, be):
     # Kernels may return numpy scalars or a wider dtype (numpy promotion, or operands widened
-    # by _widened); the spec decides, and the cast to it rounds to nearest.
-    np_dtype = spec.dtype.np
-    if getattr(array, "dtype", None) != np_dtype or not hasattr(array, "shape"):
-        array = backend(dev).xp.asarray(array, dtype=np_dtype)
+    # by _widened); the spec decides, and the cast to it rounds to nearest. A dtype the backend
+    # holds widened (int4 on CuPy) is rounded to it even when the kernel returned the wide dtype.
+    if spec.dtype in be.stored_as:
+        array = be.asarray(array, spec.dtype)
+    elif getattr(array, "dtype", None) != spec.dtype.np or not hasattr(array, "shape"):
+        array = be.xp.asarray(array, dtype=spec.dtype.np)
     return Tensor._make(array, spec.shape, spec.dtype, dev)
 
 

@@ -32,7 +32,8 @@ def _make(fill, shape, dtype, device, requires_grad=False) -> Tensor:
     if dev.type == "meta":
         data = fill(np, shape, dtype.np) if state.tracer is not None else None
     else:
-        data = fill(backend(dev).xp, shape, dtype.np)
+        be = backend(dev)
+        data = fill(be.xp, shape, be.storage(dtype))
     t = Tensor._make(data, shape, dtype, dev)
     if requires_grad:
         t.requires_grad_(True)

@@ -69,9 +69,9 @@ def available() -> tuple[int, str] | None:
 
 def gpu_available(device) -> tuple[int, str]:
     """(bytes free on the GPU ``device``, where that figure comes from)."""
-    from .device import backend
+    from .device import backend, device as as_device
 
-    return backend(device).free_memory(), f"free on {device}"
+    return backend(as_device(device)).free_memory(), f"free on {device}"
 
 
 def available_on(device) -> tuple[int, str] | None:

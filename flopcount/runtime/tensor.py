@@ -120,7 +120,8 @@ class Tensor:
         """The data as a numpy array (copied from the GPU when needed)."""
         if self.requires_grad and self._node is not None:
             pass  # reading values of a non-leaf is fine; it does not detach the graph
-        return backend(self.device).to_numpy(self._need_data("numpy()"))
+        array = backend(self.device).to_numpy(self._need_data("numpy()"))
+        return array if array.dtype == self.dtype.np else array.astype(self.dtype.np)  # held widened
 
     def item(self):
         """The value of a one-element tensor as a Python number."""
@@ -183,7 +184,7 @@ class Tensor:
         if dev == self.device:
             return self
         if dev.type == "meta" or self.data is None:
-            data = None if dev.type == "meta" else backend(dev).xp.zeros(self.shape, self.dtype.np)
+            data = None if dev.type == "meta" else backend(dev).xp.zeros(self.shape, backend(dev).storage(self.dtype))
             if dev.type == "meta" and self.data is not None:
                 from .dispatch import state
 
@@ -251,8 +252,12 @@ class Tensor:
     # --- in-place data writes (initializers, optimizers) -------------------------------------
     @property
     def _writable(self) -> bool:
-        # a meta tensor may carry a constant for the tracer, but in-place writes never apply to it
-        return self.data is not None and self.device.type != "meta"
+        # a meta tensor may carry a constant for the tracer, but in-place writes never apply to
+        # it; nor do they while only shapes run: a memory prediction leaves real tensors (a
+        # BatchNorm's running statistics, an add_ on a weight) as they were
+        from .dispatch import state
+
+        return self.data is not None and self.device.type != "meta" and not state.shapes_only
 
     def _own_data(self, keep: bool = True):
         """``data``, ready to be written in place. An array adopted read-only (an imported
@@ -268,8 +273,9 @@ class Tensor:
     def _write(self, array) -> "Tensor":
         if not self._writable:
             return self
-        xp = backend(self.device).xp
-        arr = xp.asarray(array, dtype=self.dtype.np)
+        be = backend(self.device)
+        xp = be.xp
+        arr = be.asarray(array, self.dtype) if self.dtype in be.stored_as else xp.asarray(array, dtype=self.dtype.np)
         if arr.shape != self.shape:
             arr = xp.broadcast_to(arr, self.shape)
         self._own_data(keep=False)[...] = arr
@@ -759,7 +765,7 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
     else:
         be = backend(dev)
         src = data.get() if (dev.type == "cpu" and hasattr(data, "get")) else data
-        arr = be.xp.array(src, dtype=dtype.np, copy=True)
+        arr = be.asarray(src, dtype) if dtype in be.stored_as else be.xp.array(src, dtype=dtype.np, copy=True)
         t = Tensor._make(arr, tuple(arr.shape), dtype, dev)
     if requires_grad:
         t.requires_grad_(True)

@@ -99,7 +99,9 @@ def test_op_float16_matches_cpu(name):
 
 
 def test_every_registered_op_has_an_example_here():
-    assert set(rt.registered_ops()) <= set(EXAMPLES)
+    # ops with no kernel by nature (opaque: a file's node nobody defined) have nothing to run
+    no_kernel = set(load_examples(runnable=False)) - set(EXAMPLES)
+    assert set(rt.registered_ops()) - no_kernel <= set(EXAMPLES)
 
 
 @pytest.mark.parametrize("shape,dim", [((4, 7, 3000), -1), ((8, 33, 5), 1), ((2, 1), 0)])

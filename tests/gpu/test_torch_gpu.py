@@ -12,6 +12,10 @@ torch = pytest.importorskip("torch")
 TF = torch.nn.functional
 F = rt.nn.functional
 TDEV = "cuda" if torch.cuda.is_available() else "cpu"
+# PyTorch lets cuDNN convolutions use TF32 by default (10-bit mantissa: 1e-3 relative error on
+# an H100), which a float32 comparison at 1e-4 cannot tell from a wrong kernel; CuPy uses none
+torch.backends.cudnn.allow_tf32 = False
+torch.backends.cuda.matmul.allow_tf32 = False
 
 
 def _pair(*arrays):

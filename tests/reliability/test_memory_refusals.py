@@ -243,6 +243,15 @@ def test_a_zoo_model_whose_weights_do_not_fit_on_the_gpu_is_refused_before_it_is
         loading.load_zoo("resnet18", rt.device("cuda:0"))
 
 
+def test_the_gpu_figure_is_read_for_a_device_given_as_text(monkeypatch):
+    """The loaders pass the device as the user typed it ("cuda"); the reader parses it."""
+    device_module = sys.modules["flopcount.runtime.device"]  # the package's ``device`` is the function
+    stand_in = types.SimpleNamespace(per_device=False, free_memory=lambda: 5 << 30)
+    monkeypatch.setitem(device_module._BACKENDS, "cuda", stand_in)
+    assert host_memory.gpu_available("cuda") == (5 << 30, "free on cuda")
+    assert host_memory.available_on("cuda:0") == (5 << 30, "free on cuda:0")
+
+
 def test_the_gpu_figure_is_cupys_free_memory_and_its_pool():
     from flopcount.runtime.cuda.backend import CUDABackend
 

@@ -153,6 +153,53 @@ def test_compiled_hardswish_and_sigmoid_agree_with_the_numpy_kernels():
     assert _ulp(compiled[0], reference[0])[np.abs(reference[0]) >= np.finfo(np.float32).tiny].max() <= 4
 
 
+def test_compiled_silu_gives_the_bits_of_x_times_the_compiled_sigmoid():
+    x = _float32_inputs(6).reshape(-1, 1)[::3]  # a strided view
+    with np.errstate(invalid="ignore"):  # -inf·0 is NaN on both sides
+        want = x * _stable_sigmoid(np, x)
+        got = rt.nn.functional.silu(rt.from_numpy(x)).numpy()
+    assert got.dtype == np.float32 and got.shape == x.shape
+    np.testing.assert_array_equal(got, want)  # bit for bit, NaN where NaN
+
+
+def test_compiled_relu_gives_numpy_maximums_bits():
+    from flopcount.runtime.graph.fused import fused_elementwise
+
+    x = _float32_inputs(7)
+    x[:4] = [-0.0, np.nan, -np.nan, -np.inf]
+    x[4:8] = np.frombuffer(np.array([0xFFC00001, 0x7FC00002, 0x80000000, 1], np.uint32).tobytes(), np.float32)
+    want = np.maximum(x, 0)
+    got = rt.relu(rt.from_numpy(x)).numpy()
+    with np.errstate(over="ignore"):  # x·x of the huge inputs is inf on both sides
+        chained = fused_elementwise(rt.from_numpy(x), rt.from_numpy(x), steps=[("mul", (0, 1), {}), ("relu", (-1,), {})])
+        chained_want = np.maximum(x * x, 0)
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))  # -0 to +0, NaN payloads kept
+    np.testing.assert_array_equal(chained.numpy().view(np.uint32), chained_want.view(np.uint32))
+
+
+@pytest.mark.parametrize("activation", ["relu", "hardswish", "silu"])
+@pytest.mark.parametrize("seed", range(6))
+def test_conv_with_its_activation_gives_the_bits_of_the_two_ops(activation, seed):
+    from flopcount.runtime.registry import get_op
+
+    rng = np.random.default_rng(seed)
+    n, c = int(rng.integers(1, 3)), int(rng.integers(1, 5)) * 2
+    groups = [1, 2, c][seed % 3]  # dense, grouped, depthwise
+    k = int(rng.integers(1, 4))
+    x = rng.standard_normal((n, c, 9, 7)).astype(np.float32) * 3
+    w = rng.standard_normal((c, c // groups, k, k)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32) if seed % 2 else None
+    geometry = ((1 + seed % 2, 1), (k // 2, 0), (1, 1), groups)
+    got = _conv_kernels.conv_forward_activation(np, x, w, b, *geometry, activation)
+    conv = _conv_kernels.conv_forward(np, x, w, b, *geometry)
+    want = get_op(activation)._kernel_by_device["cpu"](np, conv)
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    with cpu_kernels.numpy_only():  # no compiled pass: the caller runs the two kernels
+        assert _conv_kernels.conv_forward_activation(np, x, w, b, *geometry, activation) is None
+
+
 def test_kernels_step_aside_for_other_array_modules_and_inside_numpy_only():
     assert cpu_kernels.kernel("depthwise") is not None
     assert cpu_kernels.kernel("depthwise", xp=object()) is None  # e.g. CuPy: its own kernels

@@ -1,6 +1,7 @@
 """Meta device: a 7B-parameter Llama-shaped decoder is built and run on shapes alone, in a few
 megabytes, with the right shapes, dtypes and hand-computed MACs."""
 
+import numpy as np
 import pytest
 
 import flopcount.runtime as rt
@@ -8,6 +9,7 @@ from flopcount.runtime import nn
 from flopcount.runtime.nn import functional as F
 from opcheck import Recorder
 from peak_memory import traced_peak
+from flopcount.runtime.dispatch import shapes_only
 
 # Llama-2 7B: hidden 4096, 32 layers, 32 heads, MLP 11008, vocabulary 32000
 HIDDEN, LAYERS, HEADS, FFN, VOCAB = 4096, 32, 32, 11008, 32000
@@ -107,3 +109,15 @@ def test_layers_with_integer_buffers_build_on_meta():
     assert bn.running_mean.device.type == "meta" and bn.num_batches_tracked.device.type == "meta"
     out = bn.eval()(rt.empty(2, 8, 4, 4, device="meta"))
     assert out.shape == (2, 8, 4, 4)
+
+
+def test_shapes_only_run_leaves_real_tensors_unwritten():
+    bn = rt.nn.BatchNorm2d(3).train()
+    w = rt.ones(3)
+    before = bn.running_mean.numpy().copy(), int(bn.num_batches_tracked.item())
+    with shapes_only():
+        bn(rt.randn(2, 3, 4, 4))
+        w.add_(rt.ones(3))
+    assert np.array_equal(bn.running_mean.numpy(), before[0])
+    assert int(bn.num_batches_tracked.item()) == before[1]
+    assert np.array_equal(w.numpy(), np.ones(3, np.float32))

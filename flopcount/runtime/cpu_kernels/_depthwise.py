@@ -10,6 +10,8 @@ temporary per kernel position and per operation (2·k² passes over the whole ou
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 import numpy as np
 
 from ._jit import inline, jit
@@ -127,11 +129,10 @@ def _depthwise(x, w, b, out, sh, sw, ph, pw, offsets, rows, cols):
                         line[t] = wide[t]
 
 
-def depthwise_conv2d(x, w, b, stride, padding, dilation):
-    """y = conv2d(x, w, groups=C) + b for x (N, C, H, W), w (C·m, 1, kh, kw), b (C·m,) or None;
-    float32 or float64 (``w`` and ``b`` are cast to ``x``'s dtype)."""
-    n, c, h, wd = x.shape
-    out_channels, _, kh, kw = w.shape
+@lru_cache(maxsize=256)
+def _geometry(h, wd, kh, kw, stride, padding, dilation) -> tuple:
+    """(out_h, out_w, rows, cols, offsets) of a conv's wide grid: computed once per layer
+    shape (in Python, it cost more than a 7x7 map's whole compiled loop)."""
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
     out_h = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
     out_w = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
@@ -141,6 +142,17 @@ def depthwise_conv2d(x, w, b, stride, padding, dilation):
     rows = out_h + max(drow) + 1  # a slack row: the wide grid's last row reads past its end
     offsets = np.array([(((i * dh) % sh) * sw + (j * dw) % sw) * rows * cols + drow[i] * cols + dcol[j]
                         for i in range(kh) for j in range(kw)], dtype=np.int64)
+    offsets.flags.writeable = False
+    return out_h, out_w, rows, cols, offsets
+
+
+def depthwise_conv2d(x, w, b, stride, padding, dilation):
+    """y = conv2d(x, w, groups=C) + b for x (N, C, H, W), w (C·m, 1, kh, kw), b (C·m,) or None;
+    float32 or float64 (``w`` and ``b`` are cast to ``x``'s dtype)."""
+    n, c, h, wd = x.shape
+    out_channels, _, kh, kw = w.shape
+    (sh, sw), (ph, pw) = stride, padding
+    out_h, out_w, rows, cols, offsets = _geometry(h, wd, kh, kw, tuple(stride), tuple(padding), tuple(dilation))
     dtype = x.dtype
     weights = np.ascontiguousarray(w.reshape(out_channels, kh * kw), dtype=dtype)
     bias = np.zeros(out_channels, dtype) if b is None else np.ascontiguousarray(b, dtype=dtype)

@@ -113,6 +113,7 @@ class CUDABackend(Backend):
     compute_dtypes = {**{f8: _dt.float32 for f8 in _dt.FLOAT8}, _dt.float4_e2m1fn: _dt.float32,
                       _dt.float8_e8m0fnu: _dt.float32, _dt.int4: _dt.int8, _dt.uint4: _dt.uint8,
                       _dt.int2: _dt.int8, _dt.uint2: _dt.uint8}
+    stored_as = compute_dtypes  # CuPy has arrays of none of these dtypes, only arithmetic on the wide ones
 
     def __init__(self, cupy, index: int = 0, seed: int = 0):
         self.cupy = cupy
@@ -189,7 +190,7 @@ class CUDABackend(Backend):
     # --- data ------------------------------------------------------------------------------
     def asarray(self, data, dtype):
         with self._device():
-            return self.cupy.asarray(data, dtype=dtype.np)
+            return super().asarray(data, dtype)
 
     def to_numpy(self, array):
         return self.cupy.asnumpy(array)

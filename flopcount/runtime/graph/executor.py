@@ -2,6 +2,8 @@
 node's scope, autograd records as in eager mode, and values are released at their last use
 (the graph's memory plan). An error while running a node names the node and its scope, as
 torch.fx's interpreter does ("while executing %y = conv(%x, %w) in layer1.0.conv1 (Conv2d)").
+A CPU run that nothing observes takes ``plain_run`` instead: the same kernels, without the
+per-node bookkeeping nobody reads.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from ..device import CPU, META
 from ..dispatch import apply, state
 from ..errors import DeviceError, ShapeError, add_context
 from ..tensor import Tensor
+from . import plain_run
 from .ir import type_str
 from .printing import node_summary
 from .tree import flatten, unflatten
@@ -124,11 +127,15 @@ def run(graph, args: tuple, kwargs: dict, before=None, after=None, node_scopes: 
     """Execute ``graph`` on the call's arguments; returns outputs nested as traced. With
     ``node_scopes`` each node runs under its :class:`NodeScope` instead of its scope string."""
     tensors = _bind(graph, args, kwargs)
-    prog = _program(graph)
     device = _device_of(graph, tensors)
     if device.type == "cpu":
         keep_freed_memory()  # each op's output reuses freed memory instead of faulting pages in
     fixed = _fixed_tensors(graph, device)
+    if device.type == "cpu" and plain_run.applies(graph, tensors, before, after, node_scopes):
+        outputs = plain_run.run(graph, tensors, fixed)
+        if outputs is not None:
+            return unflatten(graph.output_tree, outputs)
+    prog = _program(graph)
     env: list = [None] * prog.n_slots
     for slot, name in prog.fixed:
         env[slot] = fixed[name]

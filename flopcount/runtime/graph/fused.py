@@ -17,9 +17,11 @@ __all__ = ["fused_elementwise"]
 
 import numpy as np
 
+from .. import cpu_kernels
 from ..autograd import unbroadcast
 from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
+from ..ops.elementwise import _small_exponent
 from ..registry import Op, get_op, io_cost, register_op
 
 
@@ -31,6 +33,28 @@ def _ufunc1(name):
     return lambda xp, out, a: getattr(xp, name)(a, out=out)
 
 
+def _pow(xp, out, a, b):
+    # as the pow op's kernel: x·x and x·x·x for the exponents 2 and 3 (tanh-GELU's x³), which
+    # numpy's general power takes about 250 times longer for
+    exponent = _small_exponent(a, b)
+    if exponent is None or out.shape != a.shape:
+        return xp.power(a, b, out=out)
+    if exponent == 2:
+        return xp.multiply(a, a, out=out)
+    square = xp.multiply(a, a, out=None if out is a else out)  # ``a`` is read again below
+    return xp.multiply(square, a, out=out)
+
+
+def _relu(xp, out, a):
+    # the relu op's compiled kernel where it runs (numpy's maximum against a scalar has no SIMD)
+    compiled = cpu_kernels.kernel("elementwise", xp)
+    if (compiled is not None and a.dtype == np.float32 and out.dtype == np.float32 and a.shape == out.shape
+            and a.flags.c_contiguous and out.flags.c_contiguous):
+        compiled.relu_float32(a.reshape(-1), out.reshape(-1))
+        return out
+    return xp.maximum(a, 0, out=out)
+
+
 def _rsqrt(xp, out, a):
     xp.sqrt(a, out=out)
     return xp.reciprocal(out, out=out)
@@ -40,12 +64,12 @@ def _rsqrt(xp, out, a):
 # are bit-identical to running the ops one by one.
 INPLACE = {
     "add": _ufunc2("add"), "sub": _ufunc2("subtract"), "mul": _ufunc2("multiply"),
-    "div": _ufunc2("true_divide"), "pow": _ufunc2("power"), "maximum": _ufunc2("maximum"),
+    "div": _ufunc2("true_divide"), "pow": lambda xp, out, a, b: _pow(xp, out, a, b), "maximum": _ufunc2("maximum"),
     "minimum": _ufunc2("minimum"),
     "neg": _ufunc1("negative"), "abs": _ufunc1("absolute"), "exp": _ufunc1("exp"), "log": _ufunc1("log"),
     "sqrt": _ufunc1("sqrt"), "reciprocal": _ufunc1("reciprocal"), "sin": _ufunc1("sin"),
     "cos": _ufunc1("cos"), "tanh": _ufunc1("tanh"), "rsqrt": _rsqrt,
-    "relu": lambda xp, out, a: xp.maximum(a, 0, out=out),
+    "relu": lambda xp, out, a: _relu(xp, out, a),
     "clamp": lambda xp, out, a, min=None, max=None: xp.clip(a, min, max, out=out),
 }
 
@@ -108,6 +132,43 @@ def _evaluate(xp, arrays, steps, device_type: str):
     return results[-1]
 
 
+def merged_silu(steps) -> list:
+    """The steps with each sigmoid(a) followed by a multiply by a (the sigmoid's result read
+    by nothing else) as one silu(a) step, whose kernel is one pass (compiled on the CPU) and
+    gives the same bits: silu's kernel is that multiply by that sigmoid. Only the kernel run
+    changes: the node's steps, and so its cost, stay as the graph has them."""
+    last = _last_reads(steps)
+    reads = [0] * len(steps)
+    for _, args, _ in steps:
+        for a in args:
+            if a < 0:
+                reads[-1 - a] += 1
+    code = {}  # old step index -> its arg code in the merged steps
+
+    def moved(a):
+        return a if a >= 0 else code[-1 - a]
+
+    merged: list = []
+    skip = -1
+    for k, (name, args, attrs) in enumerate(steps):
+        if k == skip:
+            continue
+        if name == "sigmoid" and k + 1 < len(steps) and reads[k] == 1 and last[k] == k + 1:
+            nxt, nxt_args, _ = steps[k + 1]
+            if nxt == "mul" and sorted(nxt_args) == sorted((args[0], -1 - k)) and args[0] != -1 - k:
+                merged.append(("silu", (moved(args[0]),), {}))
+                code[k + 1] = -len(merged)
+                skip = k + 1
+                continue
+        merged.append((name, tuple(moved(a) for a in args), attrs))
+        code[k] = -len(merged)
+    return merged
+
+
+def _forward_cpu(xp, *xs, steps):
+    return _evaluate(xp, xs, merged_silu(steps), "cpu")
+
+
 def _forward_cuda(xp, *xs, steps):
     # CuPy's ufuncs with out=, the same buffer reuse as the CPU: for chains the generated
     # single-pass kernel (cuda/kernels/elementwise.py) cannot express
@@ -118,7 +179,7 @@ def _forward_cuda(xp, *xs, steps):
 class FusedElementwise(Op):
     """A chain of elementwise ops as one kernel (made by the fuse_elementwise pass)."""
 
-    kernels = {"cuda": cuda_kernels.fused(_forward_cuda)}
+    kernels = {"cpu": _forward_cpu, "cuda": cuda_kernels.fused(_forward_cuda)}
 
     def shape(*xs, steps):
         return _step_specs(xs, steps)[-1]

@@ -138,6 +138,26 @@ def conv_forward(xp, x, w, b, stride, padding, dilation, groups):
     return y
 
 
+def conv_forward_activation(xp, x, w, b, stride, padding, dilation, groups, activation: str):
+    """activation(conv(x, w) + b) with the bias and the activation ("relu", "hardswish",
+    "silu") in one compiled pass over the conv's output, in place, as onnxruntime fuses a conv
+    and its activation; the bits of running the two ops one after the other. None, before any
+    work, where that pass does not run (numba off or missing, CuPy arrays, not float32)."""
+    compiled = cpu_kernels.kernel("elementwise", xp)
+    if compiled is None or any(a is not None and a.dtype != np.float32 for a in (x, w, b)):
+        return None
+    # the compiled depthwise kernel starts its sums from the bias; every other path adds it last
+    depthwise = w.shape[1] == 1 and groups > 1 and cpu_kernels.kernel("depthwise", xp) is not None
+    y = xp.ascontiguousarray(conv_forward(xp, x, w, b if depthwise else None, stride, padding, dilation, groups))
+    bias = _NO_BIAS if depthwise or b is None else xp.ascontiguousarray(b)
+    code = {"relu": compiled.RELU, "hardswish": compiled.HARDSWISH, "silu": compiled.SILU}[activation]
+    compiled.bias_activation_float32(y.reshape(y.shape[0], y.shape[1], -1), bias, code)
+    return y
+
+
+_NO_BIAS = np.zeros(0, np.float32)
+
+
 def _compiled_depthwise(xp, x, w, b, stride, padding, dilation):
     """The depthwise conv (bias included) by the compiled kernel, or None where there is none
     (numba missing or turned off, CuPy arrays, 3-d convs, other dtypes than float32/64)."""

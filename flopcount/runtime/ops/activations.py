@@ -105,6 +105,9 @@ class Relu(Op):
         return xp.maximum(x, 0)
 
     def _cpu(xp, x):
+        compiled = _compiled(xp, x)
+        if compiled is not None:
+            return compiled.unary(compiled.relu_float32, x)
         if not x.flags.c_contiguous:
             return xp.maximum(x, 0)
         out = xp.empty_like(x)
@@ -281,7 +284,13 @@ class Silu(Op):
     def forward(xp, x):
         return x * _stable_sigmoid(xp, x)
 
-    kernels = {"cuda": cuda_kernels.activation("silu")(forward)}
+    def _cpu(xp, x):
+        compiled = _compiled(xp, x)
+        if compiled is not None:  # one pass, the same bits as the two steps above
+            return compiled.unary(compiled.silu_float32, x)
+        return Silu.forward(xp, x)
+
+    kernels = {"cpu": _cpu, "cuda": cuda_kernels.activation("silu")(forward)}
 
     def vjp(g, out, x):
         s = sigmoid(x)

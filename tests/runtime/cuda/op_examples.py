@@ -14,9 +14,10 @@ from opcheck import _to_tensors
 OPS_TESTS = pathlib.Path(__file__).resolve().parent.parent / "ops"
 
 
-def load_examples() -> dict:
-    """op name -> Example, from every tests/runtime/ops/test_*.py; not those of ops that have no
-    kernel by nature (``Example(runs=False)``: nothing of theirs can run on any device)."""
+def load_examples(runnable: bool = True) -> dict:
+    """op name -> Example, from every tests/runtime/ops/test_*.py; with ``runnable``, not those
+    of ops that have no kernel by nature (``Example(runs=False)``: nothing of theirs can run on
+    any device)."""
     examples = {}
     for path in sorted(OPS_TESTS.glob("test_*.py")):
         if path.stem == "test_registry":
@@ -24,7 +25,7 @@ def load_examples() -> dict:
         spec = importlib.util.spec_from_file_location(f"_gpu_opexamples_{path.stem}", path)
         module = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(module)
-        examples.update((name, ex) for name, ex in getattr(module, "EXAMPLES", {}).items() if ex.runs)
+        examples.update((name, ex) for name, ex in getattr(module, "EXAMPLES", {}).items() if ex.runs or not runnable)
     return examples
 
 

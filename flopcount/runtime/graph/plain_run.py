@@ -1,0 +1,161 @@
+"""A run of a graph that nothing watches, on the CPU: each node's kernel called on arrays.
+
+Through ``dispatch.apply`` a node pays for its shape rule, its device check, a Tensor per
+output, the autograd and observer checks and the scope stack: 10-20 us, which on a mobile
+network of 140-240 small nodes is a fifth of the run. When none of that can be seen (no
+observer, tracer, gradient recording, callbacks or node scopes, arrays on the CPU, no dtype
+the CPU computes in a wider one), the executor runs this instead: the graph with its
+elementwise chains fused (``fuse_elementwise``; the graph itself, and so every count, stays as
+it is), each node's CPU kernel called on the arrays of its inputs, values released at their last
+use by the fused graph's memory plan. Results are those of the node-by-node run: the same
+kernels, outputs cast to each value's dtype as ``apply`` casts them.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ..device import CPU, backend
+from ..dispatch import state
+from ..errors import add_context
+from ..ops._conv_kernels import conv_forward_activation
+from ..tensor import Tensor
+from .fused import merged_silu
+from .printing import node_summary
+
+
+class _PlainProgram:
+    """The fused graph lowered to slots, with each node's CPU kernel and output dtypes."""
+
+    __slots__ = ("steps", "input_slots", "fixed", "output_slots", "outputs", "n_slots", "specs", "checked")
+
+    def __init__(self, graph):
+        from .passes.fuse_elementwise import fuse_elementwise
+        from .passes.memory_plan import plan_for
+
+        fused = fuse_elementwise(graph)
+        slot: dict = {}
+        for v in fused.values():
+            slot.setdefault(v.name, len(slot))
+        plan = plan_for(fused)
+        self.n_slots = len(slot)
+        self.input_slots = [slot[v.name] for v in fused.inputs]
+        self.fixed = [(slot[name], name) for name in list(fused.parameters) + list(fused.constants)]
+        values = {v.name: v for v in fused.values()}
+        self.specs = {name: (values[name].shape, values[name].dtype) for _, name in self.fixed}
+        self.checked = None  # the last ``fixed`` dict found to fit the traced shapes
+        self.output_slots = [slot[v.name] for v in fused.outputs]
+        self.outputs = list(fused.outputs)
+        steps = []
+        for i, node in enumerate(fused.nodes):
+            ins = tuple(-1 if v is None else slot[v.name] for v in node.inputs)
+            outs = tuple(slot[v.name] for v in node.outputs)
+            dtypes = tuple(v.dtype.np for v in node.outputs)
+            free = tuple(slot[name] for name in plan.free_after[i])
+            steps.append((node, node.op._kernel_by_device["cpu"], ins, outs, dtypes, free))
+        self.steps = _with_conv_activations(fused, steps)
+
+
+def applies(graph, tensors, before, after, node_scopes: bool) -> bool:
+    """Whether a run of ``graph`` on ``tensors`` may be a plain one (see the module docstring)."""
+    st = state
+    if (before is not None or after is not None or node_scopes or st.observers or st.tracer is not None
+            or st.shapes_only or st.grad_enabled):
+        return False
+    if any(t.device.type != "cpu" for t in tensors):
+        return False
+    usable = graph._cache.get("plain_usable")
+    if usable is None:
+        wide = backend(CPU).compute_dtypes
+        usable = graph._cache["plain_usable"] = not any(v.dtype in wide for v in graph.values())
+    return usable
+
+
+def run(graph, tensors, fixed: dict) -> list | None:
+    """The graph's outputs (Tensors, in output order) for input ``tensors``; ``fixed`` maps the
+    names of parameters and constants to their Tensors on the CPU. None where a parameter or
+    constant no longer has its traced shape or dtype (swapped after tracing): no shape rule
+    runs here, so the node-by-node run must, and name the node that cannot take it."""
+    prog = graph._cache.get("plain_program")
+    if prog is None:
+        prog = graph._cache["plain_program"] = _PlainProgram(graph)
+    if prog.checked is not fixed:
+        if any((tuple(fixed[name].shape), fixed[name].dtype) != prog.specs[name] for _, name in prog.fixed):
+            return None
+        prog.checked = fixed
+    env: list = [None] * prog.n_slots
+    for slot, name in prog.fixed:
+        env[slot] = fixed[name].data
+    for slot, t in zip(prog.input_slots, tensors):
+        env[slot] = t.data
+    for node, kernel, ins, outs, dtypes, free in prog.steps:
+        arrays = [None if i < 0 else env[i] for i in ins]
+        try:
+            result = kernel(np, *arrays, **node.attrs)
+        except Exception as exc:
+            add_context(exc, f"while executing {node_summary(node)}")
+            raise
+        if len(outs) == 1:
+            env[outs[0]] = _cast(result, dtypes[0])
+        else:
+            for s, r, dtype in zip(outs, result, dtypes):
+                env[s] = _cast(r, dtype)
+        for s in free:
+            env[s] = None
+    return [Tensor._make(env[s], v.shape, v.dtype, CPU) for s, v in zip(prog.output_slots, prog.outputs)]
+
+
+def _cast(array, dtype):
+    # as dispatch._wrap: a kernel may return a numpy scalar or a wider dtype; the value's
+    # dtype decides
+    if type(array) is not np.ndarray or array.dtype != dtype:
+        array = np.asarray(array, dtype=dtype)
+    return array
+
+
+def _activation(node) -> str | None:
+    """The activation a conv's output may take in place ("relu", "hardswish", "silu": a fused
+    x·sigmoid(x)), or None."""
+    name = node.op.name
+    if name in ("relu", "hardswish"):
+        return name
+    if name == "fused_elementwise" and len(node.inputs) == 1 and \
+            merged_silu(node.attrs["steps"]) == [("silu", (0,), {})]:
+        return "silu"
+    return None
+
+
+def _with_conv_activations(graph, steps: list) -> list:
+    """The steps with each float32 conv whose only reader is the next step, an activation,
+    run as one step: the conv, then its bias and the activation in one pass in place."""
+    users = graph.users()
+    outputs = {v.name for v in graph.outputs}
+    merged: list = []
+    k = 0
+    while k < len(steps):
+        node, kernel, ins, outs, dtypes, free = steps[k]
+        if k + 1 < len(steps) and node.op.name == "conv" and len(node.outputs) == 1:
+            act_node, act_kernel, _, act_outs, act_dtypes, act_free = steps[k + 1]
+            value = node.outputs[0]
+            activation = _activation(act_node)
+            if (activation is not None and act_node.inputs[0] is value and value.name not in outputs
+                    and value.dtype.np == np.float32 and len(users.get(value.name, ())) == 1):
+                fused_kernel = _conv_then(kernel, act_kernel, dict(act_node.attrs), activation)
+                merged.append((node, fused_kernel, ins, act_outs, act_dtypes, free + act_free))
+                k += 2
+                continue
+        merged.append(steps[k])
+        k += 1
+    return merged
+
+
+def _conv_then(conv_kernel, act_kernel, act_attrs: dict, activation: str):
+    def kernel(xp, x, w, b=None, *, stride, padding, dilation, groups):
+        y = conv_forward_activation(xp, x, w, b, stride, padding, dilation, groups, activation)
+        if y is None:  # the two kernels one after the other
+            y = act_kernel(xp, conv_kernel(xp, x, w, b, stride=stride, padding=padding, dilation=dilation,
+                                           groups=groups), **act_attrs)
+        return y
+
+    kernel.activation = activation  # what the step runs after its conv, for tests and readers
+    return kernel

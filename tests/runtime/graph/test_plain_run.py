@@ -1,0 +1,109 @@
+"""A graph run that nothing watches (flopcount/runtime/graph/plain_run.py) gives the node-by-node
+run's results bit for bit, and steps aside wherever the node-by-node run is observable."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import flopcount.runtime as rt
+from flopcount.runtime import cpu_kernels
+from flopcount.runtime.graph import plain_run
+
+
+class _Block(rt.nn.Module):
+    """Convs followed by SiLU written as x·sigmoid(x), ReLU (a depthwise conv) and hardswish (no
+    bias), a squeeze-and-excitation scale (a broadcast multiply), a conv read twice, a split
+    into two outputs (a multi-output node) and a chain of elementwise ops."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv = rt.nn.Conv2d(4, 6, 3, padding=1)
+        self.depthwise = rt.nn.Conv2d(6, 6, 3, padding=1, groups=6)
+        self.pointwise = rt.nn.Conv2d(6, 6, 1, bias=False)
+        self.squeeze = rt.nn.Conv2d(6, 6, 1)
+
+    def forward(self, x):
+        y = self.conv(x)
+        y = y * rt.sigmoid(y)
+        y = rt.relu(self.depthwise(y))
+        y = rt.nn.functional.hardswish(self.pointwise(y))
+        s = rt.sigmoid(self.squeeze(y.mean(dim=(2, 3), keepdim=True)))
+        y = y * s
+        a, b = y.split(3, dim=1)
+        return (a.exp() + 1.0).relu(), b.tanh() * 0.5
+
+
+def _graph():
+    rt.manual_seed(0)
+    return rt.trace(_Block(), rt.randn(2, 4, 9, 9))
+
+
+def _node_by_node(graph, x):
+    return graph.run(x, before=lambda node, inputs: None)
+
+
+@pytest.mark.parametrize("path", ["compiled", "numpy"])
+def test_plain_run_gives_the_node_by_node_results_bit_for_bit(path):
+    graph, x = _graph(), rt.randn(2, 4, 9, 9)
+    context = cpu_kernels.numpy_only() if path == "numpy" else _nothing()
+    with context, rt.no_grad():
+        plain = graph(x)
+        assert "plain_program" in graph._cache  # the plain run is what ran
+        reference = _node_by_node(graph, x)
+    for got, want in zip(plain, reference):
+        assert got.shape == want.shape and got.dtype == want.dtype
+        np.testing.assert_array_equal(got.numpy(), want.numpy())
+
+
+def test_plain_run_fuses_the_silu_and_leaves_the_graph_as_it_is():
+    graph, x = _graph(), rt.randn(2, 4, 9, 9)
+    before = [n.op_name for n in graph.nodes]
+    with rt.no_grad():
+        graph(x)
+    assert [n.op_name for n in graph.nodes] == before  # counting reads this graph: unchanged
+    steps = graph._cache["plain_program"].steps
+    fused = [n.attrs["steps"] for n, *_ in steps if n.op_name == "fused_elementwise"]
+    assert (("exp", (0,), {}), ("add", (-1, 1), {}), ("relu", (-2,), {})) in fused
+    # each conv read only by its activation runs it in the same step (the squeeze's sigmoid,
+    # followed by a broadcast multiply, is no such activation)
+    after_conv = [getattr(kernel, "activation", None) for node, kernel, *_ in steps if node.op_name == "conv"]
+    assert after_conv == ["silu", "relu", "hardswish", None]
+
+
+def test_observed_runs_and_gradients_go_node_by_node():
+    graph, x = _graph(), rt.randn(2, 4, 9, 9)
+    seen = []
+
+    class Observer:
+        def on_op(self, event):
+            seen.append(event.op.name)
+
+    with rt.no_grad(), rt.observe(Observer()):
+        graph(x)
+    assert seen == [n.op_name for n in graph.nodes]
+    assert "plain_program" not in graph._cache
+    x.requires_grad = True
+    out = graph(x)  # gradients on: the tape needs every node
+    (out[0].sum() + out[1].sum()).backward()
+    assert x.grad is not None and "plain_program" not in graph._cache
+
+
+def test_a_weight_swapped_after_tracing_is_still_named_by_its_node():
+    graph = rt.trace(rt.nn.Sequential(rt.nn.Linear(4, 3), rt.nn.ReLU(), rt.nn.Linear(3, 2)), rt.randn(5, 4))
+    graph.tensors["2.weight"] = rt.randn(2, 7)
+    with rt.no_grad(), pytest.raises(rt.ShapeError, match="while executing %linear_1"):
+        graph(rt.randn(5, 4))
+
+
+def test_half_precision_graphs_keep_the_node_by_node_rounding():
+    graph = rt.trace(lambda x: (x * 3.0 + 1.0).sigmoid(), rt.randn(8).to(rt.float16))
+    assert not plain_run.applies(graph, [rt.randn(8).to(rt.float16)], None, None, False)
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
