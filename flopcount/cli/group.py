@@ -48,8 +48,11 @@ def as_cli_error(exc: Exception) -> CliError:
     if isinstance(exc, OSError) and exc.filename is not None:
         return CliError(f"{exc.filename}: {exc.strerror or exc}")
     if isinstance(exc, MemoryError):
-        return CliError("out of memory; count without --latency (shapes only) or use a smaller --batch",
-                        EXIT_BUG)
+        # what was not predicted up front (the eager view counts on the real tensors, unchecked:
+        # a second run of the user's forward on shapes could change the model's own state)
+        return CliError("out of memory running the model on its tensors; count with the graph view "
+                        "(--mode graph, without --latency, --measure-memory or --backward: shapes only) "
+                        "or use smaller inputs")
     return CliError(f"unexpected {type(exc).__name__}: {exc} (this is a bug in flopcount or in the model's "
                     f"code; run again with --debug for the traceback)", EXIT_BUG)
 

@@ -2,7 +2,10 @@
 a run for latency, measured memory or a training step whose activations peak above what the
 process can take on its device (both views: predicted from a run on shapes only), and a zoo
 model whose weights do not fit (``llama2_7b --latency`` under ``ulimit -v 6000000`` died with
-"out of memory", exit 1). Counting alone needs shapes only and is never refused."""
+"out of memory", exit 1). Counting in the graph view needs shapes only and is never refused; the
+eager view counts by running the model on its tensors, unchecked (a second, shapes-only run of
+the user's forward could change its Python state), and running out of memory there is one line,
+exit 2, naming the graph view."""
 
 from __future__ import annotations
 
@@ -284,3 +287,23 @@ def test_the_command_line_refuses_a_40_gb_module_in_one_line_with_exit_2(tmp_pat
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "running outer.py:build (activations at their predicted peak): about 37.3 GiB" in lines[0], lines[0]
     assert os.listdir(out) == []
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ulimit -v as Linux applies it")
+def test_an_eager_count_out_of_memory_is_one_line_naming_the_graph_view(tmp_path):
+    script = tmp_path / "outer.py"
+    script.write_text("import flopcount.runtime as rt\n\n"
+                      "class Outer(rt.nn.Module):\n"
+                      "    def forward(self, x):\n"
+                      "        return x.expand(x.shape[1], x.shape[1]) * 2\n\n"
+                      "def build():\n    return Outer()\n")
+    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_AS, (6_000_000 * 1024, resource.RLIM_INFINITY))
+
+    done = subprocess.run([sys.executable, "-m", "flopcount", f"{script}:build", "-i", f"1,{N}", "--mode", "eager"],
+                          env=env, capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    lines = done.stderr.strip().splitlines()
+    assert done.returncode == 2 and len(lines) == 1, done.stderr
+    assert "out of memory running the model on its tensors; count with the graph view (--mode graph" in lines[0]
