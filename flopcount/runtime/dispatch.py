@@ -150,10 +150,8 @@ def _wrap(array, spec, dev, be):
     # Kernels may return numpy scalars or a wider dtype (numpy promotion, or operands widened
     # by _widened); the spec decides, and the cast to it rounds to nearest. A dtype the backend
     # holds widened (int4 on CuPy) is rounded to it even when the kernel returned the wide dtype.
-    if spec.dtype in be.stored_as:
+    if spec.dtype in be.stored_as or getattr(array, "dtype", None) != spec.dtype.np or not hasattr(array, "shape"):
         array = be.asarray(array, spec.dtype)
-    elif getattr(array, "dtype", None) != spec.dtype.np or not hasattr(array, "shape"):
-        array = be.xp.asarray(array, dtype=spec.dtype.np)
     return Tensor._make(array, spec.shape, spec.dtype, dev)
 
 

@@ -274,10 +274,9 @@ class Tensor:
         if not self._writable:
             return self
         be = backend(self.device)
-        xp = be.xp
-        arr = be.asarray(array, self.dtype) if self.dtype in be.stored_as else xp.asarray(array, dtype=self.dtype.np)
+        arr = be.asarray(array, self.dtype)
         if arr.shape != self.shape:
-            arr = xp.broadcast_to(arr, self.shape)
+            arr = be.xp.broadcast_to(arr, self.shape)
         self._own_data(keep=False)[...] = arr
         return self
 

@@ -265,8 +265,9 @@ def test_the_gpu_figure_is_cupys_free_memory_and_its_pool():
     assert CUDABackend(cupy).free_memory() == 4 << 30
 
 
-@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ulimit -v as Linux applies it")
-def test_the_command_line_refuses_a_40_gb_module_in_one_line_with_exit_2(tmp_path):
+def _outer_command(tmp_path, *options):
+    """``flopcount outer.py:build -i 1,N OPTIONS`` (a 40 GB activation from a 400 KB input) under
+    ``ulimit -v 6000000``: the process and its stderr lines."""
     script = tmp_path / "outer.py"
     script.write_text("import flopcount.runtime as rt\n\n"
                       "class Outer(rt.nn.Module):\n"
@@ -278,12 +279,16 @@ def test_the_command_line_refuses_a_40_gb_module_in_one_line_with_exit_2(tmp_pat
     def limit():
         resource.setrlimit(resource.RLIMIT_AS, (6_000_000 * 1024, resource.RLIM_INFINITY))
 
+    done = subprocess.run([sys.executable, "-m", "flopcount", f"{script}:build", "-i", f"1,{N}", *options],
+                          env=env, capture_output=True, text=True, timeout=300, preexec_fn=limit)
+    return done, done.stderr.strip().splitlines()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ulimit -v as Linux applies it")
+def test_the_command_line_refuses_a_40_gb_module_in_one_line_with_exit_2(tmp_path):
     out = tmp_path / "out"
     out.mkdir()
-    done = subprocess.run([sys.executable, "-m", "flopcount", f"{script}:build", "-i", f"1,{N}", "--latency",
-                           "--mode", "eager", "-o", str(out / "r.json")],
-                          env=env, capture_output=True, text=True, timeout=300, preexec_fn=limit)
-    lines = done.stderr.strip().splitlines()
+    done, lines = _outer_command(tmp_path, "--latency", "--mode", "eager", "-o", str(out / "r.json"))
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "running outer.py:build (activations at their predicted peak): about 37.3 GiB" in lines[0], lines[0]
     assert os.listdir(out) == []
@@ -291,19 +296,6 @@ def test_the_command_line_refuses_a_40_gb_module_in_one_line_with_exit_2(tmp_pat
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="ulimit -v as Linux applies it")
 def test_an_eager_count_out_of_memory_is_one_line_naming_the_graph_view(tmp_path):
-    script = tmp_path / "outer.py"
-    script.write_text("import flopcount.runtime as rt\n\n"
-                      "class Outer(rt.nn.Module):\n"
-                      "    def forward(self, x):\n"
-                      "        return x.expand(x.shape[1], x.shape[1]) * 2\n\n"
-                      "def build():\n    return Outer()\n")
-    env = dict(os.environ, PYTHONPATH=ROOT + os.pathsep + os.environ.get("PYTHONPATH", ""))
-
-    def limit():
-        resource.setrlimit(resource.RLIMIT_AS, (6_000_000 * 1024, resource.RLIM_INFINITY))
-
-    done = subprocess.run([sys.executable, "-m", "flopcount", f"{script}:build", "-i", f"1,{N}", "--mode", "eager"],
-                          env=env, capture_output=True, text=True, timeout=300, preexec_fn=limit)
-    lines = done.stderr.strip().splitlines()
+    done, lines = _outer_command(tmp_path, "--mode", "eager")
     assert done.returncode == 2 and len(lines) == 1, done.stderr
     assert "out of memory running the model on its tensors; count with the graph view (--mode graph" in lines[0]

@@ -17,6 +17,7 @@ from ..errors import DeviceError, ShapeError, add_context
 from ..tensor import Tensor
 from . import plain_run
 from .ir import type_str
+from .passes.memory_plan import Slots
 from .printing import node_summary
 from .tree import flatten, unflatten
 
@@ -37,28 +38,15 @@ class NodeScope(NamedTuple):
         return self.path
 
 
-class _Program:
-    """A graph lowered for running: every value gets a slot in a flat list."""
+class _Program(Slots):
+    """A graph lowered for running: every value gets a slot in a flat list; each step carries
+    its node's scope."""
 
-    __slots__ = ("steps", "input_slots", "fixed", "output_slots", "n_slots", "node_scopes")
+    __slots__ = ("node_scopes",)
 
     def __init__(self, graph):
-        from .passes.memory_plan import plan_for
-
-        slot = {}
-        for v in graph.values():
-            slot.setdefault(v.name, len(slot))
-        plan = plan_for(graph)
-        self.n_slots = len(slot)
-        self.input_slots = [slot[v.name] for v in graph.inputs]
-        self.fixed = [(slot[name], name) for name in list(graph.parameters) + list(graph.constants)]
-        self.output_slots = [slot[v.name] for v in graph.outputs]
-        self.steps = []
-        for i, node in enumerate(graph.nodes):
-            ins = tuple(-1 if v is None else slot[v.name] for v in node.inputs)
-            outs = tuple(slot[v.name] for v in node.outputs)
-            free = tuple(slot[name] for name in plan.free_after[i])
-            self.steps.append((node, ins, outs, free, node.scope))
+        super().__init__(graph)
+        self.steps = [(node, ins, outs, free, node.scope) for node, ins, outs, free in self.steps]
         self.node_scopes = [NodeScope(node.scope, i) for i, node in enumerate(graph.nodes)]
 
 

@@ -21,38 +21,26 @@ from ..errors import add_context
 from ..ops._conv_kernels import conv_forward_activation
 from ..tensor import Tensor
 from .fused import merged_silu
+from .passes.memory_plan import Slots
 from .printing import node_summary
 
 
-class _PlainProgram:
+class _PlainProgram(Slots):
     """The fused graph lowered to slots, with each node's CPU kernel and output dtypes."""
 
-    __slots__ = ("steps", "input_slots", "fixed", "output_slots", "outputs", "n_slots", "specs", "checked")
+    __slots__ = ("outputs", "specs", "checked")
 
     def __init__(self, graph):
         from .passes.fuse_elementwise import fuse_elementwise
-        from .passes.memory_plan import plan_for
 
         fused = fuse_elementwise(graph)
-        slot: dict = {}
-        for v in fused.values():
-            slot.setdefault(v.name, len(slot))
-        plan = plan_for(fused)
-        self.n_slots = len(slot)
-        self.input_slots = [slot[v.name] for v in fused.inputs]
-        self.fixed = [(slot[name], name) for name in list(fused.parameters) + list(fused.constants)]
+        super().__init__(fused)
         values = {v.name: v for v in fused.values()}
         self.specs = {name: (values[name].shape, values[name].dtype) for _, name in self.fixed}
         self.checked = None  # the last ``fixed`` dict found to fit the traced shapes
-        self.output_slots = [slot[v.name] for v in fused.outputs]
         self.outputs = list(fused.outputs)
-        steps = []
-        for i, node in enumerate(fused.nodes):
-            ins = tuple(-1 if v is None else slot[v.name] for v in node.inputs)
-            outs = tuple(slot[v.name] for v in node.outputs)
-            dtypes = tuple(v.dtype.np for v in node.outputs)
-            free = tuple(slot[name] for name in plan.free_after[i])
-            steps.append((node, node.op._kernel_by_device["cpu"], ins, outs, dtypes, free))
+        steps = [(node, node.op._kernel_by_device["cpu"], ins, outs, tuple(v.dtype.np for v in node.outputs), free)
+                 for node, ins, outs, free in self.steps]
         self.steps = _with_conv_activations(fused, steps)
 
 

@@ -80,6 +80,28 @@ def plan_memory(graph):
     return out
 
 
+class Slots:
+    """A graph lowered to a flat list of slots, one per value, as the executors run it:
+    ``steps`` holds per node (node, the slots it reads with -1 for an absent input, the slots it
+    writes, the slots to release after it by the memory plan)."""
+
+    __slots__ = ("n_slots", "input_slots", "fixed", "output_slots", "steps")
+
+    def __init__(self, graph):
+        slot: dict = {}
+        for v in graph.values():
+            slot.setdefault(v.name, len(slot))
+        plan = plan_for(graph)
+        self.n_slots = len(slot)
+        self.input_slots = [slot[v.name] for v in graph.inputs]
+        self.fixed = [(slot[name], name) for name in list(graph.parameters) + list(graph.constants)]
+        self.output_slots = [slot[v.name] for v in graph.outputs]
+        self.steps = [(node, tuple(-1 if v is None else slot[v.name] for v in node.inputs),
+                       tuple(slot[v.name] for v in node.outputs),
+                       tuple(slot[name] for name in plan.free_after[i]))
+                      for i, node in enumerate(graph.nodes)]
+
+
 def plan_for(graph) -> MemoryPlan:
     """The plan the executor follows: the graph's own, or one made now and cached."""
     if graph.memory_plan is not None:
