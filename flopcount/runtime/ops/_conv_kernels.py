@@ -3,7 +3,8 @@
 Layouts: x (N, C, *S), conv weight (Cout, C/g, *K), transposed-conv weight (Cin, Cout/g, *K).
 The column buffer is (N, g, C/g·prod(K), prod(O)) so that ``weight (g, Cout/g, C/g·prod(K)) @
 cols`` writes the output directly in (N, Cout, *O) order, with no transpose afterwards.
-Depthwise convolutions (one input channel per group) skip the column buffer: on numpy arrays
+On numpy arrays, 3x3 stride-1 convs with enough output run by Winograd's algorithm instead
+(``_winograd.py``), with 16/36 of the multiply-adds. Depthwise convolutions (one input channel per group) skip the column buffer: on numpy arrays
 they run the compiled kernel of ``cpu_kernels`` where numba is there (one pass over each output
 plane per four kernel positions), else a multiply-add per kernel position, which is still
 cheaper than a stack of 1-wide matmuls.
@@ -23,6 +24,7 @@ from math import prod
 import numpy as np
 
 from .. import cpu_kernels
+from . import _winograd
 from ._scratch import scratch, scratch_zeros
 from ._window import FlatWindows, _phased, batch_chunks, col2im, im2col, out_size, windows
 
@@ -104,6 +106,10 @@ def conv_forward(xp, x, w, b, stride, padding, dilation, groups):
     kernel = w.shape[2:]
     out = conv_out_shape(x.shape, kernel, stride, padding, dilation)
     spatial = prod(out)
+    if _winograd.applies(xp, x, w, stride, dilation, groups):
+        y = _winograd.conv2d(x, w, b, padding)
+        if y is not None:
+            return y
     if cg == 1 and groups > 1:
         y = _compiled_depthwise(xp, x, w, b, stride, padding, dilation)
         if y is not None:
