@@ -115,6 +115,7 @@ CONV_CASES = [
     ((2, 3, 6, 6), (3, 1, 3, 3), dict(stride=2, padding=1, groups=3)),  # strided depthwise
     ((2, 4, 3, 3), (5, 4, 1, 1), dict()),                               # 1x1: a plain matmul
     ((1, 4, 5, 5), (2, 4, 1, 1), dict(stride=2)),                        # strided 1x1
+    ((2, 4, 7, 5, 3), (6, 2, 1, 1, 1), dict(stride=(3, 2, 1), dilation=2, groups=2)),  # its pixels, grouped
     ((1, 2, 8, 8), (2, 2, 3, 3), dict(stride=3, padding=2)),             # stride > kernel gaps
     ((1, 2, 9, 9), (2, 2, 3, 3), dict(stride=2, dilation=2)),            # dilation: phases skip
     ((1, 2, 4, 4, 4), (2, 2, 2, 2, 2), dict(stride=2, padding=1)),
