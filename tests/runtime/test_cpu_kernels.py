@@ -200,6 +200,27 @@ def test_conv_with_its_activation_gives_the_bits_of_the_two_ops(activation, seed
         assert _conv_kernels.conv_forward_activation(np, x, w, b, *geometry, activation) is None
 
 
+@pytest.mark.parametrize("relu", [True, False])
+@pytest.mark.parametrize("seed", range(6))
+def test_conv_with_its_residual_add_gives_the_bits_of_the_ops(relu, seed):
+    rng = np.random.default_rng(100 + seed)
+    n, c = int(rng.integers(1, 3)), int(rng.integers(1, 5)) * 2
+    groups = [1, 2, c][seed % 3]  # dense, grouped, depthwise
+    x = rng.standard_normal((n, c, 9, 7)).astype(np.float32) * 3
+    w = rng.standard_normal((c, c // groups, 3, 3)).astype(np.float32)
+    b = rng.standard_normal(c).astype(np.float32) if seed % 2 else None
+    other = rng.standard_normal((n, c, 9, 7)).astype(np.float32) * 3
+    geometry = ((1, 1), (1, 1), (1, 1), groups)
+    got = _conv_kernels.conv_forward_residual(np, x, w, b, other, *geometry, relu)
+    want = np.add(other, _conv_kernels.conv_forward(np, x, w, b, *geometry))  # the add takes either order
+    if relu:
+        want = np.maximum(want, np.float32(0))  # ReLU's kernel: numpy maximum's bits
+    assert got.dtype == np.float32 and got.shape == want.shape
+    np.testing.assert_array_equal(got, want)
+    with cpu_kernels.numpy_only():  # no compiled pass: the caller runs the kernels
+        assert _conv_kernels.conv_forward_residual(np, x, w, b, other, *geometry, relu) is None
+
+
 def test_kernels_step_aside_for_other_array_modules_and_inside_numpy_only():
     assert cpu_kernels.kernel("depthwise") is not None
     assert cpu_kernels.kernel("depthwise", xp=object()) is None  # e.g. CuPy: its own kernels

@@ -200,6 +200,32 @@ def bias_activation_float32(y, bias, activation):
         silu_float32(flat, flat)  # element i is read before it is written
 
 
+@jit
+def bias_residual_float32(y, bias, other, relu):
+    """In place over y (N, C, P) float32: y[n, c] = (y[n, c] + bias[c]) + other[n, c] (no bias
+    when ``bias`` is empty), then ReLU when ``relu``: the bits of adding the bias, adding the
+    residual ``other`` (N, C, P) and running ReLU's kernel, one after the other."""
+    n_images, channels, size = y.shape
+    with_bias = bias.size > 0
+    for n in range(n_images):
+        for c in range(channels):
+            row = y[n, c]
+            residual = other[n, c]
+            b = bias[c] if with_bias else ZERO
+            if with_bias and relu:
+                for q in range(size):
+                    row[q] = _relu((row[q] + b) + residual[q])
+            elif with_bias:
+                for q in range(size):
+                    row[q] = (row[q] + b) + residual[q]
+            elif relu:
+                for q in range(size):
+                    row[q] = _relu(row[q] + residual[q])
+            else:
+                for q in range(size):
+                    row[q] += residual[q]
+
+
 def unary(kernel, x, *args):
     """A new array: ``kernel(x_flat, out_flat, *args)`` over ``x`` (float32, any layout)."""
     out = np.empty(x.shape, dtype=np.float32)

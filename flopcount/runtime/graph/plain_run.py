@@ -7,8 +7,10 @@ observer, tracer, gradient recording, callbacks or node scopes, arrays on the CP
 the CPU computes in a wider one), the executor runs this instead: the graph with its
 elementwise chains fused (``fuse_elementwise``; the graph itself, and so every count, stays as
 it is), each node's CPU kernel called on the arrays of its inputs, values released at their last
-use by the fused graph's memory plan. Results are those of the node-by-node run: the same
-kernels, outputs cast to each value's dtype as ``apply`` casts them.
+use by the fused graph's memory plan; a float32 conv read only by the next step, an activation
+or a residual add (then maybe ReLU), runs what follows it in one compiled pass over its output.
+Results are those of the node-by-node run: the same kernels (and the same float32 operations
+in the fused passes), outputs cast to each value's dtype as ``apply`` casts them.
 """
 
 from __future__ import annotations
@@ -18,7 +20,7 @@ import numpy as np
 from ..device import CPU, backend
 from ..dispatch import state
 from ..errors import add_context
-from ..ops._conv_kernels import conv_forward_activation
+from ..ops._conv_kernels import conv_forward_activation, conv_forward_residual
 from ..tensor import Tensor
 from .fused import merged_silu
 from .passes.memory_plan import Slots
@@ -113,9 +115,27 @@ def _activation(node) -> str | None:
     return None
 
 
+def _residual(node, value) -> tuple | None:
+    """(index of the other input, whether ReLU follows) where ``node`` adds ``value`` to another
+    value of its shape, then maybe runs ReLU (a residual block's end: an ``add``, or a fused
+    add-then-ReLU), else None."""
+    steps = node.attrs.get("steps") if node.op.name == "fused_elementwise" else None
+    if node.op.name == "add":
+        relu = False
+    elif steps is not None and tuple(steps) == (("add", (0, 1), {}), ("relu", (-1,), {})):
+        relu = True
+    else:
+        return None
+    if len(node.inputs) != 2 or sum(v is value for v in node.inputs) != 1:
+        return None
+    other = 1 if node.inputs[0] is value else 0
+    return (other, relu) if tuple(node.inputs[other].shape) == tuple(value.shape) else None
+
+
 def _with_conv_activations(graph, steps: list) -> list:
-    """The steps with each float32 conv whose only reader is the next step, an activation,
-    run as one step: the conv, then its bias and the activation in one pass in place."""
+    """The steps with each float32 conv whose only reader is the next step, an activation or a
+    residual add (then maybe ReLU), run as one step: the conv, then its bias and what follows
+    in one pass in place."""
     users = graph.users()
     outputs = {v.name for v in graph.outputs}
     merged: list = []
@@ -123,18 +143,43 @@ def _with_conv_activations(graph, steps: list) -> list:
     while k < len(steps):
         node, kernel, ins, outs, dtypes, free = steps[k]
         if k + 1 < len(steps) and node.op.name == "conv" and len(node.outputs) == 1:
-            act_node, act_kernel, _, act_outs, act_dtypes, act_free = steps[k + 1]
+            next_node, next_kernel, next_ins, next_outs, next_dtypes, next_free = steps[k + 1]
             value = node.outputs[0]
-            activation = _activation(act_node)
-            if (activation is not None and act_node.inputs[0] is value and value.name not in outputs
-                    and value.dtype.np == np.float32 and len(users.get(value.name, ())) == 1):
-                fused_kernel = _conv_then(kernel, act_kernel, dict(act_node.attrs), activation)
-                merged.append((node, fused_kernel, ins, act_outs, act_dtypes, free + act_free))
-                k += 2
-                continue
+            if (value.name not in outputs and value.dtype.np == np.float32
+                    and len(users.get(value.name, ())) == 1):
+                activation = _activation(next_node)
+                residual = _residual(next_node, value)
+                if activation is not None and next_node.inputs[0] is value:
+                    fused_kernel = _conv_then(kernel, next_kernel, dict(next_node.attrs), activation)
+                    merged.append((node, fused_kernel, ins, next_outs, next_dtypes, free + next_free))
+                    k += 2
+                    continue
+                if residual is not None:
+                    other, relu = residual
+                    fused_kernel = _conv_plus(kernel, next_kernel, dict(next_node.attrs), other, relu)
+                    merged.append((node, fused_kernel, tuple(ins) + (next_ins[other],), next_outs, next_dtypes,
+                                   free + next_free))
+                    k += 2
+                    continue
         merged.append(steps[k])
         k += 1
     return merged
+
+
+def _conv_plus(conv_kernel, add_kernel, add_attrs: dict, other: int, relu: bool):
+    """The kernel of a conv and the residual add (then ReLU) after it, called with the conv's
+    arrays and the residual last."""
+    def kernel(xp, *arrays, stride, padding, dilation, groups):
+        *conv_arrays, residual = arrays
+        x, w, b = (list(conv_arrays) + [None])[:3]
+        y = conv_forward_residual(xp, x, w, b, residual, stride, padding, dilation, groups, relu)
+        if y is None:  # the kernels one after the other
+            y = conv_kernel(xp, *conv_arrays, stride=stride, padding=padding, dilation=dilation, groups=groups)
+            y = add_kernel(xp, *((y, residual) if other == 1 else (residual, y)), **add_attrs)
+        return y
+
+    kernel.activation = "add, relu" if relu else "add"  # what the step runs after its conv
+    return kernel
 
 
 def _conv_then(conv_kernel, act_kernel, act_attrs: dict, activation: str):

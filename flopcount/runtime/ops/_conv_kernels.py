@@ -153,16 +153,42 @@ def conv_forward_activation(xp, x, w, b, stride, padding, dilation, groups, acti
     "silu") in one compiled pass over the conv's output, in place, as onnxruntime fuses a conv
     and its activation; the bits of running the two ops one after the other. None, before any
     work, where that pass does not run (numba off or missing, CuPy arrays, not float32)."""
+    ready = _conv_for_epilogue(xp, x, w, b, stride, padding, dilation, groups)
+    if ready is None:
+        return None
+    compiled, y, bias = ready
+    code = {"relu": compiled.RELU, "hardswish": compiled.HARDSWISH, "silu": compiled.SILU}[activation]
+    compiled.bias_activation_float32(y.reshape(y.shape[0], y.shape[1], -1), bias, code)
+    return y
+
+
+def conv_forward_residual(xp, x, w, b, other, stride, padding, dilation, groups, relu: bool):
+    """(conv(x, w) + b) + other, then ReLU when ``relu``: a residual block's end, with the bias,
+    the residual add and the ReLU in one compiled pass over the conv's output, in place, as
+    onnxruntime fuses a conv with the sum after it; the bits of the three ops one after the
+    other. ``other`` has the conv's output shape. None, before any work, where that pass does
+    not run (as ``conv_forward_activation``)."""
+    ready = _conv_for_epilogue(xp, x, w, b, stride, padding, dilation, groups, other)
+    if ready is None:
+        return None
+    compiled, y, bias = ready
+    rows = y.shape[:2] + (-1,)
+    compiled.bias_residual_float32(y.reshape(rows), bias, xp.ascontiguousarray(other).reshape(rows), relu)
+    return y
+
+
+def _conv_for_epilogue(xp, x, w, b, stride, padding, dilation, groups, *others):
+    """(compiled elementwise kernels, the conv's contiguous float32 output without its bias,
+    the bias left for the epilogue to add: empty where none is), or None where the compiled
+    epilogue does not run: numba off or missing, CuPy arrays, an operand not float32."""
     compiled = cpu_kernels.kernel("elementwise", xp)
-    if compiled is None or any(a is not None and a.dtype != np.float32 for a in (x, w, b)):
+    if compiled is None or any(a is not None and a.dtype != np.float32 for a in (x, w, b) + others):
         return None
     # the compiled depthwise kernel starts its sums from the bias; every other path adds it last
     depthwise = w.shape[1] == 1 and groups > 1 and cpu_kernels.kernel("depthwise", xp) is not None
     y = xp.ascontiguousarray(conv_forward(xp, x, w, b if depthwise else None, stride, padding, dilation, groups))
     bias = _NO_BIAS if depthwise or b is None else xp.ascontiguousarray(b)
-    code = {"relu": compiled.RELU, "hardswish": compiled.HARDSWISH, "silu": compiled.SILU}[activation]
-    compiled.bias_activation_float32(y.reshape(y.shape[0], y.shape[1], -1), bias, code)
-    return y
+    return compiled, y, bias
 
 
 _NO_BIAS = np.zeros(0, np.float32)

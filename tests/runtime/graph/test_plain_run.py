@@ -13,8 +13,9 @@ from flopcount.runtime.graph import plain_run
 
 class _Block(rt.nn.Module):
     """Convs followed by SiLU written as x·sigmoid(x), ReLU (a depthwise conv) and hardswish (no
-    bias), a squeeze-and-excitation scale (a broadcast multiply), a conv read twice, a split
-    into two outputs (a multi-output node) and a chain of elementwise ops."""
+    bias), residual adds (then ReLU, and alone, the conv second and without bias), a
+    squeeze-and-excitation scale (a broadcast multiply), a conv read twice, a split into two
+    outputs (a multi-output node) and a chain of elementwise ops."""
 
     def __init__(self):
         super().__init__()
@@ -22,12 +23,16 @@ class _Block(rt.nn.Module):
         self.depthwise = rt.nn.Conv2d(6, 6, 3, padding=1, groups=6)
         self.pointwise = rt.nn.Conv2d(6, 6, 1, bias=False)
         self.squeeze = rt.nn.Conv2d(6, 6, 1)
+        self.block_end = rt.nn.Conv2d(6, 6, 3, padding=1)
+        self.shortcut = rt.nn.Conv2d(6, 6, 1, bias=False)
 
     def forward(self, x):
         y = self.conv(x)
         y = y * rt.sigmoid(y)
         y = rt.relu(self.depthwise(y))
         y = rt.nn.functional.hardswish(self.pointwise(y))
+        y = rt.relu(self.block_end(y) + y)
+        y = y + self.shortcut(y)
         s = rt.sigmoid(self.squeeze(y.mean(dim=(2, 3), keepdim=True)))
         y = y * s
         a, b = y.split(3, dim=1)
@@ -65,10 +70,10 @@ def test_plain_run_fuses_the_silu_and_leaves_the_graph_as_it_is():
     steps = graph._cache["plain_program"].steps
     fused = [n.attrs["steps"] for n, *_ in steps if n.op_name == "fused_elementwise"]
     assert (("exp", (0,), {}), ("add", (-1, 1), {}), ("relu", (-2,), {})) in fused
-    # each conv read only by its activation runs it in the same step (the squeeze's sigmoid,
-    # followed by a broadcast multiply, is no such activation)
+    # each conv read only by its activation or residual add runs it in the same step (the
+    # squeeze's sigmoid, followed by a broadcast multiply, is no such activation)
     after_conv = [getattr(kernel, "activation", None) for node, kernel, *_ in steps if node.op_name == "conv"]
-    assert after_conv == ["silu", "relu", "hardswish", None]
+    assert after_conv == ["silu", "relu", "hardswish", "add, relu", "add", None]
 
 
 def test_observed_runs_and_gradients_go_node_by_node():
