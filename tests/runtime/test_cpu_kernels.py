@@ -221,6 +221,31 @@ def test_conv_with_its_residual_add_gives_the_bits_of_the_ops(relu, seed):
         assert _conv_kernels.conv_forward_residual(np, x, w, b, other, *geometry, relu) is None
 
 
+@pytest.mark.parametrize("seed", range(40))
+def test_compiled_max_pool_gives_the_numpy_kernels_values(seed):
+    """Random 1-d and 2-d pools (strides, padding up to half the kernel, dilation, ceil mode) on
+    inputs with NaN and -inf mixed in, float32 or float64, contiguous or strided."""
+    rng = np.random.default_rng(seed)
+    nd = int(rng.integers(1, 3))
+    kernel = tuple(int(k) for k in rng.integers(1, 5, nd))
+    stride = tuple(int(s) for s in rng.integers(1, 4, nd))
+    dilation = tuple(int(d) for d in rng.integers(1, 3, nd))
+    padding = tuple(int(rng.integers(0, k // 2 + 1)) for k in kernel)
+    size = tuple(int(d * (k - 1) + 1 + rng.integers(0, 12)) for k, d in zip(kernel, dilation))
+    dtype = [np.float32, np.float64][seed % 2]
+    x = rng.standard_normal((int(rng.integers(1, 3)), 6) + size).astype(dtype)
+    x.reshape(-1)[rng.choice(x.size, 3, replace=False)] = [np.nan, -np.inf, np.inf]
+    if seed % 3 == 0:
+        x = x[:, ::2]  # every other channel: not contiguous
+    pool = rt.nn.functional.max_pool1d if nd == 1 else rt.nn.functional.max_pool2d
+    args = (kernel, stride, padding, dilation, bool(seed % 4 == 1))
+    got = pool(rt.from_numpy(x), *args).numpy()
+    with cpu_kernels.numpy_only():
+        want = pool(rt.from_numpy(x), *args).numpy()
+    assert got.dtype == want.dtype
+    np.testing.assert_array_equal(got, want)  # NaN where want has NaN
+
+
 def test_kernels_step_aside_for_other_array_modules_and_inside_numpy_only():
     assert cpu_kernels.kernel("depthwise") is not None
     assert cpu_kernels.kernel("depthwise", xp=object()) is None  # e.g. CuPy: its own kernels

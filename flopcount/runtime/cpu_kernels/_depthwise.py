@@ -130,12 +130,13 @@ def _depthwise(x, w, b, out, sh, sw, ph, pw, offsets, rows, cols):
 
 
 @lru_cache(maxsize=256)
-def _geometry(h, wd, kh, kw, stride, padding, dilation) -> tuple:
-    """(out_h, out_w, rows, cols, offsets) of a conv's wide grid: computed once per layer
-    shape (in Python, it cost more than a 7x7 map's whole compiled loop)."""
+def _geometry(h, wd, kh, kw, stride, padding, dilation, out=None) -> tuple:
+    """(out_h, out_w, rows, cols, offsets) of a conv's wide grid (or a pool's, whose output
+    size ``out`` may be rounded up): computed once per layer shape (in Python, it cost more
+    than a 7x7 map's whole compiled loop)."""
     (sh, sw), (ph, pw), (dh, dw) = stride, padding, dilation
-    out_h = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1
-    out_w = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1
+    out_h = (h + 2 * ph - dh * (kh - 1) - 1) // sh + 1 if out is None else out[0]
+    out_w = (wd + 2 * pw - dw * (kw - 1) - 1) // sw + 1 if out is None else out[1]
     drow = [(i * dh) // sh for i in range(kh)]
     dcol = [(j * dw) // sw for j in range(kw)]
     cols = out_w + max(dcol)

@@ -1,7 +1,8 @@
 """Max/avg pooling 1d/2d/3d and adaptive pooling.
 
 Windows are read one kernel position at a time (``_window.windows``: strided views, no pixel
-loops); adaptive windows, whose sizes vary, are separable per dim: a small averaging matrix per
+loops); 1-d and 2-d float max pools on numpy arrays run the compiled kernel of ``cpu_kernels``
+where numba is there (the depthwise conv's wide grid, with a running maximum); adaptive windows, whose sizes vary, are separable per dim: a small averaging matrix per
 dim for the average, a gather of each dim's windows for the max.
 
 Cost (COUNTING.md): max pool numel(out)·(prod(K) − 1) comparisons; avg pool numel(out)·prod(K)
@@ -20,6 +21,7 @@ from math import prod
 
 import numpy as np
 
+from .. import cpu_kernels
 from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError, UnsupportedOpError
@@ -95,6 +97,18 @@ def _flat(x, kernel, out, stride, padding, dilation) -> FlatWindows:
                        extent=tuple(n + p for n, p in zip(size, padding)))
 
 
+def _compiled_max_pool(xp, x, out, kernel, stride, padding, dilation):
+    """The 1-d or 2-d float max pool by the compiled kernel, or None where there is none (numba
+    missing or turned off, CuPy arrays, 3-d pools, other dtypes)."""
+    compiled = cpu_kernels.kernel("pooling", xp)
+    if compiled is None or x.ndim not in (3, 4) or x.dtype not in (np.float32, np.float64):
+        return None
+    if x.ndim == 3:  # a 1-d pool is a 2-d one over maps one row high
+        return compiled.max_pool2d(x[:, :, None], (1,) + tuple(out), (1,) + tuple(kernel), (1,) + tuple(stride),
+                                   (0,) + tuple(padding), (1,) + tuple(dilation))[:, :, 0]
+    return compiled.max_pool2d(x, out, kernel, stride, padding, dilation)
+
+
 def _argmax_windows(xp, fw, x):
     """(max, index of the kernel position holding it) on ``fw``'s wide grid: the first
     maximum in scan order, as PyTorch, and a NaN wins over numbers.
@@ -131,6 +145,9 @@ class MaxPool(Op):
 
     def forward(xp, x, *, kernel_size, stride, padding, dilation, ceil_mode):
         out = _pool_out("max_pool", x, kernel_size, stride, padding, dilation, ceil_mode)
+        y = _compiled_max_pool(xp, x, out, kernel_size, stride, padding, dilation)
+        if y is not None:
+            return y
 
         def kernel(x):
             fw = _flat(x, kernel_size, out, stride, padding, dilation)

@@ -1,0 +1,56 @@
+"""2-d max pooling on the depthwise kernel's wide grid (``_depthwise.py``).
+
+Per image and channel, the input plane is split into its stride phases in a buffer whose
+padding holds -inf (it never wins); every kernel position then reads one contiguous range of
+that buffer, and the running maximum over those ranges is a loop the compiler vectorizes.
+numpy's max pool (``ops/pooling.py``) makes a pass over the whole output per kernel position
+through memory. A NaN wins, as numpy's ``maximum`` lets it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ._depthwise import _fill_phases, _geometry
+from ._jit import jit
+
+
+@jit
+def _max_pool(x, out, sh, sw, ph, pw, offsets, rows, cols):
+    n_images, channels = x.shape[0], x.shape[1]
+    out_h, out_w = out.shape[2], out.shape[3]
+    buf = np.full(sh * sw * rows * cols, -np.inf, dtype=x.dtype)
+    count = out_h * cols
+    acc = np.empty(count, dtype=x.dtype)
+    for n in range(n_images):
+        for c in range(channels):
+            _fill_phases(x[n, c], buf, sh, sw, ph, pw, rows, cols)
+            first = buf[offsets[0]:offsets[0] + count]
+            for q in range(count):
+                acc[q] = first[q]
+            for k in range(1, len(offsets)):
+                part = buf[offsets[k]:offsets[k] + count]
+                for q in range(count):
+                    v = part[q]
+                    m = acc[q]
+                    # a select and a store every time, not a branch around the store: the
+                    # compiler then vectorizes the loop
+                    acc[q] = v if (v > m or v != v) else m
+            plane = out[n, c]
+            for r in range(out_h):
+                line = plane[r]
+                wide = acc[r * cols:]
+                for t in range(out_w):
+                    line[t] = wide[t]
+
+
+def max_pool2d(x, out_size, kernel, stride, padding, dilation):
+    """The max pool of x (N, C, H, W), float32 or float64, with output size ``out_size``
+    (ceil mode's included): each output the maximum of its window's elements inside the input."""
+    n, c, h, wd = x.shape
+    (sh, sw), (ph, pw) = stride, padding
+    out_h, out_w, rows, cols, offsets = _geometry(h, wd, *kernel, tuple(stride), tuple(padding), tuple(dilation),
+                                                  tuple(out_size))
+    out = np.empty((n, c, out_h, out_w), dtype=x.dtype)
+    _max_pool(np.ascontiguousarray(x), out, sh, sw, ph, pw, offsets, rows, cols)
+    return out
