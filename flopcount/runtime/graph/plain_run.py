@@ -8,7 +8,8 @@ the CPU computes in a wider one), the executor runs this instead: the graph with
 elementwise chains fused (``fuse_elementwise``; the graph itself, and so every count, stays as
 it is), each node's CPU kernel called on the arrays of its inputs, values released at their last
 use by the fused graph's memory plan; a float32 conv read only by the next step, an activation
-or a residual add (then maybe ReLU), runs what follows it in one compiled pass over its output.
+or a residual add (then maybe ReLU), runs what follows it in one compiled pass over its output,
+and a float32 matmul read only by a bias add adds it into its own output in place.
 Results are those of the node-by-node run: the same kernels (and the same float32 operations
 in the fused passes), outputs cast to each value's dtype as ``apply`` casts them.
 """
@@ -43,7 +44,7 @@ class _PlainProgram(Slots):
         self.outputs = list(fused.outputs)
         steps = [(node, node.op._kernel_by_device["cpu"], ins, outs, tuple(v.dtype.np for v in node.outputs), free)
                  for node, ins, outs, free in self.steps]
-        self.steps = _with_conv_activations(fused, steps)
+        self.steps = _with_epilogues(fused, steps)
 
 
 def applies(graph, tensors, before, after, node_scopes: bool) -> bool:
@@ -132,38 +133,75 @@ def _residual(node, value) -> tuple | None:
     return (other, relu) if tuple(node.inputs[other].shape) == tuple(value.shape) else None
 
 
-def _with_conv_activations(graph, steps: list) -> list:
-    """The steps with each float32 conv whose only reader is the next step, an activation or a
-    residual add (then maybe ReLU), run as one step: the conv, then its bias and what follows
-    in one pass in place."""
+def _bias(node, value) -> int | None:
+    """The index of the other input where ``node`` is an ``add`` of ``value`` and a float32
+    value that broadcasts to ``value``'s shape without growing it (a bias), else None."""
+    if node.op.name != "add" or len(node.inputs) != 2 or sum(v is value for v in node.inputs) != 1:
+        return None
+    other = 1 if node.inputs[0] is value else 0
+    bias = node.inputs[other]
+    shape, bias_shape = tuple(value.shape), tuple(bias.shape)
+    fits = len(bias_shape) <= len(shape) and all(
+        b in (1, n) for b, n in zip(bias_shape[::-1], shape[::-1]))
+    return other if fits and bias.dtype.np == np.float32 and tuple(node.outputs[0].shape) == shape else None
+
+
+def _with_epilogues(graph, steps: list) -> list:
+    """The steps with each float32 conv or matmul whose only reader is the next step run as one
+    step with it, over the conv's or matmul's output in place: a conv's bias with an activation,
+    or with a residual add (then maybe ReLU), in one compiled pass; a matmul's bias add."""
     users = graph.users()
     outputs = {v.name for v in graph.outputs}
     merged: list = []
     k = 0
     while k < len(steps):
         node, kernel, ins, outs, dtypes, free = steps[k]
-        if k + 1 < len(steps) and node.op.name == "conv" and len(node.outputs) == 1:
+        if k + 1 < len(steps) and node.op.name in ("conv", "matmul") and len(node.outputs) == 1:
             next_node, next_kernel, next_ins, next_outs, next_dtypes, next_free = steps[k + 1]
             value = node.outputs[0]
+            fused_kernel, extra = None, ()
             if (value.name not in outputs and value.dtype.np == np.float32
                     and len(users.get(value.name, ())) == 1):
-                activation = _activation(next_node)
-                residual = _residual(next_node, value)
-                if activation is not None and next_node.inputs[0] is value:
-                    fused_kernel = _conv_then(kernel, next_kernel, dict(next_node.attrs), activation)
-                    merged.append((node, fused_kernel, ins, next_outs, next_dtypes, free + next_free))
-                    k += 2
-                    continue
-                if residual is not None:
-                    other, relu = residual
-                    fused_kernel = _conv_plus(kernel, next_kernel, dict(next_node.attrs), other, relu)
-                    merged.append((node, fused_kernel, tuple(ins) + (next_ins[other],), next_outs, next_dtypes,
-                                   free + next_free))
-                    k += 2
-                    continue
+                fused_kernel, extra = _epilogue(node, kernel, next_node, next_kernel, next_ins, value)
+            if fused_kernel is not None:
+                merged.append((node, fused_kernel, tuple(ins) + extra, next_outs, next_dtypes, free + next_free))
+                k += 2
+                continue
         merged.append(steps[k])
         k += 1
     return merged
+
+
+def _epilogue(node, kernel, next_node, next_kernel, next_ins, value) -> tuple:
+    """(the kernel of ``node`` and the step after it as one, the slots it reads after the
+    node's own), or (None, ()) where the next step is no such epilogue."""
+    if node.op.name == "matmul":
+        other = _bias(next_node, value)
+        if other is None:
+            return None, ()
+        return _matmul_plus(kernel, next_kernel, dict(next_node.attrs), other), (next_ins[other],)
+    activation = _activation(next_node)
+    if activation is not None and next_node.inputs[0] is value:
+        return _conv_then(kernel, next_kernel, dict(next_node.attrs), activation), ()
+    residual = _residual(next_node, value)
+    if residual is not None:
+        other, relu = residual
+        return _conv_plus(kernel, next_kernel, dict(next_node.attrs), other, relu), (next_ins[other],)
+    return None, ()
+
+
+def _matmul_plus(matmul_kernel, add_kernel, add_attrs: dict, other: int):
+    """The kernel of a matmul and the bias add after it: the bias added into the matmul's new
+    output in place (the bits of the add, which gives the same sum in either order)."""
+    def kernel(xp, a, b, bias):
+        y = matmul_kernel(xp, a, b)
+        if (type(y) is np.ndarray and y.dtype == np.float32 and y.flags.writeable
+                and not any(np.may_share_memory(y, operand) for operand in (a, b, bias))):
+            return np.add(y, bias, out=y)
+        return add_kernel(xp, *((y, bias) if other == 1 else (bias, y)), **add_attrs)
+
+    kernel.activation = "bias"  # what the step runs after its matmul
+    return kernel
 
 
 def _conv_plus(conv_kernel, add_kernel, add_attrs: dict, other: int, relu: bool):

@@ -127,3 +127,33 @@ def test_the_measured_peak_leaves_out_building_the_node_by_node_program():
     first = execution.measure_peak(graph, (x,), {}, CPU)
     second = execution.measure_peak(graph, (x,), {}, CPU)  # every program built by now
     assert abs(first[0] - second[0]) < 1024 and abs(first[1] - second[1]) < 1024, (first, second)
+
+
+class _Projections(rt.nn.Module):
+    """Matmuls followed by a bias add, the bias on either side, as exporters write linear layers,
+    then a residual add of the matmul's full shape, and a matmul read twice (no epilogue)."""
+
+    def __init__(self):
+        super().__init__()
+        self.w1, self.b1 = rt.nn.Parameter(rt.randn(8, 16)), rt.nn.Parameter(rt.randn(16))
+        self.w2, self.b2 = rt.nn.Parameter(rt.randn(16, 8)), rt.nn.Parameter(rt.randn(1, 8))
+        self.w3 = rt.nn.Parameter(rt.randn(8, 8))
+
+    def forward(self, x):
+        h = rt.matmul(x, self.w1) + self.b1
+        y = self.b2 + rt.matmul(h, self.w2)
+        y = rt.matmul(y, self.w3) + y
+        z = rt.matmul(y, self.w3)
+        return z + z
+
+
+def test_a_matmul_adds_its_bias_in_place_with_the_node_by_node_bits():
+    rt.manual_seed(1)
+    graph, x = rt.trace(_Projections(), rt.randn(3, 5, 8)), rt.randn(3, 5, 8)
+    with rt.no_grad():
+        plain = graph(x)
+        reference = _node_by_node(graph, x)
+    np.testing.assert_array_equal(plain.numpy(), reference.numpy())
+    steps = graph._cache["plain_program"].steps
+    after_matmul = [getattr(kernel, "activation", None) for node, kernel, *_ in steps if node.op_name == "matmul"]
+    assert after_matmul == ["bias", "bias", "bias", None]
