@@ -246,6 +246,29 @@ def test_compiled_max_pool_gives_the_numpy_kernels_values(seed):
     np.testing.assert_array_equal(got, want)  # NaN where want has NaN
 
 
+@pytest.mark.parametrize("factor_first", [False, True])
+@pytest.mark.parametrize("seed", range(4))
+def test_the_exported_erf_gelu_chain_in_one_pass_gives_the_chains_bits(factor_first, seed):
+    """Div, Erf, Add, Mul, Mul as exporters write GELU (x·0.5 last, as PyTorch's exporter, or
+    first, as BERT's code), with GELU's constants and with random ones, on special values."""
+    from flopcount.runtime.graph import fused
+
+    tail = (("mul", (3, -3), {}), ("mul", (0, -4), {})) if factor_first else \
+        (("mul", (0, -3), {}), ("mul", (-4, 3), {}))
+    steps = (("div", (0, 1), {}), ("erf", (-1,), {}), ("add", (-2, 2), {})) + tail
+    rng = np.random.default_rng(seed)
+    x = _float32_inputs(seed).reshape(1, -1)
+    constants = (np.sqrt(2.0), 1.0, 0.5) if seed % 2 else rng.standard_normal(3) * 2
+    xs = (x,) + tuple(np.array(c, np.float32) for c in constants)
+    got = fused._erf_gelu(np, xs, steps)
+    with np.errstate(all="ignore"):
+        want = fused._evaluate(np, xs, steps, "cpu")
+    assert got is not None and got.dtype == np.float32
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))  # NaN payloads too
+    with cpu_kernels.numpy_only():
+        assert fused._erf_gelu(np, xs, steps) is None  # the chain runs step by step
+
+
 def test_kernels_step_aside_for_other_array_modules_and_inside_numpy_only():
     assert cpu_kernels.kernel("depthwise") is not None
     assert cpu_kernels.kernel("depthwise", xp=object()) is None  # e.g. CuPy: its own kernels

@@ -76,6 +76,19 @@ def gelu_float32(x, out, scale, p_coef, q_coef):
         out[i] = (r + 0.5) * np.float64(v)
 
 
+@jit
+def erf_gelu_chain_float32(x, out, divisor, offset, factor, factor_first, p_coef, q_coef):
+    """out = (x·(erf(x/divisor) + offset))·factor, or x·(factor·(erf(x/divisor) + offset)) where
+    ``factor_first``, over flat float32 arrays: GELU's erf form as exporters write it (Div, Erf,
+    Add, Mul, Mul), each step the float32 operation its op's kernel does, so the bits are those
+    of the ops one after the other (erf as ``erf_float32``)."""
+    for i in range(x.size):
+        v = x[i]
+        e = np.float32(_erf_ratio(_clamp4(np.float64(v / divisor)), p_coef, q_coef))
+        u = e + offset
+        out[i] = v * (factor * u) if factor_first else (v * u) * factor
+
+
 @inline
 def _exp_minus_abs(xb, poly, scale_bits, size):
     """exp(-|x|) of a block as poly[i]·2^n[i] (2^n as float32 bits in ``scale_bits``)."""

@@ -3,7 +3,9 @@
 ``steps`` lists the chain: ``(op_name, args, attrs)`` per step, where an arg ``a >= 0`` is the
 op's input ``a`` and ``a < 0`` is the result of step ``-1 - a``; the last step's result is the
 output. On the CPU the kernel runs numpy ufuncs with ``out=`` into the chain's own temporaries,
-so a chain of k ops allocates one array instead of k. On the GPU the chain is one generated
+so a chain of k ops allocates one array instead of k; sigmoid(a)·a runs as one SiLU step, and
+GELU's erf form as exporters write it (Div, Erf, Add, Mul, Mul on scalar constants) as one
+compiled pass, both with the bits of the steps one by one. On the GPU the chain is one generated
 single-pass ``ElementwiseKernel`` (``cuda/kernels/elementwise.py``); chains it cannot express run
 CuPy's ufuncs with the same buffer reuse as the CPU.
 
@@ -21,6 +23,7 @@ from .. import cpu_kernels
 from ..autograd import unbroadcast
 from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
+from ..ops._erf import erf_gelu_chain
 from ..ops.elementwise import _small_exponent
 from ..registry import Op, get_op, io_cost, register_op
 
@@ -165,8 +168,31 @@ def merged_silu(steps) -> list:
     return merged
 
 
+def _erf_gelu(xp, xs, steps):
+    """GELU's erf form as exporters write it, (x·(erf(x / c) + d))·f or x·(f·(erf(x / c) + d))
+    on float32 x and float32 scalars c, d, f, in one compiled pass with the chain's bits; None
+    for any other chain, or where the compiled kernels do not run."""
+    if len(steps) != 5 or len(xs) != 4 or any(attrs for _, _, attrs in steps):
+        return None
+    names = [name for name, _, _ in steps]
+    args = [tuple(sorted(a)) for _, a, _ in steps]
+    if names != ["div", "erf", "add", "mul", "mul"] or steps[0][1] != (0, 1) or args[1:3] != [(-1,), (-2, 2)]:
+        return None
+    if args[3:] == [(-3, 0), (-4, 3)]:
+        factor_first = False
+    elif args[3:] == [(-3, 3), (-4, 0)]:
+        factor_first = True
+    else:
+        return None
+    x, divisor, offset, factor = xs
+    if x.dtype != np.float32 or any(v.shape != () or v.dtype != np.float32 for v in (divisor, offset, factor)):
+        return None
+    return erf_gelu_chain(xp, x, divisor, offset, factor, factor_first)
+
+
 def _forward_cpu(xp, *xs, steps):
-    return _evaluate(xp, xs, merged_silu(steps), "cpu")
+    y = _erf_gelu(xp, xs, steps)
+    return _evaluate(xp, xs, merged_silu(steps), "cpu") if y is None else y
 
 
 def _forward_cuda(xp, *xs, steps):

@@ -152,6 +152,17 @@ def erf(xp, x):
     return _single_blocks(xp, x, _store)
 
 
+def erf_gelu_chain(xp, x, divisor, offset, factor, factor_first: bool):
+    """(x·(erf(x/divisor) + offset))·factor, or x·(factor·(erf(x/divisor) + offset)) where
+    ``factor_first``, for float32 ``x`` and float32 scalars, in one compiled pass with the bits of
+    the five ops one after the other; None where the compiled kernels do not run."""
+    compiled = _compiled(xp, x)
+    if compiled is None:
+        return None
+    return compiled.unary(compiled.erf_gelu_chain_float32, x, np.float32(divisor), np.float32(offset),
+                          np.float32(factor), factor_first, _P_SINGLE, _Q_SINGLE)
+
+
 def gelu_erf(xp, x):
     """GELU's erf form x·Φ(x) = x·(1 + erf(x/√2))/2, same dtype as ``x``; in float64 through
     Cody's erf, in single precision within the blocks of ``erf``."""
