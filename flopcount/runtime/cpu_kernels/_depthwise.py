@@ -107,7 +107,7 @@ def _accumulate(acc, buf, offsets, weights, count):
 @jit
 def _depthwise(x, w, b, out, sh, sw, ph, pw, offsets, rows, cols):
     n_images, channels = x.shape[0], x.shape[1]
-    out_channels, out_h, out_w = out.shape[1], out.shape[2], out.shape[3]
+    out_channels, out_h = out.shape[1], out.shape[2]
     mult = out_channels // channels
     buf = np.zeros(sh * sw * rows * cols, dtype=x.dtype)
     count = out_h * cols
@@ -121,12 +121,18 @@ def _depthwise(x, w, b, out, sh, sw, ph, pw, offsets, rows, cols):
                 for q in range(count):
                     acc[q] = bias
                 _accumulate(acc, buf, offsets, w[oc], count)
-                plane = out[n, oc]
-                for r in range(out_h):
-                    line = plane[r]
-                    wide = acc[r * cols:]
-                    for t in range(out_w):
-                        line[t] = wide[t]
+                _crop(acc, out[n, oc], cols)
+
+
+@inline
+def _crop(acc, plane, cols):
+    """The output plane (out_h, out_w) out of the wide grid ``acc`` (rows ``cols`` long)."""
+    out_h, out_w = plane.shape
+    for r in range(out_h):
+        line = plane[r]
+        wide = acc[r * cols:]
+        for t in range(out_w):
+            line[t] = wide[t]
 
 
 @lru_cache(maxsize=256)

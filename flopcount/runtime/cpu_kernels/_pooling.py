@@ -11,14 +11,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._depthwise import _fill_phases, _geometry
+from ._depthwise import _crop, _fill_phases, _geometry
 from ._jit import jit
 
 
 @jit
 def _max_pool(x, out, sh, sw, ph, pw, offsets, rows, cols):
     n_images, channels = x.shape[0], x.shape[1]
-    out_h, out_w = out.shape[2], out.shape[3]
+    out_h = out.shape[2]
     buf = np.full(sh * sw * rows * cols, -np.inf, dtype=x.dtype)
     count = out_h * cols
     acc = np.empty(count, dtype=x.dtype)
@@ -36,12 +36,7 @@ def _max_pool(x, out, sh, sw, ph, pw, offsets, rows, cols):
                     # a select and a store every time, not a branch around the store: the
                     # compiler then vectorizes the loop
                     acc[q] = v if (v > m or v != v) else m
-            plane = out[n, c]
-            for r in range(out_h):
-                line = plane[r]
-                wide = acc[r * cols:]
-                for t in range(out_w):
-                    line[t] = wide[t]
+            _crop(acc, out[n, c], cols)
 
 
 def max_pool2d(x, out_size, kernel, stride, padding, dilation):

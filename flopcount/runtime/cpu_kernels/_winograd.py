@@ -22,9 +22,10 @@ from ._jit import inline, jit
 
 
 @inline
-def _at(x, b, ch, r, c, h, w, zero):
-    # an input element, or the zero padding outside the plane
-    if r >= 0 and r < h and c >= 0 and c < w:
+def _at(x, b, ch, r, c, h, w, zero, inside):
+    # an input element, or the zero padding outside the plane (no bounds to check where the
+    # whole block is ``inside``: the compiler then takes the checks out of interior blocks)
+    if inside or (r >= 0 and r < h and c >= 0 and c < w):
         return x[b, ch, r, c]
     return zero
 
@@ -42,40 +43,23 @@ def input_transform(x, ph, pw, tiles_h, tiles_w, v, zero):
                 for tx in range(tiles_w):
                     s = 2 * tx - pw
                     t = (b * tiles_h + ty) * tiles_w + tx
-                    if r >= 0 and r + 4 <= h and s >= 0 and s + 4 <= w:
-                        d00 = x[b, ch, r, s]
-                        d01 = x[b, ch, r, s + 1]
-                        d02 = x[b, ch, r, s + 2]
-                        d03 = x[b, ch, r, s + 3]
-                        d10 = x[b, ch, r + 1, s]
-                        d11 = x[b, ch, r + 1, s + 1]
-                        d12 = x[b, ch, r + 1, s + 2]
-                        d13 = x[b, ch, r + 1, s + 3]
-                        d20 = x[b, ch, r + 2, s]
-                        d21 = x[b, ch, r + 2, s + 1]
-                        d22 = x[b, ch, r + 2, s + 2]
-                        d23 = x[b, ch, r + 2, s + 3]
-                        d30 = x[b, ch, r + 3, s]
-                        d31 = x[b, ch, r + 3, s + 1]
-                        d32 = x[b, ch, r + 3, s + 2]
-                        d33 = x[b, ch, r + 3, s + 3]
-                    else:  # a block over the border
-                        d00 = _at(x, b, ch, r, s, h, w, zero)
-                        d01 = _at(x, b, ch, r, s + 1, h, w, zero)
-                        d02 = _at(x, b, ch, r, s + 2, h, w, zero)
-                        d03 = _at(x, b, ch, r, s + 3, h, w, zero)
-                        d10 = _at(x, b, ch, r + 1, s, h, w, zero)
-                        d11 = _at(x, b, ch, r + 1, s + 1, h, w, zero)
-                        d12 = _at(x, b, ch, r + 1, s + 2, h, w, zero)
-                        d13 = _at(x, b, ch, r + 1, s + 3, h, w, zero)
-                        d20 = _at(x, b, ch, r + 2, s, h, w, zero)
-                        d21 = _at(x, b, ch, r + 2, s + 1, h, w, zero)
-                        d22 = _at(x, b, ch, r + 2, s + 2, h, w, zero)
-                        d23 = _at(x, b, ch, r + 2, s + 3, h, w, zero)
-                        d30 = _at(x, b, ch, r + 3, s, h, w, zero)
-                        d31 = _at(x, b, ch, r + 3, s + 1, h, w, zero)
-                        d32 = _at(x, b, ch, r + 3, s + 2, h, w, zero)
-                        d33 = _at(x, b, ch, r + 3, s + 3, h, w, zero)
+                    inside = r >= 0 and r + 4 <= h and s >= 0 and s + 4 <= w
+                    d00 = _at(x, b, ch, r, s, h, w, zero, inside)
+                    d01 = _at(x, b, ch, r, s + 1, h, w, zero, inside)
+                    d02 = _at(x, b, ch, r, s + 2, h, w, zero, inside)
+                    d03 = _at(x, b, ch, r, s + 3, h, w, zero, inside)
+                    d10 = _at(x, b, ch, r + 1, s, h, w, zero, inside)
+                    d11 = _at(x, b, ch, r + 1, s + 1, h, w, zero, inside)
+                    d12 = _at(x, b, ch, r + 1, s + 2, h, w, zero, inside)
+                    d13 = _at(x, b, ch, r + 1, s + 3, h, w, zero, inside)
+                    d20 = _at(x, b, ch, r + 2, s, h, w, zero, inside)
+                    d21 = _at(x, b, ch, r + 2, s + 1, h, w, zero, inside)
+                    d22 = _at(x, b, ch, r + 2, s + 2, h, w, zero, inside)
+                    d23 = _at(x, b, ch, r + 2, s + 3, h, w, zero, inside)
+                    d30 = _at(x, b, ch, r + 3, s, h, w, zero, inside)
+                    d31 = _at(x, b, ch, r + 3, s + 1, h, w, zero, inside)
+                    d32 = _at(x, b, ch, r + 3, s + 2, h, w, zero, inside)
+                    d33 = _at(x, b, ch, r + 3, s + 3, h, w, zero, inside)
                     # Bᵀ d, row by row
                     e00, e01, e02, e03 = d00 - d20, d01 - d21, d02 - d22, d03 - d23
                     e10, e11, e12, e13 = d10 + d20, d11 + d21, d12 + d22, d13 + d23
