@@ -24,7 +24,7 @@ from math import prod
 import numpy as np
 
 from .. import cpu_kernels
-from . import _winograd
+from . import _packed_gemm, _winograd
 from ._scratch import scratch, scratch_zeros
 from ._window import FlatWindows, _phased, batch_chunks, col2im, im2col, out_size, windows
 
@@ -95,6 +95,14 @@ def _batch_first(y, n: int, spatial: tuple):
     return y.reshape((y.shape[0], n) + tuple(spatial)).swapaxes(0, 1).copy()
 
 
+def _weight_matmul(xp, w2, cols, out) -> None:
+    """out = w2 @ cols for weights (groups, Cout/groups, K) and columns (images, groups, K, P);
+    one image of a dense conv may run through the GEMM on a packed weight (``_packed_gemm``)."""
+    if cols.shape[:2] == (1, 1) and _packed_gemm.left_matmul(xp, w2[0], cols[0, 0], out=out[0, 0]) is not None:
+        return
+    xp.matmul(w2, cols, out=out)
+
+
 def conv_out_shape(x_shape, kernel, stride, padding, dilation) -> tuple:
     return tuple(out_size(n, k, s, p, d) for n, k, s, p, d in zip(x_shape[2:], kernel, stride, padding, dilation))
 
@@ -131,17 +139,17 @@ def conv_forward(xp, x, w, b, stride, padding, dilation, groups):
             y = scratch(xp, "wide", (n, groups, cout // groups, length), x.dtype)
             for i, j in batch_chunks(n, c * prod(kernel) * length * x.dtype.itemsize):
                 cols = _wide_columns(xp, fw, x[i:j])
-                xp.matmul(w2, cols.reshape(j - i, groups, cg * prod(kernel), length), out=y[i:j])
+                _weight_matmul(xp, w2, cols.reshape(j - i, groups, cg * prod(kernel), length), y[i:j])
             y = fw.to_outputs(y.reshape(n, cout, length)).copy()  # out of the scratch buffer
         else:
             y = xp.empty((n, groups, cout // groups, spatial), dtype=x.dtype)
             if _is_pointwise(kernel, stride, padding, dilation):
-                xp.matmul(w2, x.reshape(n, groups, cg, spatial), out=y)
+                _weight_matmul(xp, w2, x.reshape(n, groups, cg, spatial), y)
             else:
                 per_image = c * prod(kernel) * spatial * x.dtype.itemsize
                 for i, j in batch_chunks(n, per_image):
                     cols = im2col(xp, x[i:j], kernel, out, stride, padding, dilation)
-                    xp.matmul(w2, cols.reshape(j - i, groups, cg * prod(kernel), spatial), out=y[i:j])
+                    _weight_matmul(xp, w2, cols.reshape(j - i, groups, cg * prod(kernel), spatial), y[i:j])
             y = y.reshape((n, cout) + out)
     if b is not None:
         y += b.reshape((cout,) + (1,) * len(out))

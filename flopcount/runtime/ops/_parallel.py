@@ -46,11 +46,11 @@ def _executor() -> ThreadPoolExecutor:
     return _pool
 
 
-def split(n: int, fn) -> None:
-    """Call ``fn(start, stop)`` once per thread over consecutive parts of ``[0, n)`` (once
-    over all of it when ``n`` is small or this is a worker thread already). ``fn`` must only
-    write elements ``start:stop`` of its outputs."""
-    parts = min(THREADS, n // MIN_PER_THREAD)
+def split(n: int, fn, min_per_thread: int = MIN_PER_THREAD) -> None:
+    """Call ``fn(start, stop)`` once per thread over consecutive parts of ``[0, n)``, each at
+    least ``min_per_thread`` long (once over all of it when ``n`` is small or this is a worker
+    thread already). ``fn`` must only write elements ``start:stop`` of its outputs."""
+    parts = min(THREADS, n // max(1, min_per_thread))
     if parts <= 1 or getattr(_local, "worker", False):
         fn(0, n)
         return

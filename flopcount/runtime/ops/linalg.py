@@ -17,6 +17,7 @@ from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, Spec, io_cost, numel, register_op
 from ..sbp import B, P, S, Signature, pointwise
+from . import _packed_gemm
 from ._helpers import broadcast_shapes
 
 
@@ -32,7 +33,13 @@ def blas_operand(xp, x):
 def gemm(xp, a, b):
     """``a @ b`` on arrays. A stack of rows (..., m, k) times one matrix (k, n) runs as a single
     (...·m, k) @ (k, n) GEMM: numpy's matmul would call BLAS once per leading index, with as
-    many thread start-ups (7x slower for a (8, 128, 512) activation on two threads)."""
+    many thread start-ups (7x slower for a (8, 128, 512) activation on two threads). A model's
+    read-only float32 weight may run through the compiled GEMM on a packed copy instead
+    (``_packed_gemm``)."""
+    if b.ndim == 2:
+        out = _packed_gemm.matmul(xp, a, b)
+        if out is not None:
+            return out
     if a.ndim > 2 and b.ndim == 2:
         rows = a.reshape(prod(a.shape[:-1]), a.shape[-1])  # copies only a non-contiguous stack
         return xp.matmul(rows, b).reshape(a.shape[:-1] + (b.shape[-1],))

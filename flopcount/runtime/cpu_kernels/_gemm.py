@@ -1,0 +1,201 @@
+"""float32 GEMM against a weight packed once: C = A·B, B (K, N) a constant of the model.
+
+BLAS packs B into cache-sized panels on every call, reading the weight and writing the copy
+before it multiplies; onnxruntime packs a constant weight once, when the session is made, and
+its GEMMs on transformer shapes (128 rows, 768 deep) ran 1.1-1.3x faster than OpenBLAS's here.
+This is the same scheme: ``pack_weight`` lays B out once as panels of ``panel_width()`` columns,
+(panels, K, width), zero-padded at the right edge, and ``gemm`` multiplies any A by it.
+
+The inner kernel (``_tile``) keeps a 6-row by two-vector block of C in registers while it runs
+down K: per step two vector loads of the panel, six broadcasts of A and twelve fused
+multiply-adds. It is written in LLVM IR (numba's ``intrinsic``) because the accumulators must
+stay in registers across the loop over K, which the compiler's vectorizer does not arrange from
+a plain loop. Vectors are 16 floats where the CPU has AVX-512 (32 vector registers: twelve
+accumulators fit) and 8 with AVX2 and FMA (16 registers); ``available()`` is False on others,
+where a fused multiply-add would be a library call per element.
+
+Blocking: A is packed per ``_KC``-deep slice and ``_MC`` rows, (row blocks, depth, 6), so the
+kernel reads it sequentially from L2 while a panel slice (``_KC`` x width) stays in L1.
+Each element of C is a sum over K in order, in float32 with one rounding per multiply-add:
+within a few units in the last place of BLAS's result, not its bits.
+"""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+import numpy as np
+from llvmlite import ir
+from numba import types
+from numba.extending import intrinsic
+
+from ._jit import jit
+
+ROWS = 6  # rows of C per kernel call
+_KC = 256  # depth of a packed slice of A and B
+_MC = 240  # rows of A packed at a time (a multiple of ROWS)
+
+
+def _lanes() -> int:
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f"):
+        return 16
+    if features.get("avx2") and features.get("fma"):
+        return 8
+    return 0
+
+
+LANES = _lanes()
+VECTORS = 2  # vectors per row of the C block
+
+
+def available() -> bool:
+    """Whether this CPU has the vector fused multiply-add the kernel is built on."""
+    return LANES > 0
+
+
+def panel_width() -> int:
+    return LANES * VECTORS
+
+
+def _data(context, builder, array_type, value, offset):
+    return builder.gep(context.make_array(array_type)(context, builder, value).data, [offset])
+
+
+@intrinsic
+def _tile(typingctx, a, a_offset, b, b_offset, depth, c, c_offset, ldc, accumulate):
+    """C[0:6, 0:width] (+)= A_block · B_panel: ``a`` from ``a_offset`` is (depth, 6) packed
+    rows, ``b`` from ``b_offset`` (depth, width), ``c`` from ``c_offset`` rows ``ldc`` apart;
+    the product is added to C's old values where ``accumulate`` is nonzero. ``depth`` >= 1."""
+    signature = types.void(a, a_offset, b, b_offset, depth, c, c_offset, ldc, accumulate)
+
+    def codegen(context, builder, sig, args):
+        a_, a_off, b_, b_off, depth_, c_, c_off, ldc_, accumulate_ = args
+        i64 = ir.IntType(64)
+        vector = ir.VectorType(ir.FloatType(), LANES)
+        width = LANES * VECTORS
+        a_ptr = _data(context, builder, sig.args[0], a_, a_off)
+        b_ptr = _data(context, builder, sig.args[2], b_, b_off)
+        c_ptr = _data(context, builder, sig.args[5], c_, c_off)
+        name = f"llvm.fma.v{LANES}f32"
+        module = builder.module
+        fma = module.globals.get(name) or ir.Function(
+            module, ir.FunctionType(vector, [vector] * 3), name=name)
+
+        def c_vector(row, j):
+            offset = builder.add(builder.mul(ir.Constant(i64, row), ldc_), ir.Constant(i64, j * LANES))
+            return builder.bitcast(builder.gep(c_ptr, [offset]), vector.as_pointer())
+
+        start_block = builder.block
+        loop_block = builder.append_basic_block("loop")
+        done_block = builder.append_basic_block("done")
+        builder.branch(loop_block)
+
+        builder.position_at_end(loop_block)
+        k = builder.phi(i64)
+        k.add_incoming(ir.Constant(i64, 0), start_block)
+        sums = []
+        for r in range(ROWS):
+            row = []
+            for j in range(VECTORS):
+                phi = builder.phi(vector)
+                phi.add_incoming(ir.Constant(vector, None), start_block)
+                row.append(phi)
+            sums.append(row)
+        b_row = builder.gep(b_ptr, [builder.mul(k, ir.Constant(i64, width))])
+        b_vectors = [builder.load(builder.bitcast(builder.gep(b_row, [ir.Constant(i64, j * LANES)]),
+                                                  vector.as_pointer()), align=4) for j in range(VECTORS)]
+        a_row = builder.gep(a_ptr, [builder.mul(k, ir.Constant(i64, ROWS))])
+        undefined = ir.Constant(vector, ir.Undefined)
+        splat = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
+        new = []
+        for r in range(ROWS):
+            scalar = builder.load(builder.gep(a_row, [ir.Constant(i64, r)]), align=4)
+            broadcast = builder.shuffle_vector(
+                builder.insert_element(undefined, scalar, ir.Constant(ir.IntType(32), 0)), undefined, splat)
+            new.append([builder.call(fma, [broadcast, b_vectors[j], sums[r][j]]) for j in range(VECTORS)])
+        for r in range(ROWS):
+            for j in range(VECTORS):
+                sums[r][j].add_incoming(new[r][j], loop_block)
+        k_next = builder.add(k, ir.Constant(i64, 1))
+        k.add_incoming(k_next, loop_block)
+        builder.cbranch(builder.icmp_signed("<", k_next, depth_), loop_block, done_block)
+
+        # the slice's sum, then C's old value added to it where ``accumulate`` (as BLAS kernels
+        # do): a blocked sum, whose rounding error grows with the slice depth plus the number of
+        # slices rather than with K. C is read either way (it is allocated memory; a select
+        # drops the value) to keep the block free of branches.
+        builder.position_at_end(done_block)
+        add = builder.icmp_signed("!=", accumulate_, ir.Constant(accumulate_.type, 0))
+        for r in range(ROWS):
+            for j in range(VECTORS):
+                pointer = c_vector(r, j)
+                total = builder.fadd(builder.load(pointer, align=4), new[r][j])
+                builder.store(builder.select(add, total, new[r][j]), pointer, align=4)
+        return context.get_dummy_value()
+
+    return signature, codegen
+
+
+@jit
+def pack_weight(b, out):
+    """out[p, k, c] = b[k, p·width + c], zero past B's last column; out is (panels, K, width)."""
+    k_size, n = b.shape
+    panels, _, width = out.shape
+    for p in range(panels):
+        columns = min(width, n - p * width)
+        for k in range(k_size):
+            for c in range(columns):
+                out[p, k, c] = b[k, p * width + c]
+            for c in range(columns, width):
+                out[p, k, c] = 0.0
+
+
+@jit
+def _pack_rows(a, m0, rows, k0, depth, out):
+    """out[rb, k, r] = a[m0 + rb·6 + r, k0 + k], zero past row m0 + rows."""
+    for rb in range((rows + ROWS - 1) // ROWS):
+        for k in range(depth):
+            for r in range(ROWS):
+                i = rb * ROWS + r
+                out[rb, k, r] = a[m0 + i, k0 + k] if i < rows else 0.0
+
+
+@jit
+def gemm(a, packed, n, out, first_panel, end_panel):
+    """out[:, columns of panels first_panel:end_panel] = a @ B for B packed by ``pack_weight``
+    (n columns); a (M, K) float32 in any strides, out (M, n) float32 in C order."""
+    m, k_size = a.shape
+    width = packed.shape[2]
+    ldc = n
+    flat = out.reshape(-1)
+    b_flat = packed.reshape(-1)
+    a_packed = np.empty(((_MC + ROWS - 1) // ROWS, _KC, ROWS), np.float32)
+    block = np.empty((ROWS, width), np.float32)
+    block_flat = block.reshape(-1)
+    for k0 in range(0, k_size, _KC):
+        depth = min(_KC, k_size - k0)
+        accumulate = 1 if k0 > 0 else 0
+        for m0 in range(0, m, _MC):
+            rows = min(_MC, m - m0)
+            _pack_rows(a, m0, rows, k0, depth, a_packed)
+            a_flat = a_packed.reshape(-1)
+            for p in range(first_panel, end_panel):
+                columns = min(width, n - p * width)
+                b_offset = (p * k_size + k0) * width
+                for rb in range((rows + ROWS - 1) // ROWS):
+                    row0 = m0 + rb * ROWS
+                    a_offset = rb * _KC * ROWS
+                    if row0 + ROWS <= m and columns == width:
+                        _tile(a_flat, a_offset, b_flat, b_offset, depth, flat,
+                              row0 * ldc + p * width, ldc, accumulate)
+                    else:  # an edge block: through a full-size scratch block
+                        valid = min(ROWS, m - row0)
+                        if accumulate:
+                            for r in range(valid):
+                                for c in range(columns):
+                                    block[r, c] = out[row0 + r, p * width + c]
+                        _tile(a_flat, a_offset, b_flat, b_offset, depth, block_flat,
+                              0, width, accumulate)
+                        for r in range(valid):
+                            for c in range(columns):
+                                out[row0 + r, p * width + c] = block[r, c]

@@ -1,0 +1,115 @@
+"""Matmuls by a model's constant weight through the compiled GEMM on a once-packed weight.
+
+``cpu_kernels/_gemm.py`` says how the kernel works. It is used for float32 numpy operands when
+the weight is read-only (an imported model's weights are read-only views of the file's bytes,
+which the runtime never writes), and the shape is one where it beat OpenBLAS here (one thread,
+AMD EPYC with AVX-512): from ``MIN_ROWS`` to ``MAX_ROWS`` rows of A (the tokens of a
+transformer, the pixels of a late conv stage) and at least ``MIN_DEPTH`` deep. 2 to 32 rows took
+0.45-0.75 of OpenBLAS's time, 49 rows 0.8, 128 rows 0.9-0.98; from about 240 rows BLAS was as
+fast or faster, and one row is BLAS's matrix-vector product. Other matmuls run in BLAS.
+
+The packed copy of a weight is kept while the weight's memory lives, as onnxruntime keeps its
+prepacked weights; at most ``MAX_PACKED_BYTES`` in all, past which weights run in BLAS.
+The panels of columns are split between the process's threads (``_parallel``).
+"""
+
+from __future__ import annotations
+
+import weakref
+from math import prod
+
+import numpy as np
+
+from .. import cpu_kernels
+from . import _parallel
+
+MIN_ROWS = 2
+MAX_ROWS = 200
+MIN_DEPTH = 128
+MAX_POSITIONS = 64
+MIN_COLUMNS = 64
+MAX_PACKED_BYTES = 2**30
+# multiply-adds a thread must get before a hand-off pays (a submit and a wait cost ~20 us)
+_MIN_MACS_PER_THREAD = 1 << 21
+
+_packs: dict = {}  # (address, shape, strides) of a read-only weight -> (weakref to its owner, pack)
+_packed_bytes = [0]
+
+
+def matmul(xp, a, b):
+    """``a @ b`` for a (..., m, k) and a read-only weight b (k, n), or None where this path does
+    not apply (then BLAS runs it)."""
+    if (xp is not np or b.ndim != 2 or a.ndim < 1 or a.dtype != np.float32 or b.dtype != np.float32
+            or b.flags.writeable):
+        return None
+    k, n = b.shape
+    m = prod(a.shape[:-1])
+    if not MIN_ROWS <= m <= MAX_ROWS or k < MIN_DEPTH or n < MIN_COLUMNS:
+        return None
+    compiled = cpu_kernels.kernel("gemm", xp)
+    if compiled is None or not compiled.available():
+        return None
+    packed = _packed(compiled, b)
+    if packed is None:
+        return None
+    rows = a.reshape(m, k)  # a view where it can be: the kernel reads any strides
+    out = np.empty((m, n), np.float32)
+    width = packed.shape[2]
+    per_thread = -(-_MIN_MACS_PER_THREAD // (m * k * width))
+    _parallel.split(packed.shape[0], lambda start, stop: compiled.gemm(rows, packed, n, out, start, stop),
+                    min_per_thread=per_thread)
+    return out.reshape(a.shape[:-1] + (n,))
+
+
+def left_matmul(xp, w, b, out=None):
+    """``w @ b`` for a read-only weight w (m, k) and b (k, n), as ``(bᵀ @ wᵀ)ᵀ`` (the columns
+    of b, a conv's output positions, are the rows here), written to ``out`` (m, n) where given;
+    None where this path does not apply. At most ``MAX_POSITIONS`` columns: the result is
+    transposed back by a copy, which cost more than the kernel saved at 196 (a 14x14 map)."""
+    if b.ndim != 2 or w.ndim != 2 or b.shape[1] > MAX_POSITIONS:
+        return None
+    product = matmul(xp, b.T, w.T)
+    if product is None:
+        return None
+    if out is None:
+        return product.T.copy()
+    out[...] = product.T
+    return out
+
+
+def _owner(b):
+    """The array that owns ``b``'s memory: a pack of ``b`` is valid while it lives."""
+    owner = b
+    while isinstance(owner.base, np.ndarray):
+        owner = owner.base
+    return owner
+
+
+def _packed(compiled, b):
+    """``b`` packed, kept for later calls where ``b`` is read-only (None past the byte limit)."""
+    if b.flags.writeable:
+        return None
+    owner = _owner(b)
+    key = (b.__array_interface__["data"][0], b.shape, b.strides)
+    hit = _packs.get(key)
+    if hit is not None:
+        if hit[0]() is not None:
+            return hit[1]
+        _forget(key, hit[0])  # its owner died and the memory is someone else's now
+    width = compiled.panel_width()
+    panels = -(-b.shape[1] // width)
+    nbytes = panels * b.shape[0] * width * 4
+    if _packed_bytes[0] + nbytes > MAX_PACKED_BYTES:
+        return None
+    packed = np.empty((panels, b.shape[0], width), np.float32)
+    compiled.pack_weight(b, packed)
+    _packs[key] = (weakref.ref(owner, lambda ref, key=key: _forget(key, ref)), packed, nbytes)
+    _packed_bytes[0] += nbytes
+    return packed
+
+
+def _forget(key, ref) -> None:
+    entry = _packs.get(key)
+    if entry is not None and entry[0] is ref:
+        del _packs[key]
+        _packed_bytes[0] -= entry[2]
