@@ -269,6 +269,68 @@ def test_the_exported_erf_gelu_chain_in_one_pass_gives_the_chains_bits(factor_fi
         assert fused._erf_gelu(np, xs, steps) is None  # the chain runs step by step
 
 
+def _random_layer_norm(seed: int) -> dict:
+    """Rows of 1-800 values (1-3 trailing dims normalized), an offset mean, a strided input in
+    some cases, with or without the weight and the bias."""
+    rng = np.random.default_rng(seed)
+    normalized = tuple(int(d) for d in rng.integers(1, 10, int(rng.integers(1, 4))))
+    if seed % 4 == 0:
+        normalized = (int(rng.integers(64, 800)),)
+    lead = tuple(int(d) for d in rng.integers(1, 6, int(rng.integers(1, 3))))
+    x = (rng.standard_normal(lead + normalized) * rng.uniform(0.1, 10) + rng.uniform(-5, 5)).astype(np.float32)
+    if seed % 3 == 0:  # a transposed view, as a channels-first map seen channels-last
+        x = np.ascontiguousarray(np.swapaxes(x, 0, -1)).swapaxes(0, -1)
+    weight = rng.standard_normal(normalized).astype(np.float32) if seed % 2 else None
+    bias = rng.standard_normal(normalized).astype(np.float32) if seed % 5 else None
+    return dict(x=x, weight=weight, bias=bias, normalized=normalized, eps=float(rng.choice([1e-5, 1e-6, 1e-12])))
+
+
+@pytest.mark.parametrize("seed", range(24))
+def test_compiled_layer_norm_is_as_close_to_the_exact_result_as_the_numpy_kernel(seed):
+    from flopcount.runtime.ops.norm import LayerNorm
+
+    case = _random_layer_norm(seed)
+    x, weight, bias, normalized, eps = case["x"], case["weight"], case["bias"], case["normalized"], case["eps"]
+    dims = tuple(range(x.ndim - len(normalized), x.ndim))
+    x64 = x.astype(np.float64)
+    exact = (x64 - x64.mean(dims, keepdims=True)) / np.sqrt(x64.var(dims, keepdims=True) + eps)
+    exact = exact * (1.0 if weight is None else weight) + (0.0 if bias is None else bias)
+    got = LayerNorm.forward(np, x, weight, bias, normalized_shape=normalized, eps=eps)
+    with cpu_kernels.numpy_only():
+        reference = LayerNorm.forward(np, x, weight, bias, normalized_shape=normalized, eps=eps)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    # float32 sums in vector lanes against numpy's pairwise ones: the same order of error
+    allowed = max(3 * np.max(np.abs(reference - exact)), 8 * np.finfo(np.float32).eps * np.max(np.abs(exact)))
+    assert np.max(np.abs(got - exact)) <= allowed
+
+
+def test_layer_norm_of_a_channels_first_map_over_its_channels_keeps_the_layout():
+    from flopcount.runtime.ops.norm import LayerNorm
+
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal((1, 96, 14, 14)).astype(np.float32).transpose(0, 2, 3, 1)  # as ConvNeXt's exports
+    weight, bias = rng.standard_normal(96).astype(np.float32), rng.standard_normal(96).astype(np.float32)
+    got = LayerNorm.forward(np, x, weight, bias, normalized_shape=(96,), eps=1e-6)
+    with cpu_kernels.numpy_only():
+        reference = LayerNorm.forward(np, x, weight, bias, normalized_shape=(96,), eps=1e-6)
+    assert got.strides == reference.strides == x.strides  # still channels-first in memory
+    np.testing.assert_allclose(got, reference, rtol=1e-5, atol=1e-5)
+
+
+def test_layer_norm_matches_torch(path):
+    torch = pytest.importorskip("torch")
+    for seed in range(6):
+        case = _random_layer_norm(seed)
+        x, weight, bias, normalized, eps = case["x"], case["weight"], case["bias"], case["normalized"], case["eps"]
+        got = rt.nn.functional.layer_norm(rt.from_numpy(x), normalized,
+                                          None if weight is None else rt.from_numpy(weight),
+                                          None if bias is None else rt.from_numpy(bias), eps).numpy()
+        want = torch.nn.functional.layer_norm(torch.from_numpy(np.ascontiguousarray(x)), normalized,
+                                              None if weight is None else torch.from_numpy(weight),
+                                              None if bias is None else torch.from_numpy(bias), eps).numpy()
+        np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5)
+
+
 def test_kernels_step_aside_for_other_array_modules_and_inside_numpy_only():
     assert cpu_kernels.kernel("depthwise") is not None
     assert cpu_kernels.kernel("depthwise", xp=object()) is None  # e.g. CuPy: its own kernels

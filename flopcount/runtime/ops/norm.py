@@ -24,6 +24,7 @@ from math import prod
 
 import numpy as np
 
+from .. import cpu_kernels
 from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply, is_grad_enabled, no_grad
 from ..errors import ShapeError
@@ -284,6 +285,36 @@ def _affine_flops(x, *params) -> int:
     return sum(numel(x) for p in params if p is not None)  # one multiply or add per element each
 
 
+def _norm_kernels(xp, x, weight, bias):
+    """The compiled float32 layer norm (``cpu_kernels/_norm.py``) where it applies, else None."""
+    if x.dtype != np.float32 or any(p is not None and p.dtype != np.float32 for p in (weight, bias)):
+        return None
+    return cpu_kernels.kernel("norm", xp)
+
+
+def _compiled_layer_norm(kernels, x, weight, bias, columns: int, eps: float):
+    """Rows contiguous, or rows adjacent in memory (one channels-first map normalized over its
+    channels): then the output keeps the input's layout, as numpy's kernel's does. Other
+    layouts (a batch of such maps) are copied to contiguous rows first."""
+    rows = x.reshape(-1, columns)  # a view where it can be
+    by_columns = rows.strides[1] != 4 and rows.strides[0] == 4
+    if by_columns:
+        out = np.empty_like(x)  # the same memory order
+        out_rows = out.reshape(-1, columns)
+        by_columns = out_rows.strides == rows.strides and np.may_share_memory(out_rows, out)
+    if not by_columns:
+        rows = rows if rows.strides[1] == 4 else np.ascontiguousarray(rows)
+        out = out_rows = np.empty(rows.shape, np.float32)
+    mean = np.empty(rows.shape[0], np.float32)
+    std = np.empty(rows.shape[0], np.float32)
+    (kernels.column_moments if by_columns else kernels.row_moments)(rows, np.float32(eps), mean, std)
+    absent = np.zeros(0, np.float32)
+    (kernels.normalize_columns if by_columns else kernels.normalize_rows)(
+        rows, mean, std, absent if weight is None else weight.reshape(-1),
+        absent if bias is None else bias.reshape(-1), weight is not None, bias is not None, out_rows)
+    return out.reshape(x.shape)
+
+
 @register_op("layer_norm")
 class LayerNorm(Op):
     """Normalization over the trailing ``normalized_shape`` dims, then an elementwise affine."""
@@ -295,6 +326,9 @@ class LayerNorm(Op):
         return same_spec(x)
 
     def forward(xp, x, weight, bias, *, normalized_shape, eps):
+        kernels = _norm_kernels(xp, x, weight, bias)
+        if kernels is not None:  # one pass for the moments and one for the rest, float32
+            return _compiled_layer_norm(kernels, x, weight, bias, prod(normalized_shape), eps)
         dims = tuple(range(x.ndim - len(normalized_shape), x.ndim))
         work = upcast_half(x)
         # one new array, every later step in place (7x faster than a temporary per step)
