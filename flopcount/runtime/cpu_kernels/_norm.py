@@ -3,8 +3,11 @@ deviation, then (x - mean) / std, times the weight, plus the bias.
 
 Rows come in two layouts: contiguous (a transformer's tokens; ``row_moments``,
 ``normalize_rows``) or strided with consecutive rows next to each other (a channels-first map
-normalized over its channels, as ConvNeXt's exports transpose it; ``column_moments``,
-``normalize_columns``), where the loops run over rows innermost so that memory is read in order.
+normalized over its channels, as ConvNeXt's exports transpose it; ``column_moments``), where the
+moments' loops run over rows innermost so that memory is read in order (normalizing row by row
+from such an input was faster than in column blocks: the rows' cache lines are shared). The output is in
+contiguous rows either way: what reads a layer norm's output over the normalized axis (the
+linear layer after ConvNeXt's) then gets it as BLAS wants it, without a copy.
 
 numpy's kernel takes seven passes over the array (mean, subtract, square, mean, add, sqrt,
 divide; then the affine). Here the row sums may be reordered (``fastmath`` reassociation, their
@@ -80,17 +83,4 @@ def column_moments(x, eps, mean, std):
         std[i] = np.sqrt(squares[i] / count + eps)
 
 
-@jit
-def normalize_columns(x, mean, std, weight, bias, has_weight, has_bias, out):
-    """``normalize_rows`` for rows adjacent in memory (x and out)."""
-    rows, columns = x.shape
-    for j in range(columns):
-        w = weight[j] if has_weight else np.float32(1.0)
-        b = bias[j] if has_bias else np.float32(0.0)
-        for i in range(rows):
-            y = (x[i, j] - mean[i]) / std[i]
-            if has_weight:
-                y = y * w
-            if has_bias:
-                y = y + b
-            out[i, j] = y
+

@@ -293,25 +293,18 @@ def _norm_kernels(xp, x, weight, bias):
 
 
 def _compiled_layer_norm(kernels, x, weight, bias, columns: int, eps: float):
-    """Rows contiguous, or rows adjacent in memory (one channels-first map normalized over its
-    channels): then the output keeps the input's layout, as numpy's kernel's does. Other
-    layouts (a batch of such maps) are copied to contiguous rows first."""
-    rows = x.reshape(-1, columns)  # a view where it can be
-    by_columns = rows.strides[1] != 4 and rows.strides[0] == 4
-    if by_columns:
-        out = np.empty_like(x)  # the same memory order
-        out_rows = out.reshape(-1, columns)
-        by_columns = out_rows.strides == rows.strides and np.may_share_memory(out_rows, out)
-    if not by_columns:
-        rows = rows if rows.strides[1] == 4 else np.ascontiguousarray(rows)
-        out = out_rows = np.empty(rows.shape, np.float32)
+    """The output in contiguous rows (C order), whatever the input's layout."""
+    rows = x.reshape(-1, columns)  # a view where it can be: the kernels read any strides
+    by_columns = rows.strides[1] != 4 and rows.strides[0] == 4 and columns > 1
+    if not by_columns and rows.strides[1] != 4:
+        rows = np.ascontiguousarray(rows)
     mean = np.empty(rows.shape[0], np.float32)
     std = np.empty(rows.shape[0], np.float32)
     (kernels.column_moments if by_columns else kernels.row_moments)(rows, np.float32(eps), mean, std)
+    out = np.empty(rows.shape, np.float32)
     absent = np.zeros(0, np.float32)
-    (kernels.normalize_columns if by_columns else kernels.normalize_rows)(
-        rows, mean, std, absent if weight is None else weight.reshape(-1),
-        absent if bias is None else bias.reshape(-1), weight is not None, bias is not None, out_rows)
+    kernels.normalize_rows(rows, mean, std, absent if weight is None else weight.reshape(-1),
+                           absent if bias is None else bias.reshape(-1), weight is not None, bias is not None, out)
     return out.reshape(x.shape)
 
 
