@@ -132,7 +132,10 @@ def conv_forward(xp, x, w, b, stride, padding, dilation, groups):
         y = _batch_first(xp.matmul(w.reshape(cout, -1), cols), n, out)
     else:
         w2 = w.reshape(groups, cout // groups, cg * prod(kernel))
-        fw = None if _is_pointwise(kernel, stride, padding, dilation) else \
+        # one image whose GEMM runs on a packed weight takes exact columns: the wide grid's extra
+        # ones (a quarter more on a 7x7 map) would be computed too
+        packed = n == 1 and groups == 1 and _packed_gemm.left_applies(xp, w2[0], spatial)
+        fw = None if packed or _is_pointwise(kernel, stride, padding, dilation) else \
             _flat(kernel, out, stride, padding, dilation, x.shape[2:])
         if fw is not None:
             length = fw.length

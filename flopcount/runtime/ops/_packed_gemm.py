@@ -46,8 +46,8 @@ def matmul(xp, a, b):
     m = prod(a.shape[:-1])
     if not MIN_ROWS <= m <= MAX_ROWS or k < MIN_DEPTH or n < MIN_COLUMNS:
         return None
-    compiled = cpu_kernels.kernel("gemm", xp)
-    if compiled is None or not compiled.available():
+    compiled = _compiled()
+    if compiled is None:
         return None
     packed = _packed(compiled, b)
     if packed is None:
@@ -66,7 +66,7 @@ def left_matmul(xp, w, b, out=None):
     of b, a conv's output positions, are the rows here), written to ``out`` (m, n) where given;
     None where this path does not apply. At most ``MAX_POSITIONS`` columns: the result is
     transposed back by a copy, which cost more than the kernel saved at 196 (a 14x14 map)."""
-    if b.ndim != 2 or w.ndim != 2 or b.shape[1] > MAX_POSITIONS:
+    if b.ndim != 2 or not left_applies(xp, w, b.shape[1]):
         return None
     product = matmul(xp, b.T, w.T)
     if product is None:
@@ -75,6 +75,20 @@ def left_matmul(xp, w, b, out=None):
         return product.T.copy()
     out[...] = product.T
     return out
+
+
+def left_applies(xp, w, columns: int) -> bool:
+    """Whether ``left_matmul`` runs ``w`` times a matrix of ``columns`` columns (rather than
+    returning None)."""
+    k = w.shape[-1] if w.ndim == 2 else 0
+    return (xp is np and w.ndim == 2 and w.dtype == np.float32 and not w.flags.writeable
+            and MIN_ROWS <= columns <= min(MAX_ROWS, MAX_POSITIONS) and k >= MIN_DEPTH
+            and w.shape[0] >= MIN_COLUMNS and _compiled() is not None)
+
+
+def _compiled():
+    compiled = cpu_kernels.kernel("gemm")
+    return compiled if compiled is not None and compiled.available() else None
 
 
 def _owner(b):
