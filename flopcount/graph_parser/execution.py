@@ -214,8 +214,10 @@ def measure_peak(graph, args, kwargs, device) -> tuple:
     liveness predicts: the activations alive while a node runs, sampled when it returns."""
     be = backend(device)
     with no_grad():
-        # the first run builds the executor's program: not the model's memory. A callback makes
-        # it the node-by-node program measured below (a plain call would build the plain run's)
+        # the first run builds the executor's program, and the CPU kernels' kept transforms of
+        # read-only weights (Winograd's, the packed GEMM's): not the model's activations. A
+        # callback makes it the node-by-node program measured below (a plain call would build
+        # the plain run's)
         graph.run(*args, after=lambda node, outs: None, **kwargs)
     held = [0]
     with no_grad(), be.track_memory() as tracker:

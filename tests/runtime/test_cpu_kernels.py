@@ -331,6 +331,24 @@ def test_layer_norm_matches_torch(path):
         np.testing.assert_allclose(got, want, rtol=1e-5, atol=2e-5)
 
 
+@pytest.mark.parametrize("seed", range(12))
+def test_global_average_pool_is_within_the_rounding_of_the_exact_mean(path, seed):
+    from flopcount.runtime.ops.pooling import AdaptiveAvgPool
+
+    rng = np.random.default_rng(seed)
+    shape = (int(rng.integers(1, 3)), int(rng.integers(1, 70)), int(rng.integers(1, 30)), int(rng.integers(1, 30)))
+    dtype = [np.float32, np.float64][seed % 2]
+    x = (rng.standard_normal(shape) * 4 + 1).astype(dtype)
+    if seed % 3 == 0:
+        x = np.ascontiguousarray(x.transpose(0, 1, 3, 2)).transpose(0, 1, 3, 2)  # a strided plane
+    got = AdaptiveAvgPool.forward(np, x, output_size=(1, 1))
+    exact = x.astype(np.float64).mean(axis=(2, 3), keepdims=True)
+    size = shape[2] * shape[3]
+    bound = (size + 2) * np.finfo(dtype).eps * np.abs(x).astype(np.float64).mean(axis=(2, 3), keepdims=True)
+    assert got.shape == shape[:2] + (1, 1) and got.dtype == dtype
+    assert np.all(np.abs(got - exact) <= bound)
+
+
 def test_kernels_step_aside_for_other_array_modules_and_inside_numpy_only():
     assert cpu_kernels.kernel("depthwise") is not None
     assert cpu_kernels.kernel("depthwise", xp=object()) is None  # e.g. CuPy: its own kernels

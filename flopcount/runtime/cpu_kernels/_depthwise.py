@@ -107,16 +107,21 @@ def _accumulate(acc, buf, offsets, weights, count):
 
 
 @jit
+def whole_steps(count):
+    """``count`` rounded up to whole steps of the compiler's vectorized loops: a loop over the
+    wide grid does 64 elements a step and the rest one at a time, which on a 7x7 or 14x14 map
+    was most of the time. The extra elements read slack at the end of the phase buffer and are
+    dropped by the crop."""
+    return (count + _STEP - 1) // _STEP * _STEP
+
+
+@jit
 def _depthwise(x, w, b, out, sh, sw, ph, pw, offsets, rows, cols):
     n_images, channels = x.shape[0], x.shape[1]
     out_channels, out_h = out.shape[1], out.shape[2]
     mult = out_channels // channels
-    count = out_h * cols
-    # the wide grid rounded up to whole unrolled vector iterations: the compiler's loop over it
-    # does 64 elements a step and the rest one at a time, which on a 7x7 or 14x14 map was most
-    # of the time; the extra elements read the zero slack at the end of ``buf`` and are dropped
-    count = (count + _STEP - 1) // _STEP * _STEP
-    buf = np.zeros(sh * sw * rows * cols + count, dtype=x.dtype)
+    count = whole_steps(out_h * cols)
+    buf = np.zeros(sh * sw * rows * cols + count, dtype=x.dtype)  # zero slack for the extra elements
     acc = np.empty(count, dtype=x.dtype)
     for n in range(n_images):
         for c in range(channels):
