@@ -16,8 +16,9 @@ where a fused multiply-add would be a library call per element.
 
 Blocking: A is packed per ``_KC``-deep slice and ``_MC`` rows, (row blocks, depth, 6), so the
 kernel reads it sequentially from L2 while a panel slice (``_KC`` x width) stays in L1.
-Each element of C is a sum over K in order, in float32 with one rounding per multiply-add:
-within a few units in the last place of BLAS's result, not its bits.
+Each element of C is summed in float32, one rounding per multiply-add, in order within each
+``_KC``-deep slice; each slice's sum is then added to C, as BLAS kernels do: within a few units
+in the last place of BLAS's result, not its bits.
 """
 
 from __future__ import annotations

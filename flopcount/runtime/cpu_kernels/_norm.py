@@ -1,11 +1,11 @@
 """Layer normalization of float32 rows in two compiled passes: each row's mean and standard
 deviation, then (x - mean) / std, times the weight, plus the bias.
 
-Rows come in two layouts: contiguous (a transformer's tokens; ``row_moments``,
-``normalize_rows``) or strided with consecutive rows next to each other (a channels-first map
-normalized over its channels, as ConvNeXt's exports transpose it; ``column_moments``), where the
-moments' loops run over rows innermost so that memory is read in order (normalizing row by row
-from such an input was faster than in column blocks: the rows' cache lines are shared). The output is in
+Rows come in two layouts: contiguous (a transformer's tokens; ``row_moments``) or strided with
+consecutive rows next to each other (a channels-first map normalized over its channels, as
+ConvNeXt's exports transpose it; ``column_moments``, whose loops run over rows innermost so that
+memory is read in order). ``normalize_rows`` serves both: from the second layout, row by row was
+faster than in column blocks, as neighbouring rows share cache lines. The output is in
 contiguous rows either way: what reads a layer norm's output over the normalized axis (the
 linear layer after ConvNeXt's) then gets it as BLAS wants it, without a copy.
 
@@ -81,6 +81,3 @@ def column_moments(x, eps, mean, std):
             squares[i] += d * d
     for i in range(rows):
         std[i] = np.sqrt(squares[i] / count + eps)
-
-
-

@@ -39,12 +39,8 @@ _packed_bytes = [0]
 def matmul(xp, a, b):
     """``a @ b`` for a (..., m, k) and a read-only weight b (k, n), or None where this path does
     not apply (then BLAS runs it)."""
-    if (xp is not np or b.ndim != 2 or a.ndim < 1 or a.dtype != np.float32 or b.dtype != np.float32
-            or b.flags.writeable):
-        return None
-    k, n = b.shape
     m = prod(a.shape[:-1])
-    if not MIN_ROWS <= m <= MAX_ROWS or k < MIN_DEPTH or n < MIN_COLUMNS:
+    if b.ndim != 2 or a.ndim < 1 or not _takes(xp, m, b, a.dtype):
         return None
     compiled = _compiled()
     if compiled is None:
@@ -52,6 +48,7 @@ def matmul(xp, a, b):
     packed = _packed(compiled, b)
     if packed is None:
         return None
+    k, n = b.shape
     rows = a.reshape(m, k)  # a view where it can be: the kernel reads any strides
     out = np.empty((m, n), np.float32)
     width = packed.shape[2]
@@ -66,7 +63,7 @@ def left_matmul(xp, w, b, out=None):
     of b, a conv's output positions, are the rows here), written to ``out`` (m, n) where given;
     None where this path does not apply. At most ``MAX_POSITIONS`` columns: the result is
     transposed back by a copy, which cost more than the kernel saved at 196 (a 14x14 map)."""
-    if b.ndim != 2 or not left_applies(xp, w, b.shape[1]):
+    if b.ndim != 2 or w.ndim != 2 or b.shape[1] > MAX_POSITIONS:
         return None
     product = matmul(xp, b.T, w.T)
     if product is None:
@@ -78,12 +75,19 @@ def left_matmul(xp, w, b, out=None):
 
 
 def left_applies(xp, w, columns: int) -> bool:
-    """Whether ``left_matmul`` runs ``w`` times a matrix of ``columns`` columns (rather than
-    returning None)."""
-    k = w.shape[-1] if w.ndim == 2 else 0
-    return (xp is np and w.ndim == 2 and w.dtype == np.float32 and not w.flags.writeable
-            and MIN_ROWS <= columns <= min(MAX_ROWS, MAX_POSITIONS) and k >= MIN_DEPTH
-            and w.shape[0] >= MIN_COLUMNS and _compiled() is not None)
+    """Whether ``left_matmul`` runs ``w`` (m, k) times a matrix of ``columns`` columns of w's
+    dtype (rather than returning None)."""
+    return (w.ndim == 2 and columns <= MAX_POSITIONS and _takes(xp, columns, w.T, w.dtype)
+            and _compiled() is not None)
+
+
+def _takes(xp, rows: int, b, a_dtype) -> bool:
+    """Whether ``rows`` rows of ``a_dtype`` times ``b`` (k, n) suit this path: float32 numpy
+    arrays, b read-only, and the shape where the kernel beat BLAS (the kernel itself is asked
+    for after this cheaper check)."""
+    k, n = b.shape
+    return (xp is np and a_dtype == np.float32 and b.dtype == np.float32 and not b.flags.writeable
+            and MIN_ROWS <= rows <= MAX_ROWS and k >= MIN_DEPTH and n >= MIN_COLUMNS)
 
 
 def _compiled():
@@ -100,9 +104,7 @@ def _owner(b):
 
 
 def _packed(compiled, b):
-    """``b`` packed, kept for later calls where ``b`` is read-only (None past the byte limit)."""
-    if b.flags.writeable:
-        return None
+    """Read-only ``b`` packed, kept for later calls (None past the byte limit)."""
     owner = _owner(b)
     key = (b.__array_interface__["data"][0], b.shape, b.strides)
     hit = _packs.get(key)
