@@ -5,6 +5,7 @@ import math
 import os
 import subprocess
 import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -82,6 +83,33 @@ def test_depthwise_conv_reads_strided_inputs():
     with cpu_kernels.numpy_only():
         reference = _conv_kernels.conv_forward(np, view, w, None, (2, 1), (1, 1), (1, 1), 4)
     np.testing.assert_allclose(compiled, reference, rtol=1e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("kernel,stride,dilation", [((3, 3), 1, 1), ((5, 5), 1, 1), ((7, 7), 1, 1), ((3, 7), 1, 1),
+                                                     ((7, 1), 1, 1), ((5, 2), 1, 1), ((3, 3), 2, 1), ((7, 7), 1, 2),
+                                                     ((4, 4), 1, 1)])
+@pytest.mark.parametrize("size", [(1, 1), (2, 40), (13, 9), (14, 14), (23, 37)])
+def test_float32_depthwise_blocks_within_the_rounding_bound(kernel, stride, dilation, size):
+    # the register blocks: stride-1 kernels 3, 5 or 7 rows high, and any other geometry by
+    # kernel position; maps not a whole number of 7-row blocks or of vectors wide, a channel
+    # multiplier, two images. Each output is a sum of taps + 1 float32 terms, so it is within
+    # (taps + 1)·2^-24 of the sum of their magnitudes of the exact (float64) result.
+    rng = np.random.default_rng(sum(kernel) * 100 + size[0] * 7 + size[1])
+    channels, mult = 3, 2
+    pad = tuple(dilation * (k // 2) for k in kernel)  # "same" padding: every map size is valid
+    x = rng.standard_normal((2, channels) + size).astype(np.float32)
+    w = rng.standard_normal((channels * mult, 1) + kernel).astype(np.float32)
+    b = rng.standard_normal(channels * mult).astype(np.float32)
+    geometry = ((stride,) * 2, pad, (dilation,) * 2, channels)
+    got = _conv_kernels.conv_forward(np, x, w, b, *geometry)
+    with cpu_kernels.numpy_only():
+        exact = _conv_kernels.conv_forward(np, x.astype(np.float64), w.astype(np.float64), b.astype(np.float64),
+                                           *geometry)
+        magnitude = _conv_kernels.conv_forward(np, np.abs(x.astype(np.float64)), np.abs(w.astype(np.float64)),
+                                               np.abs(b.astype(np.float64)), *geometry)
+    assert got.dtype == np.float32 and got.shape == exact.shape
+    taps = kernel[0] * kernel[1]
+    assert np.all(np.abs(got - exact) <= (taps + 1) * 2.0 ** -24 * magnitude + 1e-30)
 
 
 # every float32 regime: zero, the small-|x| side, both signs past the clamp at 4, huge, inf, NaN
@@ -380,3 +408,38 @@ def test_docstring_example():
 
     failures, tried = doctest.testmod(cpu_kernels)
     assert tried and not failures
+
+
+def test_depthwise_blocks_on_an_avx2_cpu(tmp_path):
+    # the 8-float kernels of a CPU with AVX2 and FMA but not AVX-512, compiled for such a CPU
+    # (the host's features without AVX-512): both kinds of block, against float64
+    import llvmlite.binding as llvm
+
+    if not (llvm.get_host_cpu_features().get("avx2") and llvm.get_host_cpu_features().get("fma")):
+        pytest.skip("this CPU has no AVX2 and FMA")
+    out = _python(textwrap.dedent("""
+        import llvmlite.binding as llvm
+        import numpy as np
+        host_features = llvm.get_host_cpu_features
+        def without_avx512():
+            features = host_features()
+            for name in list(features):
+                if name.startswith("avx512"):
+                    features[name] = False
+            return features
+        llvm.get_host_cpu_features = without_avx512
+        from flopcount.runtime.cpu_kernels import _depthwise, _simd
+        assert _simd.LANES == 8
+        rng = np.random.default_rng(0)
+        x = rng.standard_normal((2, 3, 23, 37)).astype(np.float32)
+        for k, s in ((7, 1), (3, 2)):
+            w = rng.standard_normal((3, 1, k, k)).astype(np.float32)
+            got = _depthwise.depthwise_conv2d(x, w, None, (s, s), (k // 2, k // 2), (1, 1))
+            exact = _depthwise.depthwise_conv2d(x.astype(np.float64), w.astype(np.float64), None, (s, s),
+                                                (k // 2, k // 2), (1, 1))
+            size = _depthwise.depthwise_conv2d(np.abs(x).astype(np.float64), np.abs(w).astype(np.float64), None,
+                                               (s, s), (k // 2, k // 2), (1, 1))
+            assert np.all(np.abs(got - exact) <= (k * k + 1) * 2.0 ** -24 * size), k
+        print("ok")
+    """), NUMBA_CACHE_DIR=str(tmp_path))  # not the 16-float kernels' cache
+    assert out == "ok"

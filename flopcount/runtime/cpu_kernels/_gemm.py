@@ -8,11 +8,8 @@ This is the same scheme: ``pack_weight`` lays B out once as panels of ``panel_wi
 
 The inner kernel (``_tile``) keeps a 6-row by two-vector block of C in registers while it runs
 down K: per step two vector loads of the panel, six broadcasts of A and twelve fused
-multiply-adds. It is written in LLVM IR (numba's ``intrinsic``) because the accumulators must
-stay in registers across the loop over K, which the compiler's vectorizer does not arrange from
-a plain loop. Vectors are 16 floats where the CPU has AVX-512 (32 vector registers: twelve
-accumulators fit) and 8 with AVX2 and FMA (16 registers); ``available()`` is False on others,
-where a fused multiply-add would be a library call per element.
+multiply-adds. It is written in LLVM IR (``_simd``); vectors are 16 floats with AVX-512 (32
+vector registers: twelve accumulators fit) and 8 with AVX2 and FMA (16 registers).
 
 Blocking: A is packed per ``_KC``-deep slice and ``_MC`` rows, (row blocks, depth, 6), so the
 kernel reads it sequentially from L2 while a panel slice (``_KC`` x width) stays in L1.
@@ -23,43 +20,26 @@ in the last place of BLAS's result, not its bits.
 
 from __future__ import annotations
 
-import llvmlite.binding as llvm
 import numpy as np
 from llvmlite import ir
 from numba import types
 from numba.extending import intrinsic
 
 from ._jit import jit
+from ._simd import LANES, VECTOR, available, data, fma, load_vector, splat
+
+__all__ = ["LANES", "ROWS", "available", "gemm", "pack_weight", "panel_width"]
 
 ROWS = 6  # rows of C per kernel call
 _KC = 256  # depth of a packed slice of A and B
 _MC = 240  # rows of A packed at a time (a multiple of ROWS)
 
 
-def _lanes() -> int:
-    features = llvm.get_host_cpu_features()
-    if features.get("avx512f"):
-        return 16
-    if features.get("avx2") and features.get("fma"):
-        return 8
-    return 0
-
-
-LANES = _lanes()
 VECTORS = 2  # vectors per row of the C block
-
-
-def available() -> bool:
-    """Whether this CPU has the vector fused multiply-add the kernel is built on."""
-    return LANES > 0
 
 
 def panel_width() -> int:
     return LANES * VECTORS
-
-
-def _data(context, builder, array_type, value, offset):
-    return builder.gep(context.make_array(array_type)(context, builder, value).data, [offset])
 
 
 @intrinsic
@@ -72,15 +52,11 @@ def _tile(typingctx, a, a_offset, b, b_offset, depth, c, c_offset, ldc, accumula
     def codegen(context, builder, sig, args):
         a_, a_off, b_, b_off, depth_, c_, c_off, ldc_, accumulate_ = args
         i64 = ir.IntType(64)
-        vector = ir.VectorType(ir.FloatType(), LANES)
+        vector = VECTOR
         width = LANES * VECTORS
-        a_ptr = _data(context, builder, sig.args[0], a_, a_off)
-        b_ptr = _data(context, builder, sig.args[2], b_, b_off)
-        c_ptr = _data(context, builder, sig.args[5], c_, c_off)
-        name = f"llvm.fma.v{LANES}f32"
-        module = builder.module
-        fma = module.globals.get(name) or ir.Function(
-            module, ir.FunctionType(vector, [vector] * 3), name=name)
+        a_ptr = data(context, builder, sig.args[0], a_, a_off)
+        b_ptr = data(context, builder, sig.args[2], b_, b_off)
+        c_ptr = data(context, builder, sig.args[5], c_, c_off)
 
         def c_vector(row, j):
             offset = builder.add(builder.mul(ir.Constant(i64, row), ldc_), ir.Constant(i64, j * LANES))
@@ -103,17 +79,12 @@ def _tile(typingctx, a, a_offset, b, b_offset, depth, c, c_offset, ldc, accumula
                 row.append(phi)
             sums.append(row)
         b_row = builder.gep(b_ptr, [builder.mul(k, ir.Constant(i64, width))])
-        b_vectors = [builder.load(builder.bitcast(builder.gep(b_row, [ir.Constant(i64, j * LANES)]),
-                                                  vector.as_pointer()), align=4) for j in range(VECTORS)]
+        b_vectors = [load_vector(builder, builder.gep(b_row, [ir.Constant(i64, j * LANES)])) for j in range(VECTORS)]
         a_row = builder.gep(a_ptr, [builder.mul(k, ir.Constant(i64, ROWS))])
-        undefined = ir.Constant(vector, ir.Undefined)
-        splat = ir.Constant(ir.VectorType(ir.IntType(32), LANES), [0] * LANES)
         new = []
         for r in range(ROWS):
-            scalar = builder.load(builder.gep(a_row, [ir.Constant(i64, r)]), align=4)
-            broadcast = builder.shuffle_vector(
-                builder.insert_element(undefined, scalar, ir.Constant(ir.IntType(32), 0)), undefined, splat)
-            new.append([builder.call(fma, [broadcast, b_vectors[j], sums[r][j]]) for j in range(VECTORS)])
+            broadcast = splat(builder, builder.load(builder.gep(a_row, [ir.Constant(i64, r)]), align=4))
+            new.append([fma(builder, broadcast, b_vectors[j], sums[r][j]) for j in range(VECTORS)])
         for r in range(ROWS):
             for j in range(VECTORS):
                 sums[r][j].add_incoming(new[r][j], loop_block)

@@ -1,0 +1,73 @@
+"""The pieces of LLVM IR that the hand-vectorized kernels share (numba's ``intrinsic``): this
+CPU's vector width, a pointer into an array, a scalar broadcast to every lane, a fused
+multiply-add and a store of the first lanes only.
+
+Kernels are written in IR where their sums must stay in registers across a loop (the GEMM's
+run down K, the depthwise conv's run over kernel positions): the compiler's vectorizer keeps a
+plain loop's accumulators in memory. Vectors are 16 floats where the CPU has AVX-512 and 8
+with AVX2 and FMA; ``available()`` is False on other CPUs, where a fused multiply-add would be
+a library call per element.
+"""
+
+from __future__ import annotations
+
+import llvmlite.binding as llvm
+from llvmlite import ir
+
+
+def _lanes() -> int:
+    features = llvm.get_host_cpu_features()
+    if features.get("avx512f"):
+        return 16
+    if features.get("avx2") and features.get("fma"):
+        return 8
+    return 0
+
+
+LANES = _lanes()
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+VECTOR = ir.VectorType(ir.FloatType(), max(LANES, 1))
+
+
+def available() -> bool:
+    """Whether this CPU has the vector fused multiply-add the kernels are built on."""
+    return LANES > 0
+
+
+def data(context, builder, array_type, value, offset):
+    """A pointer to element ``offset`` of a 1-d or flat array argument."""
+    return builder.gep(context.make_array(array_type)(context, builder, value).data, [offset])
+
+
+def load_vector(builder, pointer):
+    """LANES floats from ``pointer`` (any alignment)."""
+    return builder.load(builder.bitcast(pointer, VECTOR.as_pointer()), align=4)
+
+
+def splat(builder, scalar, vector_type=VECTOR):
+    """``scalar`` in every lane."""
+    undefined = ir.Constant(vector_type, ir.Undefined)
+    first = builder.insert_element(undefined, scalar, ir.Constant(I32, 0))
+    return builder.shuffle_vector(first, undefined, ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
+
+
+def fma(builder, a, b, c):
+    """a·b + c in every lane, rounded once."""
+    name = f"llvm.fma.v{LANES}f32"
+    module = builder.module
+    function = module.globals.get(name) or ir.Function(module, ir.FunctionType(VECTOR, [VECTOR] * 3), name=name)
+    return builder.call(function, [a, b, c])
+
+
+def store_first(builder, value, pointer, count):
+    """Lanes 0 .. count-1 of ``value`` to ``pointer`` (an i64 ``count``; none where it is <= 0):
+    the rest of the memory there is neither read nor written."""
+    mask_type = ir.VectorType(ir.IntType(1), LANES)
+    lanes = ir.Constant(ir.VectorType(I64, LANES), list(range(LANES)))
+    mask = builder.icmp_signed("<", lanes, splat(builder, count, ir.VectorType(I64, LANES)))
+    name = f"llvm.masked.store.v{LANES}f32.p0"
+    module = builder.module
+    function = module.globals.get(name) or ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [VECTOR, VECTOR.as_pointer(), I32, mask_type]), name=name)
+    builder.call(function, [value, builder.bitcast(pointer, VECTOR.as_pointer()), ir.Constant(I32, 4), mask])
