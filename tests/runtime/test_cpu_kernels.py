@@ -132,14 +132,25 @@ def _ulp(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 @pytest.mark.parametrize("name", ["erf", "gelu"])
-def test_compiled_erf_gives_the_numpy_kernels_bits(name):
-    x = _float32_inputs(1).reshape(10007, 1)[::3]  # a strided view
+def test_compiled_erf_is_within_one_ulp_of_the_numpy_kernel(name):
+    # the same float64 arithmetic with fused multiply-adds: rounded to float32, one unit in the
+    # last place apart at most (NaN where NaN), and the same bits nearly everywhere; GELU's
+    # 1/2 + erf/2 cancels for x below -5, where the float64 sums' own rounding (|x|·2^-52)
+    # is more than a unit of the tiny result (both kernels are off there by erf's 7e-8)
+    x = np.concatenate([_float32_inputs(1), _float32_inputs(2, 1_000_003)]).reshape(-1, 1)[::3]  # a strided view
     run = _erf.erf if name == "erf" else _erf.gelu_erf
     compiled = run(np, x)
     with cpu_kernels.numpy_only():
         reference = run(np, x)
     assert compiled.dtype == np.float32 and compiled.shape == x.shape
-    np.testing.assert_array_equal(compiled, reference)  # bit for bit, NaN where NaN
+    nan = np.isnan(reference)
+    np.testing.assert_array_equal(np.isnan(compiled), nan)
+    got, want, at = compiled[~nan], reference[~nan], x[~nan]
+    bound = np.spacing(np.abs(want)).astype(np.float64) + np.abs(at.astype(np.float64)) * 2.0 ** -50
+    same = got == want  # infinities too
+    with np.errstate(invalid="ignore"):  # inf - inf where both are inf
+        assert np.all(same | (np.abs(got.astype(np.float64) - want) <= bound))
+    assert np.mean(same) > 0.999
 
 
 def test_float32_erf_is_within_its_documented_error(path):
