@@ -112,6 +112,38 @@ def test_float32_depthwise_blocks_within_the_rounding_bound(kernel, stride, dila
     assert np.all(np.abs(got - exact) <= (taps + 1) * 2.0 ** -24 * magnitude + 1e-30)
 
 
+@pytest.mark.parametrize("seed", range(24))
+def test_narrow_input_conv_within_the_rounding_bound(seed):
+    # dense convs of 1-4 input channels (stems) by the compiled kernel: random geometry,
+    # output channels not a whole number of 4-channel blocks, maps not of whole row blocks or
+    # vectors; each output is a sum of C·kh·kw + 1 float32 terms, so it is within that many
+    # 2^-24 of the sum of their magnitudes of the exact (float64) result
+    rng = np.random.default_rng(seed)
+    kernel = tuple(int(k) for k in rng.integers(1, 8, 2))
+    stride = tuple(int(s) for s in rng.integers(1, 4, 2))
+    dilation = tuple(int(d) for d in rng.integers(1, 3, 2))
+    padding = tuple(int(rng.integers(0, k)) for k in kernel)
+    size = tuple(int(d * (k - 1) + 1 + rng.integers(0, 40)) for k, d in zip(kernel, dilation))
+    channels, out_channels = int(rng.integers(1, 5)), int(rng.integers(1, 11))
+    x = rng.standard_normal((int(rng.integers(1, 3)), channels) + size).astype(np.float32)
+    w = rng.standard_normal((out_channels, channels) + kernel).astype(np.float32)
+    b = rng.standard_normal(out_channels).astype(np.float32) if seed % 2 else None
+    geometry = (stride, padding, dilation, 1)
+    assert cpu_kernels.kernel("narrow_conv").applies(x, w, 1)
+    got = _conv_kernels.conv_forward(np, x, w, b, *geometry)
+
+    def f64(a):
+        return None if a is None else a.astype(np.float64)
+
+    with cpu_kernels.numpy_only():
+        exact = _conv_kernels.conv_forward(np, f64(x), f64(w), f64(b), *geometry)
+        magnitude = _conv_kernels.conv_forward(np, np.abs(f64(x)), np.abs(f64(w)), None if b is None else np.abs(f64(b)),
+                                               *geometry)
+    assert got.dtype == np.float32 and got.shape == exact.shape
+    terms = channels * kernel[0] * kernel[1] + 1
+    assert np.all(np.abs(got - exact) <= terms * 2.0 ** -24 * magnitude + 1e-30)
+
+
 # every float32 regime: zero, the small-|x| side, both signs past the clamp at 4, huge, inf, NaN
 SPECIAL = np.array([0.0, -0.0, 1e-30, -1e-8, 0.5, -0.5, 1.0, 3.9, -3.9, 4.0, 4.5, -4.5, 10.0, -10.0, 87.0, -87.0,
                     -88.0, -104.0, 1e30, -1e30, np.inf, -np.inf, np.nan], dtype=np.float32)
@@ -421,9 +453,10 @@ def test_docstring_example():
     assert tried and not failures
 
 
-def test_depthwise_blocks_on_an_avx2_cpu(tmp_path):
+def test_depthwise_and_narrow_conv_blocks_on_an_avx2_cpu(tmp_path):
     # the 8-float kernels of a CPU with AVX2 and FMA but not AVX-512, compiled for such a CPU
-    # (the host's features without AVX-512): both kinds of block, against float64
+    # (the host's features without AVX-512): both kinds of depthwise block and the narrow-input
+    # conv's, against float64 (the stem's as a sum of depthwise convs, one per input channel)
     import llvmlite.binding as llvm
 
     if not (llvm.get_host_cpu_features().get("avx2") and llvm.get_host_cpu_features().get("fma")):
@@ -439,7 +472,7 @@ def test_depthwise_blocks_on_an_avx2_cpu(tmp_path):
                     features[name] = False
             return features
         llvm.get_host_cpu_features = without_avx512
-        from flopcount.runtime.cpu_kernels import _depthwise, _simd
+        from flopcount.runtime.cpu_kernels import _depthwise, _narrow_conv, _simd
         assert _simd.LANES == 8
         rng = np.random.default_rng(0)
         x = rng.standard_normal((2, 3, 23, 37)).astype(np.float32)
@@ -451,6 +484,14 @@ def test_depthwise_blocks_on_an_avx2_cpu(tmp_path):
             size = _depthwise.depthwise_conv2d(np.abs(x).astype(np.float64), np.abs(w).astype(np.float64), None,
                                                (s, s), (k // 2, k // 2), (1, 1))
             assert np.all(np.abs(got - exact) <= (k * k + 1) * 2.0 ** -24 * size), k
+        w = rng.standard_normal((5, 3, 7, 7)).astype(np.float32)  # a stem: 3 input channels
+        got = _narrow_conv.conv2d(x, w, None, (2, 2), (3, 3), (1, 1))
+        x64, w64 = x.astype(np.float64), w.astype(np.float64)
+        exact = sum(_depthwise.depthwise_conv2d(x64[:, c:c + 1], w64[:, c:c + 1], None, (2, 2), (3, 3), (1, 1))
+                    for c in range(3))
+        size = sum(_depthwise.depthwise_conv2d(np.abs(x64[:, c:c + 1]), np.abs(w64[:, c:c + 1]), None, (2, 2),
+                                               (3, 3), (1, 1)) for c in range(3))
+        assert np.all(np.abs(got - exact) <= 148 * 2.0 ** -24 * size), "stem"
         print("ok")
     """), NUMBA_CACHE_DIR=str(tmp_path))  # not the 16-float kernels' cache
     assert out == "ok"

@@ -33,8 +33,8 @@ ENV = "FLOPCOUNT_NUMBA"
 # environment there cost more than a small op's own work
 _TURNED_OFF = os.environ.get(ENV, "").strip().lower() in ("0", "false", "no", "off")
 # kernel name -> module of this package that defines it
-_MODULES = {"depthwise": "_depthwise", "elementwise": "_elementwise", "gemm": "_gemm", "norm": "_norm",
-            "pooling": "_pooling", "winograd": "_winograd"}
+_MODULES = {"depthwise": "_depthwise", "elementwise": "_elementwise", "gemm": "_gemm", "narrow_conv": "_narrow_conv",
+            "norm": "_norm", "pooling": "_pooling", "winograd": "_winograd"}
 
 _loaded: dict = {}
 _lock = threading.Lock()
@@ -61,8 +61,8 @@ def _numba_available() -> bool:
 
 
 def kernel(name: str, xp=np):
-    """The module holding compiled kernel ``name`` ("depthwise", "elementwise", "gemm", "norm",
-    "pooling", "winograd"), or None when
+    """The module holding compiled kernel ``name`` ("depthwise", "elementwise", "gemm",
+    "narrow_conv", "norm", "pooling", "winograd"), or None when
     the caller should run its numpy code (see the module docstring); ``xp`` is the caller's
     array module."""
     if xp is not np:

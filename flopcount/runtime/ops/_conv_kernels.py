@@ -4,7 +4,8 @@ Layouts: x (N, C, *S), conv weight (Cout, C/g, *K), transposed-conv weight (Cin,
 The column buffer is (N, g, C/g·prod(K), prod(O)) so that ``weight (g, Cout/g, C/g·prod(K)) @
 cols`` writes the output directly in (N, Cout, *O) order, with no transpose afterwards.
 On numpy arrays, 3x3 stride-1 convs with enough output run by Winograd's algorithm instead
-(``_winograd.py``), with 16/36 of the multiply-adds. Depthwise convolutions (one input channel per group) skip the column buffer: on numpy arrays
+(``_winograd.py``), with 16/36 of the multiply-adds, and float32 2-d convs of inputs with at most
+four channels (stems) by the compiled kernel of ``cpu_kernels._narrow_conv``, without columns. Depthwise convolutions (one input channel per group) skip the column buffer: on numpy arrays
 they run the compiled kernel of ``cpu_kernels`` where numba is there (one pass over each output
 plane per four kernel positions), else a multiply-add per kernel position, which is still
 cheaper than a stack of 1-wide matmuls.
@@ -118,6 +119,9 @@ def conv_forward(xp, x, w, b, stride, padding, dilation, groups):
         stride = (1,) * len(stride)
     out = conv_out_shape(x.shape, kernel, stride, padding, dilation)
     spatial = prod(out)
+    narrow = cpu_kernels.kernel("narrow_conv", xp)
+    if narrow is not None and narrow.applies(x, w, groups):
+        return narrow.conv2d(x, w, b, stride, padding, dilation)
     if _winograd.applies(xp, x, w, stride, dilation, groups):
         y = _winograd.conv2d(x, w, b, padding)
         if y is not None:
@@ -195,10 +199,13 @@ def _conv_for_epilogue(xp, x, w, b, stride, padding, dilation, groups, *others):
     compiled = cpu_kernels.kernel("elementwise", xp)
     if compiled is None or any(a is not None and a.dtype != np.float32 for a in (x, w, b) + others):
         return None
-    # the compiled depthwise kernel starts its sums from the bias; every other path adds it last
-    depthwise = w.shape[1] == 1 and groups > 1 and cpu_kernels.kernel("depthwise", xp) is not None
-    y = xp.ascontiguousarray(conv_forward(xp, x, w, b if depthwise else None, stride, padding, dilation, groups))
-    bias = _NO_BIAS if depthwise or b is None else xp.ascontiguousarray(b)
+    # the compiled depthwise and narrow-input kernels start their sums from the bias; every other
+    # path adds it last
+    narrow = cpu_kernels.kernel("narrow_conv", xp)
+    bias_first = (w.shape[1] == 1 and groups > 1 and cpu_kernels.kernel("depthwise", xp) is not None) or \
+        (narrow is not None and narrow.applies(x, w, groups))
+    y = xp.ascontiguousarray(conv_forward(xp, x, w, b if bias_first else None, stride, padding, dilation, groups))
+    bias = _NO_BIAS if bias_first or b is None else xp.ascontiguousarray(b)
     return compiled, y, bias
 
 
