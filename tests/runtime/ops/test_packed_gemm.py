@@ -52,7 +52,7 @@ def _layouts(rng, m, k):
 
 @pytest.mark.parametrize("seed", range(24))
 def test_random_shapes_are_within_the_rounding_of_the_exact_product(seed):
-    # rows not a multiple of the kernel's 6, columns not of its panel width, depth across slices
+    # rows not a multiple of the kernel's 6 or 7, columns not of its panel width, depth across slices
     rng = np.random.default_rng(seed)
     m = int(rng.integers(_packed_gemm.MIN_ROWS, _packed_gemm.MAX_ROWS + 1))
     k = int(rng.integers(_packed_gemm.MIN_DEPTH, 700))
@@ -67,6 +67,25 @@ def test_random_shapes_are_within_the_rounding_of_the_exact_product(seed):
 def test_more_rows_than_one_packed_block_of_a(compiled_gemm):
     rng = np.random.default_rng(0)
     m, k, n = 2 * compiled_gemm._MC + 7, 300, 70
+    a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
+    width = compiled_gemm.panel_width()
+    packed = np.empty((-(-n // width), k, width), np.float32)
+    compiled_gemm.pack_weight(b, packed)
+    out = np.empty((m, n), np.float32)
+    compiled_gemm.gemm(a, packed, n, out, 0, packed.shape[0])
+    _assert_within_rounding(out, a, b)
+
+
+@pytest.mark.parametrize("m", [2, 3, 7, 8, 13, 14, 49, 50, 128, 196, 197])
+def test_both_block_heights_on_rows_around_their_edges(compiled_gemm, m):
+    # 7-row blocks where the CPU has the registers and they pad M to no more rows than 6-row
+    # blocks do (49 rows: 49 against 54), else 6-row blocks; either within the rounding bound,
+    # over two slices of depth and a partial last panel
+    six, seven = -(-m // 6) * 6, -(-m // 7) * 7
+    want_tile = 7 if compiled_gemm.MAX_ROWS == 7 and seven <= six else 6
+    assert compiled_gemm.tile_rows(m) == want_tile
+    rng = np.random.default_rng(m)
+    k, n = compiled_gemm._KC + 37, 3 * compiled_gemm.panel_width() - 5
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
     width = compiled_gemm.panel_width()
     packed = np.empty((-(-n // width), k, width), np.float32)
@@ -175,7 +194,7 @@ def test_the_avx2_kernel_compiles_and_computes(tmp_path):
             return features
         llvm.get_host_cpu_features = without_avx512
         from flopcount.runtime.cpu_kernels import _gemm
-        assert _gemm.LANES == 8 and _gemm.panel_width() == 16
+        assert _gemm.LANES == 8 and _gemm.panel_width() == 16 and _gemm.tile_rows(49) == 6  # 16 registers: 6 rows
         rng = np.random.default_rng(0)
         a, b = rng.standard_normal((23, 300)).astype(np.float32), rng.standard_normal((300, 41)).astype(np.float32)
         packed = np.empty((3, 300, 16), np.float32)
