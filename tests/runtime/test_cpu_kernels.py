@@ -144,6 +144,37 @@ def test_narrow_input_conv_within_the_rounding_bound(seed):
     assert np.all(np.abs(got - exact) <= terms * 2.0 ** -24 * magnitude + 1e-30)
 
 
+@pytest.mark.parametrize("length", [1, 7, 128, 197, 1000])
+def test_compiled_softmax_within_its_error_and_numpys_nan_rows(length):
+    # rows of the last axis: within (4 + n)·eps of the exact softmax (its exp within 2 ulp, a
+    # float32 sum of n terms, one division; below float32's normal range, 0), on a transposed
+    # (strided) input; rows with NaN, +inf, all -inf are NaN where numpy's kernel gives NaN,
+    # -inf entries give 0, and a row with one entry 120 above the rest gives 1 and tiny values
+    from flopcount.runtime.registry import get_op
+
+    softmax = get_op("softmax")._kernel_by_device["cpu"]
+    rng = np.random.default_rng(length)
+    x = (rng.standard_normal((length, 9)) * 6).astype(np.float32).T  # 9 rows of ``length``
+    x[1, 0] = np.nan
+    x[2, -1] = np.inf
+    x[3, :] = -np.inf
+    x[4, : max(1, length // 2)] = -np.inf
+    x[5, 0] += 120
+    got = softmax(np, x, dim=-1)
+    with cpu_kernels.numpy_only(), np.errstate(all="ignore"):
+        reference = softmax(np, x, dim=-1)
+    assert got.dtype == np.float32 and got.shape == x.shape
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(reference))
+    finite = ~np.isnan(reference).any(axis=-1)
+    x64 = x[finite].astype(np.float64)
+    with np.errstate(all="ignore"):
+        exact = np.exp(x64 - x64.max(axis=-1, keepdims=True))
+    exact /= exact.sum(axis=-1, keepdims=True)
+    tiny = np.finfo(np.float32).tiny
+    assert np.all(np.abs(got[finite] - exact) <= (4 + length) * 2.0 ** -23 * exact + tiny)
+    assert np.all(got[4][: max(1, length // 2)] == 0) or length == 1
+
+
 # every float32 regime: zero, the small-|x| side, both signs past the clamp at 4, huge, inf, NaN
 SPECIAL = np.array([0.0, -0.0, 1e-30, -1e-8, 0.5, -0.5, 1.0, 3.9, -3.9, 4.0, 4.5, -4.5, 10.0, -10.0, 87.0, -87.0,
                     -88.0, -104.0, 1e30, -1e30, np.inf, -np.inf, np.nan], dtype=np.float32)

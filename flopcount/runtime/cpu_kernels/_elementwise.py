@@ -15,6 +15,8 @@ polynomial (within 2 ulp), and 2^n put together from its bits, over blocks that 
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 
 from ._jit import inline, jit, jit_fma
@@ -149,6 +151,73 @@ def silu_float32(x, out):
             s = ONE / (ONE + e)
             v = saved[i]
             ob[i] = v * (s if v >= 0 else e * s)
+
+
+@partial(jit, fastmath={"reassoc"})
+def _all_finite(row):
+    """Whether no element is NaN or infinite: Σ x·0 is 0 then, NaN otherwise (NaN and inf
+    times 0 are NaN), summed in vector lanes."""
+    total = ZERO
+    for i in range(row.size):
+        total += row[i] * ZERO
+    return total == ZERO
+
+
+@partial(jit, fastmath={"nnan", "ninf", "nsz"})
+def _finite_max(row):
+    """max(row) of finite values, ordered as the compiler likes (the max of numbers does not
+    depend on the order): it then runs in vector lanes."""
+    top = row[0]
+    for i in range(row.size):
+        top = max(top, row[i])
+    return top
+
+
+@jit
+def _max_or_nan(row):
+    """max(row), NaN where the row has one (numpy's maximum), one element at a time."""
+    top = row[0]
+    for i in range(row.size):
+        v = row[i]
+        if v != v:
+            return v
+        top = v if v > top else top
+    return top
+
+
+@partial(jit, fastmath={"reassoc", "contract"})
+def _exp_sum(poly, scale, n):
+    """poly[i] = poly[i]·scale[i] (exp as ``_exp_minus_abs`` leaves it) and their float32 sum,
+    in vector lanes."""
+    total = ZERO
+    for i in range(n):
+        e = poly[i] * scale[i]
+        poly[i] = e
+        total += e
+    return total
+
+
+@jit_fma
+def softmax_rows_float32(x, out):
+    """out[r] = exp(x[r] - max(x[r])) / Σ exp(x[r] - max(x[r])) for each row of 2-d float32
+    arrays (C order): the exp as sigmoid's (within 2 ulp; 0 below float32's normal range),
+    the sum in float32 vector lanes, one division per element, as numpy's kernel divides. A
+    row with a NaN, or whose max is +inf or -inf, is NaN, as in numpy's kernel (inf - inf)."""
+    rows, n = x.shape
+    poly = np.empty(n, np.float32)
+    bits = np.empty(n, np.int32)
+    scale = bits.view(np.float32)
+    shifted = np.empty(n, np.float32)
+    for r in range(rows):
+        xr = x[r]
+        top = _finite_max(xr) if _all_finite(xr) else _max_or_nan(xr)
+        for i in range(n):
+            shifted[i] = xr[i] - top  # NaN where top is NaN, or +-inf and x is too
+        _exp_minus_abs(shifted, poly, bits, n)  # the shifted values are <= 0: exp(-|s|) = exp(s)
+        total = _exp_sum(poly, scale, n)
+        orow = out[r]
+        for i in range(n):
+            orow[i] = poly[i] / total
 
 
 @inline
