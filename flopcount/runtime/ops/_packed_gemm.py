@@ -117,11 +117,21 @@ def _packed(compiled, b):
     nbytes = panels * b.shape[0] * width * 4
     if _packed_bytes[0] + nbytes > MAX_PACKED_BYTES:
         return None
-    packed = np.empty((panels, b.shape[0], width), np.float32)
+    packed = _aligned_empty((panels, b.shape[0], width))
     compiled.pack_weight(b, packed)
     _packs[key] = (weakref.ref(owner, lambda ref, key=key: _forget(key, ref)), packed, nbytes)
     _packed_bytes[0] += nbytes
     return packed
+
+
+def _aligned_empty(shape: tuple) -> np.ndarray:
+    """An uninitialized float32 array starting on a 64-byte cache line. numpy's large arrays
+    start 16 bytes past one (the allocator's header), so every 64-byte vector load of a packed
+    panel's row would touch two lines."""
+    size = prod(shape)
+    buffer = np.empty(size + 16, np.float32)
+    skip = (-buffer.ctypes.data % 64) // 4
+    return buffer[skip:skip + size].reshape(shape)
 
 
 def _forget(key, ref) -> None:

@@ -209,3 +209,14 @@ def test_the_avx2_kernel_compiles_and_computes(tmp_path):
     env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))  # not the 16-float kernel's cache
     done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+
+
+def test_packs_start_on_a_cache_line(compiled_gemm):
+    # numpy's large arrays start 16 bytes past a line; every vector load of a panel row would
+    # then touch two lines
+    rng = np.random.default_rng(5)
+    for n in (64, 100, 300):
+        b = _weight(rng, 256 + n, n)
+        packed = _packed_gemm._packed(compiled_gemm, b)
+        assert packed.ctypes.data % 64 == 0 and packed.flags.c_contiguous
+        assert packed.shape == (-(-n // compiled_gemm.panel_width()), 256 + n, compiled_gemm.panel_width())
