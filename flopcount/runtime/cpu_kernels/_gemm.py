@@ -27,7 +27,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from ._jit import jit
-from ._simd import LANES, VECTOR, available, data, fma, load_vector, splat
+from ._simd import LANES, VECTOR, available, data, fma, load_vector, prefetch_line, splat
 
 __all__ = ["LANES", "available", "gemm", "pack_weight", "panel_width", "tile_rows"]
 
@@ -45,18 +45,20 @@ def panel_width() -> int:
     return LANES * VECTORS
 
 
-def _tile_of(rows: int):
-    """The kernel for blocks of ``rows`` rows of C."""
+def _tile_of(rows: int, prefetch: bool = False):
+    """The kernel for blocks of ``rows`` rows of C; with ``prefetch``, it also asks for the
+    panel ``ahead`` floats further on, row for row, into the caches (``tile``'s docstring)."""
 
     @intrinsic
-    def tile(typingctx, a, a_offset, b, b_offset, depth, c, c_offset, ldc, accumulate):
+    def tile(typingctx, a, a_offset, b, b_offset, depth, c, c_offset, ldc, accumulate, ahead):
         """C[0:rows, 0:width] (+)= A_block · B_panel: ``a`` from ``a_offset`` is (depth, rows) packed
         rows, ``b`` from ``b_offset`` (depth, width), ``c`` from ``c_offset`` rows ``ldc`` apart;
-        the product is added to C's old values where ``accumulate`` is nonzero. ``depth`` >= 1."""
-        signature = types.void(a, a_offset, b, b_offset, depth, c, c_offset, ldc, accumulate)
+        the product is added to C's old values where ``accumulate`` is nonzero. ``depth`` >= 1.
+        With ``prefetch``, each step of K also asks for B's row ``ahead`` floats further on."""
+        signature = types.void(a, a_offset, b, b_offset, depth, c, c_offset, ldc, accumulate, ahead)
 
         def codegen(context, builder, sig, args):
-            a_, a_off, b_, b_off, depth_, c_, c_off, ldc_, accumulate_ = args
+            a_, a_off, b_, b_off, depth_, c_, c_off, ldc_, accumulate_, ahead_ = args
             i64 = ir.IntType(64)
             vector = VECTOR
             width = LANES * VECTORS
@@ -85,6 +87,9 @@ def _tile_of(rows: int):
                     row.append(phi)
                 sums.append(row)
             b_row = builder.gep(b_ptr, [builder.mul(k, ir.Constant(i64, width))])
+            if prefetch:
+                for line in range(width * 4 // 64):
+                    prefetch_line(builder, builder.gep(b_row, [builder.add(ahead_, ir.Constant(i64, line * 16))]))
             b_vectors = [load_vector(builder, builder.gep(b_row, [ir.Constant(i64, j * LANES)])) for j in range(VECTORS)]
             a_row = builder.gep(a_ptr, [builder.mul(k, ir.Constant(i64, rows))])
             new = []
@@ -146,6 +151,9 @@ def _gemm_of(tile: int):
     """``gemm`` for blocks of ``tile`` rows (a constant of the compiled loops: the kernel and the
     packing are unrolled for it)."""
     kernel = _tile_of(tile)
+    # the first block of rows of a panel brings the panel in from memory (a weight is read once
+    # per call): it also asks for the next panel's rows, which the other blocks then find cached
+    first_kernel = _tile_of(tile, prefetch=True)
 
     @jit
     def pack_rows(a, m0, rows, k0, depth, out):
@@ -179,17 +187,25 @@ def _gemm_of(tile: int):
                     for rb in range((rows + tile - 1) // tile):
                         row0 = m0 + rb * tile
                         a_offset = rb * _KC * tile
-                        if row0 + tile <= m and columns == width:
+                        ahead = k_size * width  # the same rows of the next panel
+                        if row0 + tile <= m and columns == width and rb == 0:
+                            first_kernel(a_flat, a_offset, b_flat, b_offset, depth, flat,
+                                         row0 * ldc + p * width, ldc, accumulate, ahead)
+                        elif row0 + tile <= m and columns == width:
                             kernel(a_flat, a_offset, b_flat, b_offset, depth, flat,
-                                   row0 * ldc + p * width, ldc, accumulate)
+                                   row0 * ldc + p * width, ldc, accumulate, ahead)
                         else:  # an edge block: through a full-size scratch block
                             valid = min(tile, m - row0)
                             if accumulate:
                                 for r in range(valid):
                                     for c in range(columns):
                                         block[r, c] = out[row0 + r, p * width + c]
-                            kernel(a_flat, a_offset, b_flat, b_offset, depth, block_flat,
-                                   0, width, accumulate)
+                            if rb == 0:
+                                first_kernel(a_flat, a_offset, b_flat, b_offset, depth, block_flat,
+                                             0, width, accumulate, ahead)
+                            else:
+                                kernel(a_flat, a_offset, b_flat, b_offset, depth, block_flat,
+                                       0, width, accumulate, ahead)
                             for r in range(valid):
                                 for c in range(columns):
                                     out[row0 + r, p * width + c] = block[r, c]

@@ -60,6 +60,19 @@ def fma(builder, a, b, c):
     return builder.call(function, [a, b, c])
 
 
+def prefetch_line(builder, pointer):
+    """Ask for the cache line at ``pointer`` (a float pointer) to be brought into the caches, for
+    a read soon; it never faults, wherever it points."""
+    i8p = ir.IntType(8).as_pointer()
+    name = "llvm.prefetch.p0"
+    module = builder.module
+    function = module.globals.get(name) or ir.Function(
+        module, ir.FunctionType(ir.VoidType(), [i8p, I32, I32, I32]), name=name)
+    # read (0), locality 2 (kept in the outer caches too), data cache (1)
+    builder.call(function, [builder.bitcast(pointer, i8p), ir.Constant(I32, 0), ir.Constant(I32, 2),
+                            ir.Constant(I32, 1)])
+
+
 def store_first(builder, value, pointer, count):
     """Lanes 0 .. count-1 of ``value`` to ``pointer`` (an i64 ``count``; none where it is <= 0):
     the rest of the memory there is neither read nor written."""
