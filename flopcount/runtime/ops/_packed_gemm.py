@@ -4,9 +4,10 @@
 the weight is read-only (an imported model's weights are read-only views of the file's bytes,
 which the runtime never writes), and the shape is one where it beat OpenBLAS here (one thread,
 AMD EPYC with AVX-512): from ``MIN_ROWS`` to ``MAX_ROWS`` rows of A (the tokens of a
-transformer, the pixels of a late conv stage) and at least ``MIN_DEPTH`` deep. 2 to 32 rows took
-0.45-0.75 of OpenBLAS's time, 49 rows 0.8, 128 rows 0.9-0.98; from about 240 rows BLAS was as
-fast or faster, and one row is BLAS's matrix-vector product. Other matmuls run in BLAS.
+transformer, the pixels of a late conv stage) and at least ``MIN_DEPTH`` deep. With weights
+from memory (``benchmarks/packed_gemm.py``, 2026-11-28) 2 to 16 rows took 0.34-0.66 of
+OpenBLAS's time, 49 rows 0.7, 128 rows 0.91-0.94, 196 rows 0.97; from about 240 rows BLAS was
+as fast, and one row is BLAS's matrix-vector product (1.18x). Other matmuls run in BLAS.
 
 The packed copy of a weight is kept while the weight's memory lives, as onnxruntime keeps its
 prepacked weights; at most ``MAX_PACKED_BYTES`` in all, past which weights run in BLAS.
