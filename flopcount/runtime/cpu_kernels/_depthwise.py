@@ -171,30 +171,14 @@ def _block(typingctx, buf, base, cols, offsets, weights, w_offset, bias, out, ou
         out_ptr = _simd.data(context, builder, sig.args[7], out_, out_offset_)
         start_sums = _simd.splat(builder, bias_)
 
-        start_block = builder.block
-        loop_block = builder.append_basic_block("taps")
-        done_block = builder.append_basic_block("done")
-        builder.branch(loop_block)
+        def tap(k, sums):
+            at = builder.load(builder.gep(offset_ptr, [k]), align=8)
+            weight = _simd.splat(builder, builder.load(builder.gep(weight_ptr, [k]), align=4))
+            rows = [builder.gep(buf_ptr, [builder.add(at, builder.mul(cols_, ir.Constant(i64, r)))])
+                    for r in range(BLOCK_ROWS)]
+            return [_simd.fma(builder, weight, _simd.load_vector(builder, row), s) for row, s in zip(rows, sums)]
 
-        builder.position_at_end(loop_block)
-        k = builder.phi(i64)
-        k.add_incoming(ir.Constant(i64, 0), start_block)
-        sums = [builder.phi(_simd.VECTOR) for _ in range(BLOCK_ROWS)]
-        for s in sums:
-            s.add_incoming(start_sums, start_block)
-        at = builder.load(builder.gep(offset_ptr, [k]), align=8)
-        weight = _simd.splat(builder, builder.load(builder.gep(weight_ptr, [k]), align=4))
-        new = []
-        for r in range(BLOCK_ROWS):
-            place = builder.add(at, builder.mul(cols_, ir.Constant(i64, r)))
-            new.append(_simd.fma(builder, weight, _simd.load_vector(builder, builder.gep(buf_ptr, [place])), sums[r]))
-        for s, value in zip(sums, new):
-            s.add_incoming(value, loop_block)
-        k_next = builder.add(k, ir.Constant(i64, 1))
-        k.add_incoming(k_next, loop_block)
-        builder.cbranch(builder.icmp_signed("<", k_next, taps), loop_block, done_block)
-
-        builder.position_at_end(done_block)
+        new = _simd.counted_loop(builder, taps, [start_sums] * BLOCK_ROWS, tap)
         _store_rows(builder, new, out_ptr, ldo_, rows_, lanes_)
         return context.get_dummy_value()
 
@@ -223,35 +207,21 @@ def _stride_one_block(kh: int):
             start_sums = _simd.splat(builder, bias_)
             row_starts = [builder.mul(cols_, ir.Constant(i64, j)) for j in range(height)]
 
-            start_block = builder.block
-            loop_block = builder.append_basic_block("columns")
-            done_block = builder.append_basic_block("done")
-            builder.branch(loop_block)
-
-            builder.position_at_end(loop_block)
-            kx = builder.phi(i64)
-            kx.add_incoming(ir.Constant(i64, 0), start_block)
-            sums = [builder.phi(_simd.VECTOR) for _ in range(BLOCK_ROWS)]
-            for s in sums:
-                s.add_incoming(start_sums, start_block)
-            column_weights = []
-            for ky in range(kh):
-                tap = builder.add(builder.mul(kw_, ir.Constant(i64, ky)), kx)
-                column_weights.append(_simd.splat(builder, builder.load(builder.gep(weight_ptr, [tap]), align=4)))
-            new = list(sums)
-            for j in range(height):
-                row = _simd.load_vector(builder, builder.gep(buf_ptr, [builder.add(row_starts[j], kx)]))
+            def column(kx, sums):
+                column_weights = []
                 for ky in range(kh):
-                    r = j - ky
-                    if 0 <= r < BLOCK_ROWS:
-                        new[r] = _simd.fma(builder, column_weights[ky], row, new[r])
-            for s, value in zip(sums, new):
-                s.add_incoming(value, loop_block)
-            kx_next = builder.add(kx, ir.Constant(i64, 1))
-            kx.add_incoming(kx_next, loop_block)
-            builder.cbranch(builder.icmp_signed("<", kx_next, kw_), loop_block, done_block)
+                    tap = builder.add(builder.mul(kw_, ir.Constant(i64, ky)), kx)
+                    column_weights.append(_simd.splat(builder, builder.load(builder.gep(weight_ptr, [tap]), align=4)))
+                new = list(sums)
+                for j in range(height):
+                    row = _simd.load_vector(builder, builder.gep(buf_ptr, [builder.add(row_starts[j], kx)]))
+                    for ky in range(kh):
+                        r = j - ky
+                        if 0 <= r < BLOCK_ROWS:
+                            new[r] = _simd.fma(builder, column_weights[ky], row, new[r])
+                return new
 
-            builder.position_at_end(done_block)
+            new = _simd.counted_loop(builder, kw_, [start_sums] * BLOCK_ROWS, column)
             _store_rows(builder, new, out_ptr, ldo_, rows_, lanes_)
             return context.get_dummy_value()
 

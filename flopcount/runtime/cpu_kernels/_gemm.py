@@ -27,7 +27,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from ._jit import jit
-from ._simd import LANES, VECTOR, available, data, fma, load_vector, prefetch_line, splat
+from ._simd import LANES, VECTOR, available, counted_loop, data, fma, load_vector, prefetch_line, splat
 
 __all__ = ["LANES", "available", "gemm", "pack_weight", "panel_width", "tile_rows"]
 
@@ -70,44 +70,27 @@ def _tile_of(rows: int, prefetch: bool = False):
                 offset = builder.add(builder.mul(ir.Constant(i64, row), ldc_), ir.Constant(i64, j * LANES))
                 return builder.bitcast(builder.gep(c_ptr, [offset]), vector.as_pointer())
 
-            start_block = builder.block
-            loop_block = builder.append_basic_block("loop")
-            done_block = builder.append_basic_block("done")
-            builder.branch(loop_block)
+            def step(k, flat_sums):
+                b_row = builder.gep(b_ptr, [builder.mul(k, ir.Constant(i64, width))])
+                if prefetch:
+                    for line in range(width * 4 // 64):
+                        prefetch_line(builder, builder.gep(b_row, [builder.add(ahead_, ir.Constant(i64, line * 16))]))
+                b_vectors = [load_vector(builder, builder.gep(b_row, [ir.Constant(i64, j * LANES)]))
+                             for j in range(VECTORS)]
+                a_row = builder.gep(a_ptr, [builder.mul(k, ir.Constant(i64, rows))])
+                new = []
+                for r in range(rows):
+                    broadcast = splat(builder, builder.load(builder.gep(a_row, [ir.Constant(i64, r)]), align=4))
+                    new += [fma(builder, broadcast, b_vectors[j], flat_sums[r * VECTORS + j]) for j in range(VECTORS)]
+                return new
 
-            builder.position_at_end(loop_block)
-            k = builder.phi(i64)
-            k.add_incoming(ir.Constant(i64, 0), start_block)
-            sums = []
-            for r in range(rows):
-                row = []
-                for j in range(VECTORS):
-                    phi = builder.phi(vector)
-                    phi.add_incoming(ir.Constant(vector, None), start_block)
-                    row.append(phi)
-                sums.append(row)
-            b_row = builder.gep(b_ptr, [builder.mul(k, ir.Constant(i64, width))])
-            if prefetch:
-                for line in range(width * 4 // 64):
-                    prefetch_line(builder, builder.gep(b_row, [builder.add(ahead_, ir.Constant(i64, line * 16))]))
-            b_vectors = [load_vector(builder, builder.gep(b_row, [ir.Constant(i64, j * LANES)])) for j in range(VECTORS)]
-            a_row = builder.gep(a_ptr, [builder.mul(k, ir.Constant(i64, rows))])
-            new = []
-            for r in range(rows):
-                broadcast = splat(builder, builder.load(builder.gep(a_row, [ir.Constant(i64, r)]), align=4))
-                new.append([fma(builder, broadcast, b_vectors[j], sums[r][j]) for j in range(VECTORS)])
-            for r in range(rows):
-                for j in range(VECTORS):
-                    sums[r][j].add_incoming(new[r][j], loop_block)
-            k_next = builder.add(k, ir.Constant(i64, 1))
-            k.add_incoming(k_next, loop_block)
-            builder.cbranch(builder.icmp_signed("<", k_next, depth_), loop_block, done_block)
+            flat = counted_loop(builder, depth_, [ir.Constant(vector, None)] * (rows * VECTORS), step)
+            new = [flat[r * VECTORS:(r + 1) * VECTORS] for r in range(rows)]
 
             # the slice's sum, then C's old value added to it where ``accumulate`` (as BLAS kernels
             # do): a blocked sum, whose rounding error grows with the slice depth plus the number of
             # slices rather than with K. C is read either way (it is allocated memory; a select
             # drops the value) to keep the block free of branches.
-            builder.position_at_end(done_block)
             add = builder.icmp_signed("!=", accumulate_, ir.Constant(accumulate_.type, 0))
             for r in range(rows):
                 for j in range(VECTORS):
@@ -119,7 +102,6 @@ def _tile_of(rows: int, prefetch: bool = False):
         return signature, codegen
 
     return tile
-
 
 
 @jit

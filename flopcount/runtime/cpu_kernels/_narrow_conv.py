@@ -51,33 +51,19 @@ def _block(typingctx, buf, base, cols, offsets, weights, w_offset, biases, chann
         starts = [_simd.splat(builder, builder.load(builder.gep(bias_ptr, [ir.Constant(i64, c)]), align=4))
                   for c in range(CHANNELS)]
 
-        start_block = builder.block
-        loop_block = builder.append_basic_block("taps")
-        done_block = builder.append_basic_block("done")
-        builder.branch(loop_block)
+        def tap(k, flat_sums):
+            at = builder.load(builder.gep(offsets_array.data, [k]), align=8)
+            tap_weights = [_simd.splat(builder, builder.load(builder.gep(p, [k]), align=4)) for p in weight_ptrs]
+            new = []
+            for r in range(ROWS):
+                place = builder.add(at, builder.mul(cols_, ir.Constant(i64, r)))
+                x = _simd.load_vector(builder, builder.gep(buf_ptr, [place]))
+                new += [_simd.fma(builder, tap_weights[c], x, flat_sums[r * CHANNELS + c]) for c in range(CHANNELS)]
+            return new
 
-        builder.position_at_end(loop_block)
-        k = builder.phi(i64)
-        k.add_incoming(ir.Constant(i64, 0), start_block)
-        sums = [[builder.phi(_simd.VECTOR) for _ in range(CHANNELS)] for _ in range(ROWS)]
-        for row in sums:
-            for c, s in enumerate(row):
-                s.add_incoming(starts[c], start_block)
-        at = builder.load(builder.gep(offsets_array.data, [k]), align=8)
-        tap_weights = [_simd.splat(builder, builder.load(builder.gep(p, [k]), align=4)) for p in weight_ptrs]
-        new = []
-        for r in range(ROWS):
-            place = builder.add(at, builder.mul(cols_, ir.Constant(i64, r)))
-            x = _simd.load_vector(builder, builder.gep(buf_ptr, [place]))
-            new.append([_simd.fma(builder, tap_weights[c], x, sums[r][c]) for c in range(CHANNELS)])
-        for r in range(ROWS):
-            for c in range(CHANNELS):
-                sums[r][c].add_incoming(new[r][c], loop_block)
-        k_next = builder.add(k, ir.Constant(i64, 1))
-        k.add_incoming(k_next, loop_block)
-        builder.cbranch(builder.icmp_signed("<", k_next, taps), loop_block, done_block)
+        flat = _simd.counted_loop(builder, taps, starts * ROWS, tap)
+        new = [flat[r * CHANNELS:(r + 1) * CHANNELS] for r in range(ROWS)]
 
-        builder.position_at_end(done_block)
         out_ptr = _simd.data(context, builder, sig.args[8], out_, out_offset_)
         zero = ir.Constant(i64, 0)
         for r in range(ROWS):

@@ -60,6 +60,31 @@ def fma(builder, a, b, c):
     return builder.call(function, [a, b, c])
 
 
+def counted_loop(builder, count, starts: list, body) -> list:
+    """Emit ``for i in range(count)`` (an i64 ``count`` >= 1) carrying values in registers:
+    ``values = starts``, then ``values = body(i, values)`` each step; returns the values of the
+    last step, with the builder placed after the loop. The register-blocked kernels' sums are
+    such values (phi nodes), which is what keeps them out of memory."""
+    start_block = builder.block
+    loop_block = builder.append_basic_block("loop")
+    done_block = builder.append_basic_block("done")
+    builder.branch(loop_block)
+    builder.position_at_end(loop_block)
+    index = builder.phi(I64)
+    index.add_incoming(ir.Constant(I64, 0), start_block)
+    carried = [builder.phi(value.type) for value in starts]
+    for phi, value in zip(carried, starts):
+        phi.add_incoming(value, start_block)
+    new = body(index, carried)
+    for phi, value in zip(carried, new):
+        phi.add_incoming(value, builder.block)
+    following = builder.add(index, ir.Constant(I64, 1))
+    index.add_incoming(following, builder.block)
+    builder.cbranch(builder.icmp_signed("<", following, count), loop_block, done_block)
+    builder.position_at_end(done_block)
+    return new
+
+
 def prefetch_line(builder, pointer):
     """Ask for the cache line at ``pointer`` (a float pointer) to be brought into the caches, for
     a read soon; it never faults, wherever it points."""
