@@ -5,7 +5,6 @@ import math
 import os
 import subprocess
 import sys
-import textwrap
 
 import numpy as np
 import pytest
@@ -14,6 +13,7 @@ import flopcount.runtime as rt
 from flopcount.runtime import cpu_kernels
 from flopcount.runtime.ops import _conv_kernels, _erf
 from flopcount.runtime.ops.activations import _stable_sigmoid
+from avx2_only import run_without_avx512
 
 pytest.importorskip("numba")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -485,24 +485,11 @@ def test_docstring_example():
 
 
 def test_depthwise_and_narrow_conv_blocks_on_an_avx2_cpu(tmp_path):
-    # the 8-float kernels of a CPU with AVX2 and FMA but not AVX-512, compiled for such a CPU
-    # (the host's features without AVX-512): both kinds of depthwise block and the narrow-input
-    # conv's, against float64 (the stem's as a sum of depthwise convs, one per input channel)
-    import llvmlite.binding as llvm
-
-    if not (llvm.get_host_cpu_features().get("avx2") and llvm.get_host_cpu_features().get("fma")):
-        pytest.skip("this CPU has no AVX2 and FMA")
-    out = _python(textwrap.dedent("""
-        import llvmlite.binding as llvm
+    # the 8-float kernels of a CPU with AVX2 and FMA but not AVX-512: both kinds of depthwise
+    # block and the narrow-input conv's, against float64 (the stem's as a sum of depthwise
+    # convs, one per input channel)
+    out = run_without_avx512("""
         import numpy as np
-        host_features = llvm.get_host_cpu_features
-        def without_avx512():
-            features = host_features()
-            for name in list(features):
-                if name.startswith("avx512"):
-                    features[name] = False
-            return features
-        llvm.get_host_cpu_features = without_avx512
         from flopcount.runtime.cpu_kernels import _depthwise, _narrow_conv, _simd
         assert _simd.LANES == 8
         rng = np.random.default_rng(0)
@@ -524,5 +511,5 @@ def test_depthwise_and_narrow_conv_blocks_on_an_avx2_cpu(tmp_path):
                                                (3, 3), (1, 1)) for c in range(3))
         assert np.all(np.abs(got - exact) <= 148 * 2.0 ** -24 * size), "stem"
         print("ok")
-    """), NUMBA_CACHE_DIR=str(tmp_path))  # not the 16-float kernels' cache
+    """, tmp_path)
     assert out == "ok"

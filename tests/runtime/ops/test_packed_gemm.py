@@ -3,16 +3,13 @@
 packs kept while a weight's memory lives and no longer."""
 
 import gc
-import os
-import subprocess
-import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 from flopcount.runtime import cpu_kernels
 from flopcount.runtime.ops import _conv_kernels, _packed_gemm, _parallel
+from avx2_only import run_without_avx512
 
 pytest.importorskip("numba")
 
@@ -64,16 +61,22 @@ def test_random_shapes_are_within_the_rounding_of_the_exact_product(seed):
     _assert_within_rounding(got, a, b)
 
 
+def _through_pack(compiled_gemm, a, b):
+    """a @ b by the compiled GEMM on b packed here (every panel, one call)."""
+    k, n = b.shape
+    width = compiled_gemm.panel_width()
+    packed = np.empty((-(-n // width), k, width), np.float32)
+    compiled_gemm.pack_weight(b, packed)
+    out = np.empty((a.shape[0], n), np.float32)
+    compiled_gemm.gemm(a, packed, n, out, 0, packed.shape[0])
+    return out
+
+
 def test_more_rows_than_one_packed_block_of_a(compiled_gemm):
     rng = np.random.default_rng(0)
     m, k, n = 2 * compiled_gemm._MC + 7, 300, 70
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
-    width = compiled_gemm.panel_width()
-    packed = np.empty((-(-n // width), k, width), np.float32)
-    compiled_gemm.pack_weight(b, packed)
-    out = np.empty((m, n), np.float32)
-    compiled_gemm.gemm(a, packed, n, out, 0, packed.shape[0])
-    _assert_within_rounding(out, a, b)
+    _assert_within_rounding(_through_pack(compiled_gemm, a, b), a, b)
 
 
 @pytest.mark.parametrize("m", [2, 3, 7, 8, 13, 14, 49, 50, 128, 196, 197])
@@ -87,12 +90,7 @@ def test_both_block_heights_on_rows_around_their_edges(compiled_gemm, m):
     rng = np.random.default_rng(m)
     k, n = compiled_gemm._KC + 37, 3 * compiled_gemm.panel_width() - 5
     a, b = rng.standard_normal((m, k)).astype(np.float32), rng.standard_normal((k, n)).astype(np.float32)
-    width = compiled_gemm.panel_width()
-    packed = np.empty((-(-n // width), k, width), np.float32)
-    compiled_gemm.pack_weight(b, packed)
-    out = np.empty((m, n), np.float32)
-    compiled_gemm.gemm(a, packed, n, out, 0, packed.shape[0])
-    _assert_within_rounding(out, a, b)
+    _assert_within_rounding(_through_pack(compiled_gemm, a, b), a, b)
 
 
 def test_threads_split_the_panels_and_give_the_same_bits(monkeypatch):
@@ -176,23 +174,9 @@ def test_convs_on_small_maps_are_within_the_rounding_of_the_exact_sum(kernel, st
 
 
 def test_the_avx2_kernel_compiles_and_computes(tmp_path):
-    # the kernel for a CPU with AVX2 and FMA but not AVX-512: 8-float vectors, compiled for such a
-    # CPU (the host's features without AVX-512, for numba too)
-    import llvmlite.binding as llvm
-
-    if not (llvm.get_host_cpu_features().get("avx2") and llvm.get_host_cpu_features().get("fma")):
-        pytest.skip("this CPU has no AVX2 and FMA")
-    script = textwrap.dedent("""
-        import llvmlite.binding as llvm
+    # the kernel for a CPU with AVX2 and FMA but not AVX-512: 8-float vectors, 6-row blocks
+    out = run_without_avx512("""
         import numpy as np
-        host_features = llvm.get_host_cpu_features
-        def without_avx512():
-            features = host_features()
-            for name in list(features):
-                if name.startswith("avx512"):
-                    features[name] = False
-            return features
-        llvm.get_host_cpu_features = without_avx512
         from flopcount.runtime.cpu_kernels import _gemm
         assert _gemm.LANES == 8 and _gemm.panel_width() == 16 and _gemm.tile_rows(49) == 6  # 16 registers: 6 rows
         rng = np.random.default_rng(0)
@@ -205,10 +189,8 @@ def test_the_avx2_kernel_compiles_and_computes(tmp_path):
         bound = 260 * np.finfo(np.float32).eps * (np.abs(a).astype(np.float64) @ np.abs(b))
         assert np.all(np.abs(out - want) <= bound)
         print("ok")
-    """)
-    env = dict(os.environ, NUMBA_CACHE_DIR=str(tmp_path))  # not the 16-float kernel's cache
-    done = subprocess.run([sys.executable, "-c", script], env=env, capture_output=True, text=True, timeout=300)
-    assert done.returncode == 0 and done.stdout.strip() == "ok", done.stderr[-2000:]
+    """, tmp_path)
+    assert out == "ok"
 
 
 def test_packs_start_on_a_cache_line(compiled_gemm):
