@@ -13,7 +13,7 @@ kernel positions (``_block``, in LLVM IR): one fused multiply-add per output ele
 position, and no pass over a wide-grid accumulator per few positions; the extra columns of
 the wide grid are not computed. Seven rows split the 7, 14, 28, 56 and 112-row maps of
 mobile and ConvNeXt networks evenly, and seven independent sums keep the vector unit busy.
-3.5-4.5x faster than the wide-grid passes on ConvNeXt's 7x7 layers.
+2.2-2.9x faster than the wide-grid passes on ConvNeXt's 7x7 layers (``benchmarks/conv_layers.py``).
 """
 
 from __future__ import annotations
@@ -244,17 +244,15 @@ def _store_rows(builder, sums, out_ptr, ldo, valid_rows, valid_cols):
 
 
 @jit
-def _depthwise_blocks(x, w, b, out, sh, sw, ph, pw, offsets, rows, cols, kh, kw):
-    """``_depthwise`` for float32 by register blocks on the phase buffer: ``_block``, or for a
-    stride-1 undilated kernel 3, 5 or 7 rows high (every phase-buffer offset ky·cols + kx)
-    the block that loads each input row once per kernel column."""
+def _depthwise_blocks(x, w, b, out, sh, sw, ph, pw, offsets, rows, cols, kh, kw, stride_one):
+    """``_depthwise`` for float32 by register blocks on the phase buffer: ``_block``, or where
+    ``stride_one`` (a stride-1 undilated kernel 3, 5 or 7 rows high: every phase-buffer offset
+    is ky·cols + kx) the block that loads each input row once per kernel column."""
     n_images, channels = x.shape[0], x.shape[1]
     out_channels, out_h, out_w = out.shape[1], out.shape[2], out.shape[3]
     mult = out_channels // channels
     taps = len(offsets)
     lanes = _simd.LANES
-    stride_one = sh == 1 and sw == 1 and (kh == 3 or kh == 5 or kh == 7) and taps == kh * kw and \
-        offsets[taps - 1] == (kh - 1) * cols + kw - 1
     # a block's rows past the output's last row, and lanes past its last column, read up to
     # BLOCK_ROWS rows and a vector beyond the phase planes: zeros, never stored
     buf = np.zeros(sh * sw * rows * cols + BLOCK_ROWS * cols + lanes, dtype=np.float32)
@@ -325,7 +323,9 @@ def depthwise_conv2d(x, w, b, stride, padding, dilation):
     bias = np.zeros(out_channels, dtype) if b is None else np.ascontiguousarray(b, dtype=dtype)
     out = np.empty((n, out_channels, out_h, out_w), dtype=dtype)
     if dtype == np.float32 and _simd.available():
-        _depthwise_blocks(np.ascontiguousarray(x), weights, bias, out, sh, sw, ph, pw, offsets, rows, cols, kh, kw)
+        stride_one = tuple(stride) == (1, 1) and tuple(dilation) == (1, 1) and kh in (3, 5, 7)
+        _depthwise_blocks(np.ascontiguousarray(x), weights, bias, out, sh, sw, ph, pw, offsets, rows, cols, kh, kw,
+                          stride_one)
     else:
         _depthwise(np.ascontiguousarray(x), weights, bias, out, sh, sw, ph, pw, offsets, rows, cols)
     return out

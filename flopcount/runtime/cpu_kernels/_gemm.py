@@ -13,7 +13,8 @@ AVX-512 (32 vector registers: 14 accumulators fit) and 8 with AVX2 and FMA (16 r
 rows only). ``tile_rows`` picks the block height for M.
 
 Blocking: A is packed per ``_KC``-deep slice and ``_MC`` rows, (row blocks, depth, rows), so the
-kernel reads it sequentially from L2 while a panel slice (``_KC`` x width) stays in L1.
+kernel reads it sequentially from L2 while a panel slice (``_KC`` x width) stays in cache for
+all the row blocks; the first row block of each panel also prefetches the next panel's slice.
 Each element of C is summed in float32, one rounding per multiply-add, in order within each
 ``_KC``-deep slice; each slice's sum is then added to C, as BLAS kernels do: within a few units
 in the last place of BLAS's result, not its bits.
@@ -163,13 +164,13 @@ def _gemm_of(tile: int):
                 rows = min(_MC, m - m0)
                 pack_rows(a, m0, rows, k0, depth, a_packed)
                 a_flat = a_packed.reshape(-1)
+                ahead = k_size * width  # from a panel's rows to the same rows of the next panel
                 for p in range(first_panel, end_panel):
                     columns = min(width, n - p * width)
                     b_offset = (p * k_size + k0) * width
                     for rb in range((rows + tile - 1) // tile):
                         row0 = m0 + rb * tile
                         a_offset = rb * _KC * tile
-                        ahead = k_size * width  # the same rows of the next panel
                         if row0 + tile <= m and columns == width and rb == 0:
                             first_kernel(a_flat, a_offset, b_flat, b_offset, depth, flat,
                                          row0 * ldc + p * width, ldc, accumulate, ahead)

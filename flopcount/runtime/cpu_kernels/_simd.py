@@ -1,9 +1,10 @@
 """The pieces of LLVM IR that the hand-vectorized kernels share (numba's ``intrinsic``): this
 CPU's vector width, a pointer into an array, a scalar broadcast to every lane, a fused
-multiply-add and a store of the first lanes only.
+multiply-add, a store of the first lanes only, a prefetch, and a counted loop carrying its
+values in registers.
 
 Kernels are written in IR where their sums must stay in registers across a loop (the GEMM's
-run down K, the depthwise conv's run over kernel positions): the compiler's vectorizer keeps a
+run down K, the convs' runs over kernel positions): the compiler's vectorizer keeps a
 plain loop's accumulators in memory. Vectors are 16 floats where the CPU has AVX-512 and 8
 with AVX2 and FMA; ``available()`` is False on other CPUs, where a fused multiply-add would be
 a library call per element.

@@ -6,8 +6,8 @@ cols`` writes the output directly in (N, Cout, *O) order, with no transpose afte
 On numpy arrays, 3x3 stride-1 convs with enough output run by Winograd's algorithm instead
 (``_winograd.py``), with 16/36 of the multiply-adds, and float32 2-d convs of inputs with at most
 four channels (stems) by the compiled kernel of ``cpu_kernels._narrow_conv``, without columns. Depthwise convolutions (one input channel per group) skip the column buffer: on numpy arrays
-they run the compiled kernel of ``cpu_kernels`` where numba is there (one pass over each output
-plane per four kernel positions), else a multiply-add per kernel position, which is still
+they run the compiled kernel of ``cpu_kernels`` where numba is there (register blocks of output
+rows on float32, passes over the wide grid otherwise), else a multiply-add per kernel position, which is still
 cheaper than a stack of 1-wide matmuls.
 
 Where the windows are stride 1 or cover every stride phase, columns are built on the wide grid
