@@ -10,6 +10,12 @@ process at once: nothing has been written yet, so there is nothing to clean up. 
 does before flopcount's first line runs (its own start-up, finding the package: a few tens of
 milliseconds) is out of reach.
 
+Once the command's main runs, a Ctrl-C still has one place to get lost: Python raises
+KeyboardInterrupt wherever the main thread is, and when that is a Python function a C library
+calls back (the JIT compiler's object cache, during the first run's kernel compilation), the
+exception is printed as "Exception ignored" and the run goes on. The command re-delivers such
+an interrupt a moment later, when the main thread is back in ordinary Python code.
+
     quiet_interrupt_until_main()     # first thing in flopcount/__init__.py
     ...                              # the slow imports; runpy finds flopcount.__main__
     main_takes_over()                # first thing in the command's main()
@@ -18,12 +24,14 @@ milliseconds) is out of reach.
 from __future__ import annotations
 
 # only modules built into the interpreter: a Ctrl-C may come while these very lines run
+import _thread
 import os
 import signal
 import sys
 
 EXIT_INTERRUPTED = 130  # the shell's code for SIGINT
 INTERRUPTED = "flopcount: error: interrupted"
+REDELIVERY_DELAY_S = 0.05  # long enough for the C library's callback to have returned
 
 
 def is_the_command() -> bool:
@@ -57,9 +65,45 @@ def quiet_interrupt_until_main() -> None:
 
 def main_takes_over() -> None:
     """The command's own handling of Ctrl-C (``cli/group.py``) is in place: back to Python's
-    KeyboardInterrupt, which it turns into one line and cleans up after."""
+    KeyboardInterrupt, which it turns into one line and cleans up after, and an interrupt lost
+    in a C library's callback is delivered again."""
     if signal.getsignal(signal.SIGINT) is _exit_interrupted:
         signal.signal(signal.SIGINT, signal.default_int_handler)
+        redeliver_interrupts_lost_in_callbacks()
 
 
-__all__ = ["quiet_interrupt_until_main", "main_takes_over", "is_the_command", "EXIT_INTERRUPTED", "INTERRUPTED"]
+_lost_interrupts = []  # one entry per KeyboardInterrupt reported as unraisable
+
+
+def interrupt_was_lost() -> bool:
+    """Whether a Ctrl-C was raised inside a callback from C. The library that called back did
+    not finish what it was doing (a kernel compiled but never stored), so an error that follows
+    is that interrupt's doing and the command reports it as interrupted."""
+    return bool(_lost_interrupts)
+
+
+def redeliver_interrupts_lost_in_callbacks() -> None:
+    """From now on, a KeyboardInterrupt that Python could only report as unraisable (raised in a
+    callback from C code, which has no way to pass it on) interrupts the main thread again
+    :data:`REDELIVERY_DELAY_S` later; every other unraisable exception goes to the hook that
+    was in place."""
+    previous_hook = sys.unraisablehook
+
+    def hook(unraisable) -> None:
+        if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
+            _lost_interrupts.append(unraisable.object)
+            # not from here: this hook itself runs inside the callback, where a new
+            # KeyboardInterrupt would be lost the same way
+            import threading
+
+            timer = threading.Timer(REDELIVERY_DELAY_S, _thread.interrupt_main)
+            timer.daemon = True  # a process already ending does not wait for it
+            timer.start()
+            return
+        previous_hook(unraisable)
+
+    sys.unraisablehook = hook
+
+
+__all__ = ["quiet_interrupt_until_main", "main_takes_over", "redeliver_interrupts_lost_in_callbacks",
+           "interrupt_was_lost", "is_the_command", "EXIT_INTERRUPTED", "INTERRUPTED"]

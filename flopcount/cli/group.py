@@ -17,7 +17,7 @@ import click
 
 from ..options import spelled
 from ..runtime.errors import FlopcountError
-from ..startup import EXIT_INTERRUPTED, main_takes_over  # 130, the shell's code for SIGINT
+from ..startup import EXIT_INTERRUPTED, interrupt_was_lost, main_takes_over  # 130, the shell's code for SIGINT
 from .options import spell
 
 DEBUG_KEY = "flopcount.debug"
@@ -79,6 +79,8 @@ class DefaultGroup(click.Group):
         except KeyboardInterrupt:
             raise click.Abort() from None  # before click's own handling, which adds a blank line
         except Exception as exc:
+            if interrupt_was_lost():
+                raise click.Abort() from None  # the error is what the interrupted library left behind
             if ctx.meta.get(DEBUG_KEY):
                 raise
             raise as_cli_error(exc) from exc

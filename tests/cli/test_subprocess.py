@@ -100,3 +100,34 @@ def test_progress_bar_and_colour_on_a_terminal(tmp_path):
     screen = b"".join(chunks).decode("utf-8", "replace")
     assert "timing 1 warm-up + 8 runs" in screen               # the bar (shown at once: delay 0)
     assert "\x1b[" in screen and "total: 1.81 GMac" in screen
+
+
+_INTERRUPT_IN_A_CALLBACK = """
+import ctypes, sys, time
+from flopcount.startup import redeliver_interrupts_lost_in_callbacks
+if sys.argv[1] == "redeliver":
+    redeliver_interrupts_lost_in_callbacks()
+
+def raise_interrupt():
+    raise KeyboardInterrupt  # what Python does when Ctrl-C lands inside a callback from C
+
+ctypes.CFUNCTYPE(None)(raise_interrupt)()   # C calls back: the exception cannot reach us
+try:
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        time.sleep(0.01)
+    print("lost")
+except KeyboardInterrupt:
+    print("interrupted")
+"""
+
+
+@pytest.mark.parametrize("mode, expected", [("redeliver", "interrupted"), ("python-default", "lost")])
+def test_an_interrupt_lost_in_a_c_callback_is_delivered_again(mode, expected):
+    """Python can only print a KeyboardInterrupt raised in a callback from C (as the JIT's object
+    cache does while the first run compiles kernels); the command interrupts itself again."""
+    proc = subprocess.run([sys.executable, "-c", _INTERRUPT_IN_A_CALLBACK, mode], capture_output=True, text=True,
+                          env=_env(), timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split() == [expected]
+    assert ("Exception ignored" in proc.stderr) == (mode == "python-default")
