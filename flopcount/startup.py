@@ -72,14 +72,14 @@ def main_takes_over() -> None:
         redeliver_interrupts_lost_in_callbacks()
 
 
-_lost_interrupts = []  # one entry per KeyboardInterrupt reported as unraisable
+_interrupt_lost = False  # a KeyboardInterrupt was reported as unraisable
 
 
 def interrupt_was_lost() -> bool:
     """Whether a Ctrl-C was raised inside a callback from C. The library that called back did
     not finish what it was doing (a kernel compiled but never stored), so an error that follows
     is that interrupt's doing and the command reports it as interrupted."""
-    return bool(_lost_interrupts)
+    return _interrupt_lost
 
 
 def redeliver_interrupts_lost_in_callbacks() -> None:
@@ -90,8 +90,9 @@ def redeliver_interrupts_lost_in_callbacks() -> None:
     previous_hook = sys.unraisablehook
 
     def hook(unraisable) -> None:
+        global _interrupt_lost
         if unraisable.exc_type is not None and issubclass(unraisable.exc_type, KeyboardInterrupt):
-            _lost_interrupts.append(unraisable.object)
+            _interrupt_lost = True
             # not from here: this hook itself runs inside the callback, where a new
             # KeyboardInterrupt would be lost the same way
             import threading

@@ -161,15 +161,12 @@ def _block(typingctx, buf, base, cols, offsets, weights, w_offset, bias, out, ou
                            valid_cols)
 
     def codegen(context, builder, sig, args):
-        buf_, base_, cols_, offsets_, weights_, w_offset_, bias_, out_, out_offset_, ldo_, rows_, lanes_ = args
+        cols_, offsets_, ldo_, rows_, lanes_ = args[2], args[3], args[9], args[10], args[11]
         i64 = _simd.I64
-        buf_ptr = _simd.data(context, builder, sig.args[0], buf_, base_)
+        buf_ptr, weight_ptr, out_ptr, start_sums = _block_operands(context, builder, sig, args)
         offsets_array = context.make_array(sig.args[3])(context, builder, offsets_)
         taps = builder.extract_value(offsets_array.shape, 0)
         offset_ptr = offsets_array.data
-        weight_ptr = _simd.data(context, builder, sig.args[4], weights_, w_offset_)
-        out_ptr = _simd.data(context, builder, sig.args[7], out_, out_offset_)
-        start_sums = _simd.splat(builder, bias_)
 
         def tap(k, sums):
             at = builder.load(builder.gep(offset_ptr, [k]), align=8)
@@ -183,6 +180,17 @@ def _block(typingctx, buf, base, cols, offsets, weights, w_offset, bias, out, ou
         return context.get_dummy_value()
 
     return signature, codegen
+
+
+def _block_operands(context, builder, sig, args) -> tuple:
+    """What both block kernels read from their shared arguments (buf, base, cols, offsets or
+    kw, weights, w_offset, bias, out, out_offset, ...): pointers to the block's input, its
+    channel's weights and its output, and the bias in every lane (the sums' start)."""
+    buf_, base_, _, _, weights_, w_offset_, bias_, out_, out_offset_ = args[:9]
+    return (_simd.data(context, builder, sig.args[0], buf_, base_),
+            _simd.data(context, builder, sig.args[4], weights_, w_offset_),
+            _simd.data(context, builder, sig.args[7], out_, out_offset_),
+            _simd.splat(builder, bias_))
 
 
 def _stride_one_block(kh: int):
@@ -199,12 +207,9 @@ def _stride_one_block(kh: int):
                                valid_cols)
 
         def codegen(context, builder, sig, args):
-            buf_, base_, cols_, kw_, weights_, w_offset_, bias_, out_, out_offset_, ldo_, rows_, lanes_ = args
+            cols_, kw_, ldo_, rows_, lanes_ = args[2], args[3], args[9], args[10], args[11]
             i64 = _simd.I64
-            buf_ptr = _simd.data(context, builder, sig.args[0], buf_, base_)
-            weight_ptr = _simd.data(context, builder, sig.args[4], weights_, w_offset_)
-            out_ptr = _simd.data(context, builder, sig.args[7], out_, out_offset_)
-            start_sums = _simd.splat(builder, bias_)
+            buf_ptr, weight_ptr, out_ptr, start_sums = _block_operands(context, builder, sig, args)
             row_starts = [builder.mul(cols_, ir.Constant(i64, j)) for j in range(height)]
 
             def column(kx, sums):

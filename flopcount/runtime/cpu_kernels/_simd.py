@@ -53,12 +53,15 @@ def splat(builder, scalar, vector_type=VECTOR):
     return builder.shuffle_vector(first, undefined, ir.Constant(ir.VectorType(I32, LANES), [0] * LANES))
 
 
+def _llvm_function(builder, name, return_type, argument_types):
+    """LLVM's intrinsic ``name``, declared in the builder's module the first time it is asked for."""
+    module = builder.module
+    return module.globals.get(name) or ir.Function(module, ir.FunctionType(return_type, argument_types), name=name)
+
+
 def fma(builder, a, b, c):
     """a·b + c in every lane, rounded once."""
-    name = f"llvm.fma.v{LANES}f32"
-    module = builder.module
-    function = module.globals.get(name) or ir.Function(module, ir.FunctionType(VECTOR, [VECTOR] * 3), name=name)
-    return builder.call(function, [a, b, c])
+    return builder.call(_llvm_function(builder, f"llvm.fma.v{LANES}f32", VECTOR, [VECTOR] * 3), [a, b, c])
 
 
 def counted_loop(builder, count, starts: list, body) -> list:
@@ -90,10 +93,7 @@ def prefetch_line(builder, pointer):
     """Ask for the cache line at ``pointer`` (a float pointer) to be brought into the caches, for
     a read soon; it never faults, wherever it points."""
     i8p = ir.IntType(8).as_pointer()
-    name = "llvm.prefetch.p0"
-    module = builder.module
-    function = module.globals.get(name) or ir.Function(
-        module, ir.FunctionType(ir.VoidType(), [i8p, I32, I32, I32]), name=name)
+    function = _llvm_function(builder, "llvm.prefetch.p0", ir.VoidType(), [i8p, I32, I32, I32])
     # read (0), locality 2 (kept in the outer caches too), data cache (1)
     builder.call(function, [builder.bitcast(pointer, i8p), ir.Constant(I32, 0), ir.Constant(I32, 2),
                             ir.Constant(I32, 1)])
@@ -105,8 +105,6 @@ def store_first(builder, value, pointer, count):
     mask_type = ir.VectorType(ir.IntType(1), LANES)
     lanes = ir.Constant(ir.VectorType(I64, LANES), list(range(LANES)))
     mask = builder.icmp_signed("<", lanes, splat(builder, count, ir.VectorType(I64, LANES)))
-    name = f"llvm.masked.store.v{LANES}f32.p0"
-    module = builder.module
-    function = module.globals.get(name) or ir.Function(
-        module, ir.FunctionType(ir.VoidType(), [VECTOR, VECTOR.as_pointer(), I32, mask_type]), name=name)
+    function = _llvm_function(builder, f"llvm.masked.store.v{LANES}f32.p0", ir.VoidType(),
+                              [VECTOR, VECTOR.as_pointer(), I32, mask_type])
     builder.call(function, [value, builder.bitcast(pointer, VECTOR.as_pointer()), ir.Constant(I32, 4), mask])
