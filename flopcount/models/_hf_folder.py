@@ -224,9 +224,11 @@ def materialize_buffers(model) -> None:
 def _through_torch(folder: str, data: dict, name: str, weights: bool, reason: str | None) -> Folder:
     why = reason or "the zoo does not build it natively"
     supported = ", ".join(names())
+    from ..runtime.torch.environment import import_transformers
+
     try:
         import torch
-        import transformers
+        transformers = import_transformers()
     except ImportError:
         raise errors.UnsupportedOpError(
             f"{folder}: architecture {name} ({why}) needs the PyTorch path: {HF_INSTALL}; natively built: "
