@@ -16,6 +16,7 @@ from .. import loading
 from .. import runtime as rt
 from ..runtime.errors import ShapeError
 from ..runtime.nn.modules.module import Module
+from .cache import bytes_per_token, cache_bytes, from_layout
 from .generation import decode_steps
 from .moe import moe_summary
 from .phases import Decode, Generate, Prefill, kv_cache_layout
@@ -42,16 +43,13 @@ def decoder(model, dtype=None) -> tuple:
 
 def kv_bytes_per_token(model, dtype) -> int:
     """Bytes one position of one sequence takes in the KV cache, keys and values, every layer."""
-    dtype = rt.get_dtype(dtype)
-    return sum(dtype.nbytes(2 * heads * dim) for heads, dim, _ in kv_cache_layout(model))
+    return int(bytes_per_token(from_layout(kv_cache_layout(model)), rt.get_dtype(dtype).bits / 8))
 
 
 def kv_cache_bytes(model, context: int, batch: int, dtype) -> int:
     """The KV cache after ``context`` tokens of ``batch`` sequences: each layer keeps every
     position, or the last window - 1 with a sliding window."""
-    dtype = rt.get_dtype(dtype)
-    return sum(dtype.nbytes(batch * 2 * heads * dim * (context if window is None else min(context, window - 1)))
-               for heads, dim, window in kv_cache_layout(model))
+    return int(cache_bytes(from_layout(kv_cache_layout(model)), context, batch, rt.get_dtype(dtype).bits / 8))
 
 
 def profile(model, phase, *, batch: int = 1, dtype=None, hardware=None,

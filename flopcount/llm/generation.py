@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..runtime.errors import FlopcountError
+from .cache import breakpoints as cache_breakpoints, from_layout
 from .phases import Decode, kv_cache_layout
 from .step import COUNTS, Counts, GroupCost, OpCost, StepCost, count_step, trace_step
 
@@ -61,8 +62,7 @@ def _affine(base: Counts, slope: Counts, i: int) -> Counts:
 
 def breakpoints(layout: list, contexts: range) -> list:
     """Where the contexts split: the first context at which a sliding layer's cache is full."""
-    points = sorted({window - 1 for _, _, window in layout if window is not None})
-    return [p for p in points if contexts.start < p < contexts.stop]
+    return cache_breakpoints(from_layout(layout), contexts)
 
 
 def decode_steps(model, contexts: range, batch: int, dtype) -> DecodeSteps:

@@ -20,8 +20,26 @@ were; given a DynamicCache, it grows that one in place, as transformers does.
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 from .. import runtime as rt
 from ..runtime.nn import functional as F
+
+
+class CacheLayout(NamedTuple):
+    """What one layer caches per sequence and position: ``keys`` and ``values`` as (heads, dim)
+    (a latent-attention layer caches a latent and a shared rotary key: (1, rank), (1, rope_dim)),
+    and its sliding ``window`` (None: every position is kept)."""
+
+    keys: tuple
+    values: tuple
+    window: int | None = None
+    latent: bool = False     # the keys are a compressed latent the attention expands
+
+    @classmethod
+    def heads(cls, heads: int, dim: int, window: int | None = None) -> "CacheLayout":
+        """Keys and values of ``heads`` heads of ``dim`` each (multi-head, grouped or multi-query)."""
+        return cls((heads, dim), (heads, dim), window)
 
 
 class DynamicCache(list):
@@ -41,12 +59,12 @@ class DynamicCache(list):
     def empty(cls, layout, batch: int, context: int, dtype=rt.float32, device="meta") -> "DynamicCache":
         """A cache that has seen ``context`` tokens, each layer holding what it would keep (all of
         them, or the last window - 1), with uninitialized values: on the meta device, shapes only.
-        ``layout`` is a decoder's ``kv_cache_layout()``: (kv_heads, head_dim, window) per layer."""
+        ``layout`` is a decoder's ``kv_cache_layout()``: a CacheLayout per layer."""
         pairs, windows = [], []
-        for kv_heads, head_dim, window in layout:
+        for keys, values, window, _ in layout:
             stored = context if window is None else min(context, window - 1)
-            shape = (batch, kv_heads, stored, head_dim)
-            pairs.append((rt.empty(*shape, dtype=dtype, device=device), rt.empty(*shape, dtype=dtype, device=device)))
+            pairs.append(tuple(rt.empty(batch, heads, stored, dim, dtype=dtype, device=device)
+                               for heads, dim in (keys, values)))
             windows.append(window)
         return cls(pairs, windows, seen_tokens=[context] * len(pairs))
 

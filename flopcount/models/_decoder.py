@@ -28,7 +28,7 @@ import numpy as np
 
 from .. import runtime as rt
 from ..runtime import nn
-from ._cache import CausalLMOutputWithPast, as_cache
+from ._cache import CacheLayout, CausalLMOutputWithPast, as_cache
 from ._registry import register_model, token_input
 from ._text import (activation, attention, check_implementation, config_from, decoder_mask, init_weights,
                     materialize, merge_heads, skeleton, split_heads, SwitchableAttention)
@@ -315,8 +315,8 @@ class DecoderForCausalLM(nn.Module, SwitchableAttention):
             self.lm_head.weight = self.model.embed_tokens.weight
 
     def kv_cache_layout(self) -> list:
-        """(key/value heads, head dim, sliding window or None) of each layer's cache."""
-        return [(self.config.num_key_value_heads, self.config.head_dim, self.config.layer_window(i))
+        """Each layer's cache: key/value heads, head dim, sliding window or None."""
+        return [CacheLayout.heads(self.config.num_key_value_heads, self.config.head_dim, self.config.layer_window(i))
                 for i in range(self.config.num_hidden_layers)]
 
     def forward(self, input_ids, attention_mask=None, position_ids=None, past_key_values=None, use_cache=None):

@@ -26,7 +26,7 @@ from .. import runtime as rt
 from ..runtime import nn
 from ..runtime.factories import empty
 from ..runtime.ops.linalg import linear
-from ._cache import CausalLMOutputWithPast, as_cache
+from ._cache import CacheLayout, CausalLMOutputWithPast, as_cache
 from ._registry import register_model, token_input
 from ._text import (activation, attention, check_implementation, config_from, decoder_mask, init_weights,
                     materialize, merge_heads, residual_std, skeleton, split_heads, SwitchableAttention)
@@ -211,9 +211,8 @@ class GPT2LMHeadModel(nn.Module, SwitchableAttention):
                 nn.init.normal_(module.c_proj.weight, 0.0, residual_std(std, self.config.n_layer))
 
     def kv_cache_layout(self) -> list:
-        """(key/value heads, head dim, sliding window or None) of each layer's cache."""
-        head_dim = self.config.n_embd // self.config.n_head
-        return [(self.config.n_head, head_dim, None)] * self.config.n_layer
+        """Each layer's cache: every head's keys and values, no window."""
+        return [CacheLayout.heads(self.config.n_head, self.config.n_embd // self.config.n_head)] * self.config.n_layer
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None, past_key_values=None,
                 use_cache=None):

@@ -11,10 +11,10 @@ and the outputs come back weighted. Which tokens an expert gets depends on the v
 
 * on data, the experts actually chosen: an expert no token picked runs nothing and reads no
   weights;
-* on the meta device and in a trace, where there are no values, a *balanced* routing: the
-  tokens · k assignments spread evenly over the experts (the first ones get one more). MACs are
-  the same as any routing's (every assignment costs one expert MLP); which and how many experts
-  run, and so the weights read, are the balanced case's.
+* on the meta device and in a trace, where there are no values, a routing policy
+  (``_routing.py``): by default *balanced*, the tokens · k assignments spread evenly over the
+  experts. MACs are the same as any routing's (every assignment costs one expert MLP); which and
+  how many experts run, and so the weights read, are the policy's.
 
 Checkpoints (Mixtral's published ones, and what transformers 5's ``save_pretrained`` writes
 back by default) store every expert apart, under ``block_sparse_moe``:
@@ -41,6 +41,7 @@ from ..runtime.factories import empty
 from ..runtime.nn import functional as F
 from ._decoder import (DecoderAttention, DecoderConfig, DecoderForCausalLM, DecoderLayer, DecoderModel,
                        RotaryEmbedding, register_presets)
+from ._routing import assign, current_policy, grouped
 from ._text import activation
 
 __all__ = ["MixtralConfig", "MixtralForCausalLM", "MixtralModel", "MixtralSparseMoeBlock", "Routing", "mixtral",
@@ -83,19 +84,17 @@ class Routing:
 
     @classmethod
     def of(cls, top_k_index, num_experts: int) -> "Routing":
-        """The router's choice (T, k) when it has values, else the balanced routing."""
+        """The router's choice (T, k) when it has values, else the routing policy's
+        (``_routing.py``: balanced unless a ``routing_policy`` block says otherwise)."""
         tokens, k = top_k_index.shape
-        if top_k_index.data is None:
-            assignments = tokens * k
-            counts = [assignments // num_experts + (e < assignments % num_experts) for e in range(num_experts)]
-            rows = np.arange(assignments)
-            return cls(counts, rows // k, rows.reshape(tokens, k), measured=False)
-        chosen = np.asarray(top_k_index.numpy()).reshape(-1)
-        order = np.argsort(chosen, kind="stable")  # rows grouped by expert, tokens in order within each
-        row_of_slot = np.empty_like(order)
-        row_of_slot[order] = np.arange(order.size)
-        counts = np.bincount(chosen, minlength=num_experts).tolist()
-        return cls(counts, order // k, row_of_slot.reshape(tokens, k), measured=True)
+        measured = top_k_index.data is not None
+        if measured:
+            chosen = np.asarray(top_k_index.numpy()).reshape(-1).tolist()
+        else:
+            chosen = assign(tokens, k, num_experts, current_policy())
+        order, position, _ = grouped(chosen)
+        counts = np.bincount(np.asarray(chosen, dtype=np.int64), minlength=num_experts).tolist()
+        return cls(counts, np.asarray(order) // k, np.asarray(position).reshape(tokens, k), measured=measured)
 
 
 class MixtralTopKRouter(nn.Module):

@@ -6,6 +6,7 @@ import pytest
 
 import flopcount.runtime as rt
 from flopcount import models
+from flopcount.models._routing import routing_policy
 from flopcount.models.mixtral import Routing
 from opcheck import record
 
@@ -58,7 +59,12 @@ def test_meta_runs_count_the_balanced_routing():
 def test_balanced_routing_spreads_assignments_evenly():
     routing = Routing.of(rt.empty(5, 2, dtype=rt.int64, device="meta"), 4)
     assert routing.counts == [3, 3, 2, 2] and not routing.measured
-    assert routing.token_of_row.tolist() == [0, 0, 1, 1, 2, 2, 3, 3, 4, 4]
+    # token t's j-th choice is expert (2t + j) mod 4: two distinct experts per token
+    assert routing.token_of_row.tolist() == [0, 2, 4, 0, 2, 4, 1, 3, 1, 3]
+    assert routing.row_of_slot.tolist() == [[0, 3], [6, 8], [1, 4], [7, 9], [2, 5]]
+    with routing_policy("worst"):
+        worst = Routing.of(rt.empty(5, 2, dtype=rt.int64, device="meta"), 4)
+    assert worst.counts == [5, 5, 0, 0]
     measured = Routing.of(rt.tensor(np.array([[2, 0], [0, 3]])), 4)
     assert measured.counts == [2, 0, 1, 1] and measured.measured
     # rows grouped by expert: expert 0 gets tokens 0 and 1, expert 2 token 0, expert 3 token 1

@@ -42,6 +42,7 @@ class Captured:
     notes: list = field(default_factory=list)
     how: str = "torch.export"
     constants: dict = field(default_factory=dict)   # placeholder -> a Python input the graph is specialized to
+    state_outputs: list = field(default_factory=list)  # names of the last outputs: a state's tensors after the run
 
 
 def require_torch():

@@ -113,8 +113,16 @@ class _Recorder:
             self.nodes[id(args[0])] = self.nodes.get(id(out), node)
 
 
-def record(module, args: tuple, kwargs: dict) -> Captured:
-    """The Captured ATen graph of one run of ``module(*args, **kwargs)``."""
+def record(module, args: tuple, kwargs: dict, *, state: dict | None = None, state_after=None,
+           call=None) -> Captured:
+    """The Captured ATen graph of one run of ``module(*args, **kwargs)`` (or of ``call()``, a
+    function that runs ``module``: its tensor results are the graph's outputs).
+
+    ``state`` names tensors the run reads that are neither parameters nor arguments (a KV cache
+    held in an object): each becomes a graph input of that name, after the arguments.
+    ``state_after()``, called once the run is over, names the tensors the state holds then: they
+    become graph outputs after the run's own, and ``Captured.state_outputs`` lists their names.
+    """
     import torch
     from torch.utils._python_dispatch import TorchDispatchMode
 
@@ -124,6 +132,10 @@ def record(module, args: tuple, kwargs: dict) -> Captured:
     flat, _ = torch.utils._pytree.tree_flatten((args, kwargs))
     placeholders = [recorder._placeholder(f"input_{i}", t)
                     for i, t in enumerate(x for x in flat if isinstance(x, torch.Tensor))]
+    for name, t in (state or {}).items():
+        if id(t) in recorder.nodes:
+            raise UnsupportedOpError(f"state tensor {name!r} is also a parameter or an argument of the model")
+        placeholders.append(recorder._placeholder(name, t))
 
     class Mode(TorchDispatchMode):
         def __torch_dispatch__(self, func, types, a=(), kw=None):
@@ -138,7 +150,7 @@ def record(module, args: tuple, kwargs: dict) -> Captured:
     grad = torch.enable_grad() if module.training else torch.no_grad()
     try:
         with grad, Mode():
-            result = module(*args, **kwargs)
+            result = module(*args, **kwargs) if call is None else call()
     finally:
         for handle in hooks:
             handle.remove()
@@ -148,9 +160,11 @@ def record(module, args: tuple, kwargs: dict) -> Captured:
                     b.copy_(saved[name])
     leaves, _ = torch.utils._pytree.tree_flatten(result)
     outputs = [recorder.node_of(t) for t in leaves if isinstance(t, torch.Tensor)]
+    after = dict(state_after()) if state_after is not None else {}
+    outputs += [recorder.node_of(t) for t in after.values()]
     return Captured(recorder.graph, recorder.params, [p.name for p in placeholders],
                     [spec_of(p.meta["val"]) for p in placeholders], outputs, type(module).__name__,
-                    recorder.types, how="recorded")
+                    recorder.types, how="recorded", state_outputs=list(after))
 
 
 __all__ = ["record"]
