@@ -12,7 +12,7 @@ from . import diff as diff_view
 from . import progress, render
 from .group import DEBUG_KEY, CliError, DefaultGroup
 from .options import given, profile_options, run_options
-from .phases import chosen_phase, phase_options, run_phase
+from .phases import chosen_phase, phase_options, run_fit, run_phase
 from .plan import PLAN_FORMATS, PLAN_ONLY, plan_options, refuse_mixed, run_plan, run_search
 
 SORT_KEYS = ("macs", "flops", "params", "latency", "memory")
@@ -125,7 +125,7 @@ def main() -> None:
 @plan_options
 @click.pass_context
 def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefill, decode, context, generate,
-                    plan_text, **kwargs) -> None:
+                    moe_routing, kv_dtype, fit, plan_text, **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
     This is also what 'flopcount MODEL' runs.
@@ -146,6 +146,8 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefi
       flopcount resnet18 --latency --plot resnet18.svg
       flopcount llama2_7b --decode --context 2048 --dtype bf16 --hardware h100-sxm
       flopcount mixtral_8x7b --generate 2048:256 --dtype bf16 --batch 8
+      flopcount ./Qwen3-30B-A3B --decode --context 4096 --batch 16 --moe-routing worst
+      flopcount llama2_7b --fit --hardware h100-sxm --dtype bf16 --weights int4 --kv-dtype fp8
       flopcount gpt3_175b --plan dp=64,tp=8,pp=16 --micro-batch 1 --global-batch 1536 --zero 1 \\
           --sequence-parallel --recompute selective --hardware h100-sxm
       flopcount gpt2 --plan dp=8 --global-batch 64 --step-time 850ms --hardware a100-80gb
@@ -161,10 +163,18 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefi
         return
     _check_needs(kwargs["latency"], kwargs["hardware"], sort, fmt, plot_path)
     options = profile_options(ctx, kwargs)
+    if fit:
+        if prefill is not None or decode or generate is not None:
+            raise CliError("--fit sizes the cache for serving; it does not go with --prefill, --decode or --generate")
+        _finish(run_fit(model, options, fmt, context=context, kv_dtype=kv_dtype), output, quiet)
+        return
     phase = chosen_phase(prefill, decode, context, generate)
     if phase is not None:
-        _finish(run_phase(model, phase, options, fmt), output, quiet)
+        _finish(run_phase(model, phase, options, fmt, moe_routing=moe_routing, kv_dtype=kv_dtype), output, quiet)
         return
+    if moe_routing is not None or kv_dtype is not None:
+        raise CliError(f"{'--moe-routing' if moe_routing is not None else '--kv-dtype'} goes with an LLM phase "
+                       f"(--prefill, --decode --context N, --generate PROMPT:NEW) or --fit")
     with progress.Steps(progress.wanted(quiet)) as steps:
         report = api.profile(model, progress=steps.start, **options)
     for note in report.notes:

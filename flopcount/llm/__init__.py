@@ -11,10 +11,12 @@ generation's decode steps are summed exactly from a few traces (``generation.py`
 profile (``flopcount.hardware``) turns them into roofline times (``timing.py``).
 """
 
-from .api import decoder, kv_bytes_per_token, kv_cache_bytes, profile
+from .api import decoder, fit, kv_bytes_per_token, kv_cache_bytes, profile
+from .cache import LayerCache
+from .capacity import Fit
 from .moe import MoESummary, expected_experts, moe_summary
 from .phases import Decode, Generate, Prefill, parse_phase
 from .report import LLMReport
 
-__all__ = ["profile", "Prefill", "Decode", "Generate", "parse_phase", "LLMReport", "MoESummary",
-           "expected_experts", "moe_summary", "decoder", "kv_bytes_per_token", "kv_cache_bytes"]
+__all__ = ["profile", "fit", "Prefill", "Decode", "Generate", "parse_phase", "LLMReport", "MoESummary", "Fit",
+           "LayerCache", "expected_experts", "moe_summary", "decoder", "kv_bytes_per_token", "kv_cache_bytes"]

@@ -12,52 +12,50 @@ allocated, so a 70B model counts on a laptop.
 
 from __future__ import annotations
 
-from .. import loading
 from .. import runtime as rt
+from ..models._routing import check_policy
 from ..runtime.errors import ShapeError
-from ..runtime.nn.modules.module import Module
-from .cache import bytes_per_token, cache_bytes, from_layout
+from . import decoders
+from .cache import bytes_per_token, cache_bytes
 from .generation import decode_steps
-from .moe import moe_summary
-from .phases import Decode, Generate, Prefill, kv_cache_layout
+from .phases import Decode, Generate, Prefill
 from .report import LLMReport
-from .step import count_step, trace_step
+from .step import count_step
+
+ROUTING_NOTES = {
+    "balanced": "the tokens' k choices spread evenly over the experts (a trace on shapes has no router values)",
+    "worst": "every token on the same k experts (the most unbalanced load, the fewest expert weights read)",
+    "real": "the router's own choices, the model run on data with its weights",
+}
 
 
-def decoder(model, dtype=None) -> tuple:
-    """(the decoder Module, its label): a zoo name or factory built on meta, in ``dtype``; a
-    Module as given (``dtype``, when set, must be its parameters')."""
-    target = loading.load(model, "meta", zoo_device="meta")
-    net = target.model
-    if not isinstance(net, Module):
-        raise ShapeError(f"LLM phases trace a decoder Module; {target.name} is a {type(net).__name__}")
-    kv_cache_layout(net)  # refuses a model without a KV cache, naming it
-    current = next((p.dtype for p in net.parameters() if p.dtype.is_floating_point), rt.float32)
-    if dtype is not None and rt.get_dtype(dtype) is not current:
-        if target.kind == loading.OBJECT:
-            raise ShapeError(f"the model's parameters are {current.name}, not {rt.get_dtype(dtype).name}; "
-                             f"convert it first (model.to(dtype)) or pass a zoo name")
-        net.to(rt.get_dtype(dtype))
-    return net, target.name
+def decoder(model, dtype=None, moe_routing: str = "balanced"):
+    """The decoder ``model`` names, ready to trace (``decoders.load``): a zoo name, a
+    ``file.py:factory``, a Hugging Face folder, a flopcount Module or a transformers module."""
+    return decoders.load(model, dtype, check_policy(moe_routing))
 
 
 def kv_bytes_per_token(model, dtype) -> int:
-    """Bytes one position of one sequence takes in the KV cache, keys and values, every layer."""
-    return int(bytes_per_token(from_layout(kv_cache_layout(model)), rt.get_dtype(dtype).bits / 8))
+    """Bytes one position of one sequence takes in the cache (every layer's keys and values, or
+    latent), at ``dtype``; fixed-size states do not grow and are not in it."""
+    return int(bytes_per_token(decoders.load(model).layers, rt.get_dtype(dtype).bits / 8))
 
 
 def kv_cache_bytes(model, context: int, batch: int, dtype) -> int:
-    """The KV cache after ``context`` tokens of ``batch`` sequences: each layer keeps every
-    position, or the last window - 1 with a sliding window."""
-    return int(cache_bytes(from_layout(kv_cache_layout(model)), context, batch, rt.get_dtype(dtype).bits / 8))
+    """The cache after ``context`` tokens of ``batch`` sequences at ``dtype``: each layer keeps
+    every position, the last window - 1 with a sliding window, or its fixed-size state."""
+    return int(cache_bytes(decoders.load(model).layers, context, batch, rt.get_dtype(dtype).bits / 8))
 
 
-def profile(model, phase, *, batch: int = 1, dtype=None, hardware=None,
-            attn_implementation: str | None = None) -> LLMReport:
+def profile(model, phase, *, batch: int = 1, dtype=None, hardware=None, attn_implementation: str | None = None,
+            moe_routing: str = "balanced", kv_dtype=None) -> LLMReport:
     """The cost of ``phase`` (``Prefill``, ``Decode`` or ``Generate``) on ``model`` at ``batch``
     sequences: per op and per layer MACs, FLOPs, weight, KV cache and activation bytes, the
     memory it needs, and with ``hardware`` (a ``flopcount.hardware`` profile or its name, such
-    as ``"h100-sxm"``) roofline times: time to first token, time per output token, tokens per second, whether it fits.
+    as ``"h100-sxm"``) roofline times: time to first token, time per output token, tokens per
+    second, whether it fits. ``model`` is anything ``decoder`` takes; ``moe_routing`` is the
+    routing policy of MoE layers (``balanced``, ``worst``, or ``real`` on data); ``kv_dtype``
+    stores the cache in another dtype than the model's (``"float8_e4m3fn"``).
 
     >>> from flopcount import llm
     >>> r = llm.profile("llama2_7b", llm.Decode(context=2048), dtype="float16")
@@ -68,35 +66,58 @@ def profile(model, phase, *, batch: int = 1, dtype=None, hardware=None,
         raise ShapeError(f"batch must be an integer >= 1, got {batch!r}")
     if not isinstance(phase, (Prefill, Decode, Generate)):
         raise ShapeError(f"phase must be llm.Prefill, llm.Decode or llm.Generate, got {phase!r}")
-    net, label = decoder(model, dtype)
-    chosen = net.config.attn_implementation
-    if attn_implementation is not None:
-        net.set_attn_implementation(attn_implementation)
-    try:
-        return _profile(net, label, phase, batch, hardware)
-    finally:
-        net.set_attn_implementation(chosen)  # a model given as an object is left as it was
+    check_policy(moe_routing)
+    kv = rt.get_dtype(kv_dtype) if kv_dtype is not None else None
+    net = decoder(model, dtype, moe_routing)
+    if moe_routing != "balanced" and net.moe is None:
+        raise ShapeError(f"--moe-routing {moe_routing} applies to a mixture of experts; {net.label} has no expert "
+                         f"layers")
+    with net.attention(attn_implementation):
+        return _profile(net, phase, batch, hardware, moe_routing, kv)
 
 
-def _profile(net, label: str, phase, batch: int, hardware) -> LLMReport:
-    dtype = next((p.dtype for p in net.parameters() if p.dtype.is_floating_point), rt.float32)
-    report = LLMReport(model=label, phase=phase, batch=batch, dtype=dtype.name,
-                       attn_implementation=net.config.attn_implementation,
-                       params=sum(p.numel() for p in net.parameters()),
-                       weight_bytes=sum(p.dtype.nbytes(p.numel()) for p in net.parameters()),
-                       kv_bytes_per_token=kv_bytes_per_token(net, dtype), moe=moe_summary(net))
+def _profile(net, phase, batch: int, hardware, routing: str, kv) -> LLMReport:
+    kv_bits = kv.bits if kv is not None else None
+    cache_dtype = kv or net.dtype
+    report = LLMReport(model=net.label, phase=phase, batch=batch, dtype=net.dtype.name,
+                       attn_implementation=net.attn_implementation, params=net.params,
+                       weight_bytes=net.weight_bytes,
+                       kv_bytes_per_token=int(bytes_per_token(net.layers, cache_dtype.bits / 8)),
+                       moe=net.moe, layers=net.layers, kv_dtype=cache_dtype.name, routing=routing)
+    report.notes.extend(getattr(net, "notes", []))
     prefill = phase if isinstance(phase, Prefill) else phase.prefill if isinstance(phase, Generate) else None
     if prefill is not None:
-        report.prefill = count_step(net, trace_step(net, prefill, batch, dtype), prefill, batch, dtype)
-    if isinstance(phase, Decode):
-        report.decode = decode_steps(net, range(phase.context, phase.context + 1), batch, dtype)
-    elif isinstance(phase, Generate):
-        report.decode = decode_steps(net, phase.contexts, batch, dtype)
+        traced = net.trace(prefill, batch)
+        report.prefill = count_step(net, traced, prefill, batch, kv_bits)
+        report.routing_choices = traced.routing
+        report.notes.extend(n for n in traced.notes if n not in report.notes)
+    contexts = range(phase.context, phase.context + 1) if isinstance(phase, Decode) else \
+        phase.contexts if isinstance(phase, Generate) else range(0)
+    if len(contexts):
+        report.decode = decode_steps(net, contexts, batch, kv_bits)
     if report.moe is not None:
-        report.notes.append("MoE routing: balanced (a meta trace has no router values: the tokens' k choices "
-                            "spread evenly over the experts)")
+        report.notes.append(f"MoE routing: {routing} ({ROUTING_NOTES[routing]})")
     if hardware is not None:
         from .timing import phase_times
 
         report.roofline = phase_times(report, hardware)
     return report
+
+
+def fit(model, hardware, *, dtype=None, weights=None, kv_dtype=None, batch: int = 1, context: int | None = None):
+    """The longest context at ``batch`` and the largest batch at ``context`` whose weights (in
+    weight format ``weights``, e.g. ``"int4"``) and KV cache (at ``kv_dtype``) fit on
+    ``hardware`` (``capacity.py``).
+
+    >>> from flopcount import llm
+    >>> f = llm.fit("llama2_7b", "h100-sxm", dtype="bfloat16", weights="int4")
+    >>> f.longest_context > 100_000, f.largest_batch
+    (True, 35)
+    """
+    from .capacity import fit_on
+
+    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
+        raise ShapeError(f"batch must be an integer >= 1, got {batch!r}")
+    if context is not None and (isinstance(context, bool) or not isinstance(context, int) or context < 0):
+        raise ShapeError(f"context must be an integer >= 0, got {context!r}")
+    return fit_on(decoder(model, dtype), hardware, weights=weights, kv_dtype=kv_dtype, batch=batch, context=context)

@@ -15,9 +15,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..runtime.errors import FlopcountError
-from .cache import breakpoints as cache_breakpoints, from_layout
-from .phases import Decode, kv_cache_layout
-from .step import COUNTS, Counts, GroupCost, OpCost, StepCost, count_step, trace_step
+from .cache import breakpoints
+from .phases import Decode
+from .step import COUNTS, Counts, GroupCost, OpCost, StepCost, count_step
 
 
 class NotAffineError(FlopcountError):
@@ -60,22 +60,18 @@ def _affine(base: Counts, slope: Counts, i: int) -> Counts:
     return Counts(**{name: getattr(base, name) + i * getattr(slope, name) for name in COUNTS})
 
 
-def breakpoints(layout: list, contexts: range) -> list:
-    """Where the contexts split: the first context at which a sliding layer's cache is full."""
-    return cache_breakpoints(from_layout(layout), contexts)
-
-
-def decode_steps(model, contexts: range, batch: int, dtype) -> DecodeSteps:
-    """The decode steps at ``contexts`` (a range with step 1), summed exactly (module docstring)."""
+def decode_steps(decoder, contexts: range, batch: int, kv_bits: int | None = None) -> DecodeSteps:
+    """The decode steps of ``decoder`` (``decoders.py``) at ``contexts`` (a range with step 1),
+    summed exactly (module docstring)."""
     if contexts.step != 1 or len(contexts) == 0:
         raise ValueError(f"decode_steps: contexts must be a non-empty range with step 1, got {contexts}")
-    cuts = [contexts.start] + breakpoints(kv_cache_layout(model), contexts) + [contexts.stop]
+    cuts = [contexts.start] + breakpoints(decoder.layers, contexts) + [contexts.stop]
     traced: dict = {}
 
     def step_at(context: int) -> StepCost:
         if context not in traced:
             phase = Decode(context)
-            traced[context] = count_step(model, trace_step(model, phase, batch, dtype), phase, batch, dtype)
+            traced[context] = count_step(decoder, decoder.trace(phase, batch), phase, batch, kv_bits)
         return traced[context]
 
     result = DecodeSteps(contexts=contexts, first=step_at(contexts.start), last=step_at(contexts.stop - 1))

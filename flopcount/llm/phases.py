@@ -3,8 +3,9 @@
 * ``Prefill(tokens)``: the prompt, ``tokens`` per sequence, in one forward that writes the cache.
 * ``Decode(context)``: one new token per sequence attending to ``context`` cached positions,
   given as a cache of that length (on the meta device, shapes only).
-* ``Generate(prompt, new_tokens)``: ``Prefill(prompt)``, then ``new_tokens`` decode steps at
-  contexts prompt, prompt + 1, ..., prompt + new_tokens - 1.
+* ``Generate(prompt, new_tokens)``: ``new_tokens`` forward passes, as ``generate`` makes them:
+  ``Prefill(prompt)``, whose logits give the first new token, then ``new_tokens - 1`` decode
+  steps at contexts prompt, prompt + 1, ..., prompt + new_tokens - 2.
 
 A phase is data: ``step_inputs`` gives the keyword inputs of the forward it stands for, so a
 phase is traced and counted like any forward (DESIGN.md: "LLM phases are inputs").
@@ -64,7 +65,9 @@ class Decode:
 
 @dataclass(frozen=True)
 class Generate:
-    """``Prefill(prompt)``, then ``new_tokens`` decode steps with the context growing by one each."""
+    """``new_tokens`` forward passes, as transformers' ``generate(max_new_tokens=new_tokens)``
+    and serving engines make them: ``Prefill(prompt)`` (which yields the first new token), then
+    ``new_tokens - 1`` decode steps with the context growing by one each."""
 
     prompt: int
     new_tokens: int
@@ -79,8 +82,8 @@ class Generate:
 
     @property
     def contexts(self) -> range:
-        """The context of each decode step."""
-        return range(self.prompt, self.prompt + self.new_tokens)
+        """The context of each decode step: the prompt and the new tokens before the step's."""
+        return range(self.prompt, self.prompt + self.new_tokens - 1)
 
 
 def kv_cache_layout(model) -> list:
@@ -101,7 +104,7 @@ def parse_phase(prefill: int | None = None, decode: bool = False, context: int |
     if len(chosen) > 1:
         raise ShapeError(f"choose one phase, got {' and '.join(chosen)}")
     if context is not None and not decode:
-        raise ShapeError("--context goes with --decode (the context a decode step attends to)")
+        raise ShapeError("--context goes with --decode (the context a decode step attends to) or --fit")
     if prefill is not None:
         return Prefill(prefill)
     if decode:

@@ -1,6 +1,6 @@
 """One step of a phase (a prefill, or one decode step), traced and counted op by op.
 
-The decoder runs on the phase's inputs under the tracer (on meta: shapes only, no memory). Each
+The decoder (``decoders.py``) is traced on the phase's inputs (on meta: shapes only, no memory). Each
 node gets its MACs and FLOPs (the op's cost rule, flopcount convention) and its bytes split by
 origin (``traffic.py``): weights read, KV cache read and written, activations. Nodes roll up to
 groups: each decoder layer (``model.layers.3``), and the modules outside the layers
@@ -15,10 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from .. import runtime as rt
 from ..runtime.graph.passes import liveness
-from ..runtime.nn.modules.container import ModuleList
-from .traffic import KV, node_traffic, origins
+from .traffic import KV, node_traffic, origins, state_written
 
 COUNTS = ("macs", "flops", "weight_read", "kv_read", "kv_written", "activation_read", "activation_written")
 
@@ -109,12 +107,6 @@ class StepCost:
         raise KeyError(name)
 
 
-def layer_list(model) -> str | None:
-    """The dotted path of the decoder's layers: the longest ModuleList (``model.layers``)."""
-    lists = [(len(m), path) for path, m in model.named_modules() if isinstance(m, ModuleList) and len(m)]
-    return max(lists)[1] if lists else None
-
-
 def group_of(scope: str, layers: str | None) -> str:
     """``model.layers.3.mlp.up_proj`` -> ``model.layers.3``; outside the layers, the module at the
     layers' depth (``model.embed_tokens``, ``model.norm``), or the top-level module (``lm_head``)."""
@@ -129,29 +121,25 @@ def group_of(scope: str, layers: str | None) -> str:
     return parts[0]
 
 
-def trace_step(model, phase, batch: int, dtype) -> rt.Graph:
-    """The graph of ``model``'s forward on ``phase``'s inputs (meta device: shapes only)."""
-    training = model.training
-    model.train(False)
-    try:
-        return rt.trace(model, **phase.step_inputs(model, batch, dtype))
-    finally:
-        model.train(training)
-
-
-def count_step(model, graph, phase, batch: int, dtype) -> StepCost:
-    """Count a traced step of ``model`` (see the module docstring)."""
-    inputs = {v.name: v for v in graph.inputs}
-    ids = inputs["input_ids"]
-    queries = ids.shape[1]
-    step = StepCost(phase=phase, batch=batch, dtype=rt.get_dtype(dtype).name, queries=queries,
+def count_step(decoder, traced, phase, batch: int, kv_bits: int | None = None) -> StepCost:
+    """Count a traced step (a ``StepGraph``) of ``decoder`` (see the module docstring). With
+    ``kv_bits``, the cache is stored at that many bits per value (``--kv-dtype``): its bytes
+    read and written are the traced ones scaled from the model's dtype."""
+    graph = traced.graph
+    dtype = decoder.dtype
+    queries = phase.tokens if hasattr(phase, "tokens") else 1
+    step = StepCost(phase=phase, batch=batch, dtype=dtype.name, queries=queries,
                     context=getattr(phase, "context", 0))
-    layers = layer_list(model)
-    origin = origins(graph)
+    layers = decoder.layer_path
+    origin = origins(graph, traced.cache_values)
+    scale = kv_bits / dtype.bits if kv_bits is not None else 1
     groups: dict = {}
     for node in graph.nodes:
         cost = node.cost()
         traffic = node_traffic(node, origin)
+        traffic.kv_written += state_written(node, traced.cache_values)
+        if scale != 1:
+            traffic.kv_read, traffic.kv_written = int(traffic.kv_read * scale), int(traffic.kv_written * scale)
         op = OpCost(macs=cost.macs, flops=cost.flops, name=f"{node.scope}/{node.name}", op=node.op_name,
                     scope=node.scope, group=group_of(node.scope, layers), shape=node.outputs[0].shape,
                     **vars(traffic))
@@ -161,10 +149,10 @@ def count_step(model, graph, phase, batch: int, dtype) -> StepCost:
         group.ops += 1
         step.total.add(op)
     step.groups = list(groups.values())
-    step.params = sum(p.numel() for p in model.parameters())  # a tied weight once
-    step.weight_bytes = sum(p.dtype.nbytes(p.numel()) for p in model.parameters())
-    kv_outputs = [v for v in graph.outputs if origin.get(v.name) == KV]
-    step.kv_cache_bytes = sum(v.nbytes for v in kv_outputs)
+    step.params = decoder.params
+    step.weight_bytes = decoder.weight_bytes
+    kv_outputs = {v.name: v for v in graph.outputs if origin.get(v.name) == KV}
+    step.kv_cache_bytes = int(sum(v.nbytes for v in kv_outputs.values()) * scale)
     step.activation_peak = _activation_peak(graph, origin)
     return step
 
@@ -185,4 +173,4 @@ def _activation_peak(graph, origin: dict) -> int:
     return peak
 
 
-__all__ = ["Counts", "OpCost", "GroupCost", "StepCost", "trace_step", "count_step", "layer_list", "group_of"]
+__all__ = ["Counts", "OpCost", "GroupCost", "StepCost", "count_step", "group_of"]

@@ -2,7 +2,8 @@
 
 Every value of a traced step has an origin. Parameters are *weights*; what ``cache_append``
 writes (the cache after the step) and what it appends to (the cache before it) is the *KV
-cache*; everything else is an *activation*. A view (an op that moves no bytes and computes
+cache*, and so are the states a step reads and leaves (a recurrent layer's, named by the
+tracer); everything else is an *activation*. A view (an op that moves no bytes and computes
 nothing: reshape, transpose, expand, basic indexing) keeps its input's origin, so an expert's
 slice of a stacked weight is still a weight and a key transposed for QKᵀ is still the cache.
 
@@ -30,9 +31,12 @@ class Traffic:
     activation_written: int = 0
 
 
-def origins(graph) -> dict:
-    """{value name: WEIGHT, KV or ACTIVATION} for every value the nodes read or write."""
+def origins(graph, cache_values=()) -> dict:
+    """{value name: WEIGHT, KV or ACTIVATION} for every value the nodes read or write.
+    ``cache_values`` names values that are cache besides ``cache_append``'s: the state a step
+    reads (graph inputs) and leaves (graph outputs), such as a recurrent layer's."""
     origin = {name: WEIGHT for name, v in graph.parameters.items() if v.kind == "param"}
+    origin.update(dict.fromkeys(cache_values, KV))
     for node in graph.nodes:
         cost = node.cost()
         if node.op_name == "cache_append":
@@ -42,8 +46,18 @@ def origins(graph) -> dict:
         elif cost.flops == 0 and cost.bytes_read == 0 and cost.bytes_written == 0 and node.inputs \
                 and node.inputs[0] is not None:
             for v in node.outputs:  # a view: the bytes it stands for are its input's
-                origin[v.name] = origin.get(node.inputs[0].name, ACTIVATION)
+                if v.name not in cache_values:
+                    origin[v.name] = origin.get(node.inputs[0].name, ACTIVATION)
     return origin
+
+
+def state_written(node, cache_values) -> int:
+    """Bytes a node stores into the cache that its cost rule does not write: a state the step
+    leaves that the runtime holds as a view of a value computed before (a copy into the cache,
+    which the runtime elides)."""
+    if node.cost().bytes_written:
+        return 0
+    return sum(v.nbytes for v in node.outputs if v.name in cache_values)
 
 
 def node_traffic(node, origin: dict) -> Traffic:

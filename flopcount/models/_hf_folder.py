@@ -221,6 +221,12 @@ def materialize_buffers(model) -> None:
             module.reset_buffers()
 
 
+def load_with_transformers(folder: str, weights: bool, why: str = "transformers' own model was asked for") -> Folder:
+    """The folder's model as transformers builds it, natively built architectures too."""
+    data = read_config(folder)
+    return _through_torch(folder, data, architecture_of(folder, data), weights, why)
+
+
 def _through_torch(folder: str, data: dict, name: str, weights: bool, reason: str | None) -> Folder:
     why = reason or "the zoo does not build it natively"
     supported = ", ".join(names())

@@ -9,8 +9,10 @@ metadata), so the importer treats both captures alike. The graph is specialized 
 example's values: the branches taken are the ones this run took.
 
 In-place ops are recorded as their out-of-place form (``relu_`` as ``relu``), the written
-tensor then standing for the result; an in-place write into a view of another tensor cannot be
-expressed that way and is refused, naming the op.
+tensor then standing for the result. An in-place write into a view of another tensor
+(``keys[..., :n].copy_(k)``, ``out[:, :, i] = x``) is recorded the same way on the view, and the
+viewed tensor then stands for a ``slice_scatter`` (or ``select_scatter``) of the new view into
+it; a view that is not one slice or one index of its base is refused, naming the op.
 """
 
 from __future__ import annotations
@@ -36,6 +38,34 @@ def _functional(func):
         return func
     packet = getattr(torch.ops.aten, func.overloadpacket.__name__[:-1], None)
     return getattr(packet, func._overloadname, func) if packet is not None else func
+
+
+def _view_position(view):
+    """(``slice_scatter`` or ``select_scatter``, its position arguments) that put ``view`` back
+    into its base: one slice along one dim, or one index of one dim; None otherwise."""
+    import torch
+
+    base = view._base
+    if view.dtype != base.dtype:
+        return None
+    sizes, strides = tuple(base.shape), base.stride()
+    offset = view.storage_offset() - base.storage_offset()
+    if view.ndim == base.ndim and view.stride() == strides:
+        differ = [d for d in range(base.ndim) if view.shape[d] != sizes[d]]
+        if not differ and offset == 0:
+            return torch.ops.aten.slice_scatter.default, (0, 0, sizes[0] if sizes else 0)
+        if len(differ) == 1 and strides[differ[0]] and offset % strides[differ[0]] == 0:
+            d = differ[0]
+            start = offset // strides[d]
+            if 0 <= start and start + view.shape[d] <= sizes[d]:
+                return torch.ops.aten.slice_scatter.default, (d, start, start + view.shape[d])
+        return None
+    if view.ndim == base.ndim - 1:
+        for d in range(base.ndim):
+            if (tuple(view.shape) == sizes[:d] + sizes[d + 1:] and view.stride() == strides[:d] + strides[d + 1:]
+                    and strides[d] and offset % strides[d] == 0 and 0 <= offset // strides[d] < sizes[d]):
+                return torch.ops.aten.select_scatter.default, (d, offset // strides[d])
+    return None
 
 
 class _Recorder:
@@ -86,9 +116,11 @@ class _Recorder:
         torch = self.torch
         target = _functional(func)
         mutated = _in_place(func)
-        if mutated and args and getattr(args[0], "_base", None) is not None:
-            raise UnsupportedOpError(f"{func} writes into a view of another tensor; a recorded graph cannot "
-                                     f"follow that write (torch.export could, if the model allowed it)")
+        viewed = args[0]._base if mutated and args and getattr(args[0], "_base", None) is not None else None
+        where = _view_position(args[0]) if viewed is not None else None
+        if viewed is not None and where is None:
+            raise UnsupportedOpError(f"{func} writes into a view of another tensor that is not one slice or one "
+                                     f"index of it; a recorded graph cannot follow that write")
 
         def arg(a):
             return self.node_of(a) if isinstance(a, torch.Tensor) else a
@@ -111,6 +143,12 @@ class _Recorder:
             self.alive.append(out)
         if mutated:  # the written tensor now holds the result
             self.nodes[id(args[0])] = self.nodes.get(id(out), node)
+        if where is not None:  # and the tensor it is a view of holds the result in its place
+            scatter, position = where
+            written = self.graph.call_function(scatter, (self.node_of(viewed), self.nodes[id(args[0])]) + position)
+            written.meta["val"] = viewed.detach().to("meta")
+            written.meta["nn_module_stack"] = node.meta["nn_module_stack"]
+            self.nodes[id(viewed)] = written
 
 
 def record(module, args: tuple, kwargs: dict, *, state: dict | None = None, state_after=None,

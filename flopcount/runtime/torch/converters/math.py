@@ -229,9 +229,11 @@ def glu(ctx, self, dim=-1):
     return act.glu(self, dim)
 
 
-@converter("softmax", "_softmax")
+@converter("softmax", "_softmax", "_safe_softmax")
 def softmax(ctx, self, dim, dtype=None):
-    # _softmax(self, dim, half_to_float): a bool third argument, not a dtype
+    # _softmax(self, dim, half_to_float): a bool third argument, not a dtype. _safe_softmax (what
+    # scaled_dot_product_attention's math decomposes into) gives 0, not NaN, on a row masked
+    # entirely; the same work otherwise, and causal masks leave no such row
     return F.softmax(self, dim=dim, dtype=dtype if hasattr(dtype, "np") else None)
 
 
