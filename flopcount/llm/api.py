@@ -89,12 +89,12 @@ def _profile(net, phase, batch: int, hardware, routing: str, kv) -> LLMReport:
     if prefill is not None:
         traced = net.trace(prefill, batch)
         report.prefill = count_step(net, traced, prefill, batch, kv_bits)
-        report.routing_choices = traced.routing
         report.notes.extend(n for n in traced.notes if n not in report.notes)
     contexts = range(phase.context, phase.context + 1) if isinstance(phase, Decode) else \
         phase.contexts if isinstance(phase, Generate) else range(0)
     if len(contexts):
         report.decode = decode_steps(net, contexts, batch, kv_bits)
+    report.routing_choices = report.steps[-1].routing
     if report.moe is not None:
         report.notes.append(f"MoE routing: {routing} ({ROUTING_NOTES[routing]})")
     if hardware is not None:

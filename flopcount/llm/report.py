@@ -38,7 +38,7 @@ class LLMReport:
     layers: list = field(default_factory=list)      # cache.LayerCache per layer
     kv_dtype: str = ""                  # the cache's dtype (the model's unless --kv-dtype)
     routing: str = "balanced"           # the MoE routing policy
-    routing_choices: list = field(default_factory=list)  # with "real": (layer, experts per (token, choice))
+    routing_choices: list = field(default_factory=list)  # "real": the last step's (layer, expert per (token, choice))
     roofline: object = None             # timing.PhaseTimes, when a hardware profile was given
     notes: list = field(default_factory=list)
 

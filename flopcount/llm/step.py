@@ -94,6 +94,7 @@ class StepCost:
     weight_bytes: int = 0       # every parameter, at its dtype
     kv_cache_bytes: int = 0     # the cache the step returns
     activation_peak: int = 0    # activations alive at once, the cache's storage left out
+    routing: list = field(default_factory=list)   # with the real MoE routing: (layer, expert per (token, choice))
 
     @property
     def peak_memory(self) -> int:
@@ -154,6 +155,7 @@ def count_step(decoder, traced, phase, batch: int, kv_bits: int | None = None) -
     kv_outputs = {v.name: v for v in graph.outputs if origin.get(v.name) == KV}
     step.kv_cache_bytes = int(sum(v.nbytes for v in kv_outputs.values()) * scale)
     step.activation_peak = _activation_peak(graph, origin)
+    step.routing = list(traced.routing)
     return step
 
 

@@ -99,8 +99,8 @@ def layer_caches(cache, batch: int, latent: bool) -> list:
 
 
 def moe_summary(module, total_params: int, top_k: int | None) -> MoESummary | None:
-    """The model's MoE layers: modules with ``num_experts`` holding parameters stacked over the
-    experts (their first dim), grouped by decoder layer."""
+    """The model's MoE layers: modules with ``num_experts`` holding weights stacked over the
+    experts (3-d, experts first; with their (experts, out) biases), grouped by decoder layer."""
     per_layer: dict = {}
     experts = None
     for path, m in module.named_modules():
@@ -108,7 +108,7 @@ def moe_summary(module, total_params: int, top_k: int | None) -> MoESummary | No
         if not isinstance(count, int) or count < 2:
             continue
         stacked = [p for p in m.parameters(recurse=False) if p.ndim >= 2 and p.shape[0] == count]
-        if not stacked:
+        if not any(p.ndim == 3 for p in stacked):   # a router's (experts, hidden) weight alone is no expert
             continue
         experts = experts or count
         layer = re.match(r"^(.*\.\d+)\.", path + ".")

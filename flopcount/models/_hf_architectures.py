@@ -74,7 +74,7 @@ def _rope(data: dict) -> dict:
 
 
 _ENCODER = {"position_embedding_type": ("absolute", None), "is_decoder": (False,), "add_cross_attention": (False,)}
-_GPT2 = {"add_cross_attention": (False,), "reorder_and_upcast_attn": (False,)}
+_GPT2 = {"add_cross_attention": (False,), "reorder_and_upcast_attn": (False,), "tie_word_embeddings": (True,)}
 _LLAMA = {"rope_type": ("default", None), "pretraining_tp": (1, None)}
 
 
