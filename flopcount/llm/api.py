@@ -13,7 +13,8 @@ allocated, so a 70B model counts on a laptop.
 from __future__ import annotations
 
 from .. import runtime as rt
-from ..models._routing import check_policy
+from ..runtime.routing import check_policy
+from ..runtime.torch.moe_routing import NOTES
 from ..runtime.errors import ShapeError
 from . import decoders
 from .cache import bytes_per_token, cache_bytes
@@ -21,13 +22,6 @@ from .generation import decode_steps
 from .phases import Decode, Generate, Prefill
 from .report import LLMReport
 from .step import count_step
-
-ROUTING_NOTES = {
-    "balanced": "the tokens' k choices spread evenly over the experts (a trace on shapes has no router values)",
-    "worst": "every token on the same k experts (the most unbalanced load, the fewest expert weights read)",
-    "real": "the router's own choices, the model run on data with its weights",
-}
-
 
 def decoder(model, dtype=None, moe_routing: str = "balanced"):
     """The decoder ``model`` names, ready to trace (``decoders.load``): a zoo name, a
@@ -96,7 +90,7 @@ def _profile(net, phase, batch: int, hardware, routing: str, kv) -> LLMReport:
         report.decode = decode_steps(net, contexts, batch, kv_bits)
     report.routing_choices = report.steps[-1].routing
     if report.moe is not None:
-        report.notes.append(f"MoE routing: {routing} ({ROUTING_NOTES[routing]})")
+        report.notes.append(f"MoE routing: {routing} ({NOTES[routing]})")
     if hardware is not None:
         from .timing import phase_times
 

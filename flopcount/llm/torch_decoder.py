@@ -12,7 +12,7 @@ transformers itself runs it, with transformers' own cache classes:
   cache's growth by ``cat`` becomes the runtime's ``cache_append`` (priced as the new rows);
 * a prefill starts from an empty cache whose attention layers hold zero positions, so the
   prompt's keys and values are written by ``cache_append`` like a decode step's;
-* mixture-of-experts layers are routed by a policy (``torch_routing.py``).
+* mixture-of-experts layers are routed by a policy (``runtime/torch/moe_routing.py``).
 
 What each layer keeps (``cache.LayerCache``) is read off the cache objects after a one-token
 probe: positions (keys and values, or MLA's latent and rotary key), the sliding window, and
@@ -139,7 +139,6 @@ class TorchDecoder:
         import torch
 
         from ..runtime.torch.tensors import to_dtype
-        from .torch_routing import routed  # noqa: F401  (fails early without transformers' pieces)
 
         self.module, self.label, self.routing = module, label, routing
         self.config = module.config
@@ -246,7 +245,7 @@ class TorchDecoder:
         """Eval mode, no autograd, MoE layers routed by the policy; the module left as it was."""
         import torch
 
-        from .torch_routing import routed
+        from ..runtime.torch.moe_routing import routed
 
         training = self.module.training
         self.module.train(False)

@@ -12,7 +12,7 @@ and the outputs come back weighted. Which tokens an expert gets depends on the v
 * on data, the experts actually chosen: an expert no token picked runs nothing and reads no
   weights;
 * on the meta device and in a trace, where there are no values, a routing policy
-  (``_routing.py``): by default *balanced*, the tokens · k assignments spread evenly over the
+  (``runtime/routing.py``): by default *balanced*, the tokens · k assignments spread evenly over the
   experts. MACs are the same as any routing's (every assignment costs one expert MLP); which and
   how many experts run, and so the weights read, are the policy's.
 
@@ -41,7 +41,7 @@ from ..runtime.factories import empty
 from ..runtime.nn import functional as F
 from ._decoder import (DecoderAttention, DecoderConfig, DecoderForCausalLM, DecoderLayer, DecoderModel,
                        RotaryEmbedding, register_presets)
-from ._routing import assign, current_policy, grouped
+from ..runtime.routing import assign, current_policy, grouped
 from ._text import activation
 
 __all__ = ["MixtralConfig", "MixtralForCausalLM", "MixtralModel", "MixtralSparseMoeBlock", "Routing", "mixtral",
@@ -85,7 +85,7 @@ class Routing:
     @classmethod
     def of(cls, top_k_index, num_experts: int) -> "Routing":
         """The router's choice (T, k) when it has values, else the routing policy's
-        (``_routing.py``: balanced unless a ``routing_policy`` block says otherwise)."""
+        (``runtime/routing.py``: balanced unless a ``routing_policy`` block says otherwise)."""
         tokens, k = top_k_index.shape
         measured = top_k_index.data is not None
         if measured:

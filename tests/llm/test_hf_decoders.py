@@ -173,3 +173,15 @@ def test_sliding_layers_cap_at_the_window(folders):
     assert (sliding.kind, full.kind) == ("sliding", "full")
     # window 16: the sliding layer keeps 15 positions after the step, the global one all 65
     assert report.kv_cache_bytes == (15 + CONTEXT + 1) * _attention_per_token(model.config) * F32
+
+
+@pytest.mark.parametrize("model_type", ["qwen3_moe", "deepseek_v3", "gpt_oss", "jamba"])
+def test_a_plain_count_of_a_mixture_of_experts_is_the_prefills(folders, model_type):
+    """The plain count (torch.export of one forward, no cache) and the traced prefill (the
+    recorded run with the cache) of the same 128 tokens: two captures, one number."""
+    import flopcount
+
+    path, _ = folders(model_type)
+    report = flopcount.profile(path)
+    assert any("MoE routing: balanced" in note for note in report.notes)
+    assert report.macs == llm.profile(path, llm.Prefill(128)).prefill.total.macs

@@ -16,7 +16,7 @@ if int(transformers.__version__.split(".")[0]) < 5:
     pytest.skip("LLM phases through the PyTorch path need transformers 5", allow_module_level=True)
 
 from flopcount import llm  # noqa: E402
-from flopcount.llm.torch_routing import routed  # noqa: E402
+from flopcount.runtime.torch.moe_routing import routed  # noqa: E402
 from tiny_configs import config  # noqa: E402
 
 F32 = 4

@@ -6,7 +6,7 @@ import pytest
 
 import flopcount.runtime as rt
 from flopcount import models
-from flopcount.models._routing import routing_policy
+from flopcount.runtime.routing import routing_policy
 from flopcount.models.mixtral import Routing
 from opcheck import record
 

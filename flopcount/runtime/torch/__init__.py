@@ -31,18 +31,24 @@ def is_tensor(obj) -> bool:
     return torch is not None and isinstance(obj, torch.Tensor)
 
 
-def to_graph(module, *example_inputs, train: bool = False, **example_kwargs):
+def to_graph(module, *example_inputs, train: bool = False, moe_routing: str | None = None, **example_kwargs):
     """The Graph of ``module(*example_inputs, **example_kwargs)``: shapes and dtypes are those of
     the example (torch tensors, or runtime tensors); ``train`` captures training mode (batch
     statistics, active dropout), else eval mode. The graph's parameters share the torch
     tensors' memory (meta when the model is on torch's meta device). Remarks on the capture
-    (a fallback, ops without a mapping) are in ``graph.notes``."""
+    (a fallback, ops without a mapping, how MoE layers were routed) are in ``graph.notes``.
+
+    A transformers mixture of experts is routed by ``moe_routing`` (``routing.py``): by default
+    the router's own choice when the model has weights, the balanced routing on meta."""
     from .capture import capture
     from .importer import convert
+    from .moe_routing import routed_if_moe
 
     args, kwargs = _torch_inputs(example_inputs), {k: _torch_input(v) for k, v in example_kwargs.items()}
-    graph, notes = convert(capture(module, args, kwargs, train=train))
-    graph.notes = notes
+    with routed_if_moe(module, moe_routing) as routing:
+        captured = capture(module, args, kwargs, train=train)
+    graph, notes = convert(captured)
+    graph.notes = notes + routing
     return graph
 
 

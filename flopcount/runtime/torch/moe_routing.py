@@ -1,4 +1,4 @@
-"""transformers' mixture-of-experts layers, routed by a policy (``models/_routing.py``).
+"""transformers' mixture-of-experts layers, routed by a policy (``runtime/routing.py``).
 
 transformers runs an MoE layer's experts through one of its "experts implementations" (the
 ``ExpertsInterface``; ``eager`` loops over the experts the router hit, ``grouped_mm`` sorts the
@@ -30,7 +30,7 @@ import contextlib
 import contextvars
 from dataclasses import dataclass, field
 
-from ..models._routing import assign, check_policy, grouped
+from ..routing import assign, check_policy, grouped
 
 IMPLEMENTATION = "flopcount_routing"
 
@@ -184,6 +184,34 @@ def routed(model, policy: str):
             del interface[IMPLEMENTATION]
 
 
+NOTES = {
+    "balanced": "the tokens' k choices spread evenly over the experts, as a trace on shapes has no router values",
+    "worst": "every token on the same k experts: the most unbalanced load, the fewest expert weights read",
+    "real": "the router's own choices, the model run on data with its weights",
+}
+
+
+@contextlib.contextmanager
+def routed_if_moe(model, policy: str | None = None):
+    """``routed(model, policy)`` when ``model`` is a transformers model with expert layers, else
+    nothing; gives the notes to report (one line naming the policy, or none). ``policy`` None:
+    ``real`` when the model has weights, ``balanced`` on meta."""
+    import sys
+
+    if "transformers" not in sys.modules or not any(_is_experts(m) for m in model.modules()):
+        yield []
+        return
+    if policy is None:
+        first = next(model.parameters(), None)
+        policy = "balanced" if first is None or first.device.type == "meta" else "real"
+    with routed(model, policy):
+        yield [f"MoE routing: {policy} ({NOTES[policy]})"]
+
+
+def _is_experts(module) -> bool:
+    return hasattr(module, "has_gate") or _is_dense_moe_block(module)
+
+
 def _interface():
     try:
         from transformers.integrations.moe import ALL_EXPERTS_FUNCTIONS
@@ -192,4 +220,4 @@ def _interface():
     return ALL_EXPERTS_FUNCTIONS
 
 
-__all__ = ["routed", "RoutingLog", "routed_experts_forward", "IMPLEMENTATION"]
+__all__ = ["routed", "routed_if_moe", "RoutingLog", "routed_experts_forward", "IMPLEMENTATION", "NOTES"]
