@@ -8,11 +8,14 @@ parameters, buffers and inputs, ``call_function`` nodes with ``val`` and ``nn_mo
 metadata), so the importer treats both captures alike. The graph is specialized to the
 example's values: the branches taken are the ones this run took.
 
+A fused attention (``scaled_dot_product_attention``) is recorded as one op
+(``fused_attention.py``), not as the math torch decomposes it into.
+
 In-place ops are recorded as their out-of-place form (``relu_`` as ``relu``), the written
 tensor then standing for the result. An in-place write into a view of another tensor
 (``keys[..., :n].copy_(k)``, ``out[:, :, i] = x``) is recorded the same way on the view, and the
 viewed tensor then stands for a ``slice_scatter`` (or ``select_scatter``) of the new view into
-it; a view that is not one slice or one index of its base is refused, naming the op.
+it; a view that is not a block of slices or one index of its base is refused, naming the op.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import operator
 
 from ..errors import UnsupportedOpError
 from .capture import Captured
+from .fused_attention import whole_attention
 from .importer import class_name
 
 
@@ -41,30 +45,31 @@ def _functional(func):
 
 
 def _view_position(view):
-    """(``slice_scatter`` or ``select_scatter``, its position arguments) that put ``view`` back
-    into its base: one slice along one dim, or one index of one dim; None otherwise."""
-    import torch
-
+    """Where ``view`` sits in its base, as the scatters that put a new value of it back: a list
+    of ("slice", dim, start, stop) (a block of slices along some dims, outermost first) or one
+    ("select", dim, index); None when it is neither (a transpose, a strided or reshaped view)."""
     base = view._base
     if view.dtype != base.dtype:
         return None
     sizes, strides = tuple(base.shape), base.stride()
     offset = view.storage_offset() - base.storage_offset()
     if view.ndim == base.ndim and view.stride() == strides:
-        differ = [d for d in range(base.ndim) if view.shape[d] != sizes[d]]
-        if not differ and offset == 0:
-            return torch.ops.aten.slice_scatter.default, (0, 0, sizes[0] if sizes else 0)
-        if len(differ) == 1 and strides[differ[0]] and offset % strides[differ[0]] == 0:
-            d = differ[0]
-            start = offset // strides[d]
-            if 0 <= start and start + view.shape[d] <= sizes[d]:
-                return torch.ops.aten.slice_scatter.default, (d, start, start + view.shape[d])
-        return None
+        cuts = []
+        for d in sorted((d for d in range(base.ndim) if strides[d]), key=lambda d: -strides[d]):
+            start, offset = divmod(offset, strides[d])
+            if view.shape[d] == sizes[d] and start == 0:
+                continue
+            if start + view.shape[d] > sizes[d]:
+                return None
+            cuts.append(("slice", d, start, start + view.shape[d]))
+        if offset:
+            return None
+        return sorted(cuts, key=lambda cut: cut[1]) or [("slice", 0, 0, sizes[0] if sizes else 0)]
     if view.ndim == base.ndim - 1:
         for d in range(base.ndim):
             if (tuple(view.shape) == sizes[:d] + sizes[d + 1:] and view.stride() == strides[:d] + strides[d + 1:]
                     and strides[d] and offset % strides[d] == 0 and 0 <= offset // strides[d] < sizes[d]):
-                return torch.ops.aten.select_scatter.default, (d, offset // strides[d])
+                return [("select", d, offset // strides[d])]
     return None
 
 
@@ -119,8 +124,8 @@ class _Recorder:
         viewed = args[0]._base if mutated and args and getattr(args[0], "_base", None) is not None else None
         where = _view_position(args[0]) if viewed is not None else None
         if viewed is not None and where is None:
-            raise UnsupportedOpError(f"{func} writes into a view of another tensor that is not one slice or one "
-                                     f"index of it; a recorded graph cannot follow that write")
+            raise UnsupportedOpError(f"{func} writes into a view of another tensor that is not a block of slices "
+                                     f"or one index of it; a recorded graph cannot follow that write")
 
         def arg(a):
             return self.node_of(a) if isinstance(a, torch.Tensor) else a
@@ -144,11 +149,26 @@ class _Recorder:
         if mutated:  # the written tensor now holds the result
             self.nodes[id(args[0])] = self.nodes.get(id(out), node)
         if where is not None:  # and the tensor it is a view of holds the result in its place
-            scatter, position = where
-            written = self.graph.call_function(scatter, (self.node_of(viewed), self.nodes[id(args[0])]) + position)
-            written.meta["val"] = viewed.detach().to("meta")
-            written.meta["nn_module_stack"] = node.meta["nn_module_stack"]
-            self.nodes[id(viewed)] = written
+            self.nodes[id(viewed)] = self._put_back(self.node_of(viewed), viewed, where, self.nodes[id(args[0])],
+                                                    node.meta["nn_module_stack"])
+
+    def _put_back(self, base_node, base, cuts: list, value, stack):
+        """``base`` with ``value`` written where ``cuts`` (``_view_position``) say: one scatter
+        per cut, the inner ones into slices of the outer."""
+        torch = self.torch
+        kind, dim, *position = cuts[0]
+        if len(cuts) > 1:   # first the value into this slice of the base, then the slice into the base
+            part = base.narrow(dim, position[0], position[1] - position[0])
+            part_node = self._call(torch.ops.aten.slice.Tensor, (base_node, dim, position[0], position[1]), part, stack)
+            value = self._put_back(part_node, part, cuts[1:], value, stack)
+        scatter = torch.ops.aten.slice_scatter.default if kind == "slice" else torch.ops.aten.select_scatter.default
+        return self._call(scatter, (base_node, value, dim, *position), base, stack)
+
+    def _call(self, target, args: tuple, like, stack):
+        node = self.graph.call_function(target, args)
+        node.meta["val"] = like.detach().to("meta")
+        node.meta["nn_module_stack"] = stack
+        return node
 
 
 def record(module, args: tuple, kwargs: dict, *, state: dict | None = None, state_after=None,
@@ -187,7 +207,7 @@ def record(module, args: tuple, kwargs: dict, *, state: dict | None = None, stat
              torch.nn.modules.module.register_module_forward_hook(recorder.leave))
     grad = torch.enable_grad() if module.training else torch.no_grad()
     try:
-        with grad, Mode():
+        with grad, whole_attention(), Mode():
             result = module(*args, **kwargs) if call is None else call()
     finally:
         for handle in hooks:

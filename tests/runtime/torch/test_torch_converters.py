@@ -78,7 +78,8 @@ CASES = {
                                   F.mish(a), F.hardsigmoid(a), F.hardswish(a), F.leaky_relu(a, 0.2), F.elu(a),
                                   F.selu(a), F.celu(a, 0.5), F.softplus(a), F.hardtanh(a), torch.sigmoid(a),
                                   F.logsigmoid(a), F.glu(a, -1)), [r(3, 8)]),
-    "softmax": (lambda m, a: (a.softmax(-1), a.log_softmax(1), F.softmax(a, 0, dtype=torch.float64)), [r(3, 5)]),
+    "softmax": (lambda m, a: (a.softmax(-1), a.log_softmax(1), F.softmax(a, 0, dtype=torch.float64),
+                              torch.ops.aten._safe_softmax(a, 1)), [r(3, 5)]),
     "prelu": (lambda m, a: m.p(a), [r(2, 3, 4)], {"p": torch.nn.PReLU(3)}),
     # matrix products
     "linear": (lambda m, a: m.fc(a), [r(2, 5, 8)], {"fc": torch.nn.Linear(8, 4)}),
@@ -125,6 +126,13 @@ CASES = {
              [r(1, 2, 5, 4), r(1, 2, 6, 4), r(1, 2, 6, 4), r(5, 6)]),
     "multihead_attention": (lambda m, a: m.mha(a, a, a, need_weights=False)[0], [r(2, 5, 8)],
                             {"mha": torch.nn.MultiheadAttention(8, 2, batch_first=True)}),
+    # the fused kernel nn.MultiheadAttention's fast path calls (a recording runs the slow path:
+    # its fused-attention mode turns fast paths off)
+    "native_multihead_attention": (
+        lambda m, a: torch._native_multi_head_attention(a, a, a, 8, 2, m.mha.in_proj_weight, m.mha.in_proj_bias,
+                                                        m.mha.out_proj.weight, m.mha.out_proj.bias,
+                                                        need_weights=False)[0],
+        [r(2, 5, 8)], {"mha": torch.nn.MultiheadAttention(8, 2, batch_first=True)}),
     "embedding_dropout": (lambda m, i: m.drop(m.emb(i)), [ids(2, 5)],
                           {"emb": torch.nn.Embedding(10, 4, padding_idx=0), "drop": torch.nn.Dropout(0.5)}),
     # views, joins, indexing
@@ -181,11 +189,6 @@ def _writes(a, b):
 def test_converted_ops_compute_what_torch_computes(case, how):
     fn, inputs, *modules = CASES[case]
     module = Fn(fn, **(modules[0] if modules else {})).eval()
-    if case == "writes" and how == "recorded":
-        # a write into a view of another tensor: torch.export functionalizes it, a recording cannot
-        with pytest.raises(UnsupportedOpError, match=r"aten.copy_.default writes into a view"):
-            capture_as(how, module, tuple(inputs))
-        return
     graph = capture_as(how, module, tuple(inputs))
     assert not graph.notes, graph.notes   # every op had a converter
     compare(graph, module, tuple(inputs), rtol=1e-5, atol=1e-5)
@@ -297,6 +300,39 @@ def test_a_constant_mask_that_masks_nothing_is_no_mask():
                                          for g in (full, causal, none))
     assert op_full.inputs[3] is None and op_causal.inputs[3] is not None
     assert full.cost().flops == none.cost().flops < causal.cost().flops
+
+
+def test_a_caches_growth_recorded_as_cache_append_computes_cat_and_costs_the_new_rows():
+    """A cache tensor given to the recorder as state, grown by cat along dim -2: the rewrite
+    makes it flopcount::cache_append, converted to the runtime's op (priced as the new rows)."""
+    from flopcount.runtime.torch.cache_append import mark_cache_appends
+    from flopcount.runtime.torch.record import record
+
+    cached, new = r(1, 2, 5, 4), r(1, 2, 1, 4)
+    module = Fn(lambda m, x: torch.cat([m.cache, x], dim=-2) * 2)
+    module.cache = cached
+    captured = record(module, (new,), {}, state={"cache_0_keys": cached})
+    assert mark_cache_appends(captured, {"cache_0_keys"}) == 1
+    graph, notes = convert(captured)
+    assert not notes and [n.op_name for n in graph.nodes][0] == "cache_append"
+    out = graph(rt.tensor(new.numpy()), rt.tensor(cached.numpy()))
+    np.testing.assert_allclose(out.numpy(), (torch.cat([cached, new], -2) * 2).numpy())
+    assert graph.nodes[0].cost().bytes_written == new.numel() * 4
+    SEEN.add("flopcount.cache_append")
+
+
+def test_a_recorded_write_into_a_reshaped_view_is_refused():
+    """A write through a view that is not a block of slices or one index of its base (here a row
+    of a reshaped view) cannot be put back with slice_scatter or select_scatter."""
+    from flopcount.runtime.torch.record import record
+
+    def write(m, a, b):
+        c = a.clone()
+        c.view(2, 6)[0] = b
+        return c
+
+    with pytest.raises(UnsupportedOpError, match=r"aten.copy_.default writes into a view .* not a block of slices"):
+        record(Fn(write), (r(3, 4), r(6)), {})
 
 
 # --- the table ------------------------------------------------------------------------------------
