@@ -155,10 +155,13 @@ def _torch_folder(path: str, dtype, routing: str):
 def _torch(module, target, dtype, routing: str):
     from .torch_decoder import TorchDecoder, require_transformers_cache
 
-    if not hasattr(module, "config"):
-        raise ShapeError(f"LLM phases of a PyTorch model need a transformers causal LM (with a config and a "
-                         f"cache); {target.name} is a {type(module).__name__}")
     require_transformers_cache()
+    from transformers import GenerationMixin
+
+    if not isinstance(module, GenerationMixin) or not hasattr(module, "config"):
+        raise ShapeError(f"LLM phases need a causal language model that keeps a cache between steps (a zoo "
+                         f"decoder, a Hugging Face folder of a ...ForCausalLM, or a transformers causal LM); "
+                         f"got {type(module).__name__}")
     if dtype is not None:
         import torch
 

@@ -90,8 +90,9 @@ def kv_cache_layout(model) -> list:
     """The model's (kv_heads, head_dim, window) per layer; a ShapeError for a model without a KV cache."""
     layout = getattr(model, "kv_cache_layout", None)
     if layout is None:
-        raise ShapeError(f"LLM phases need a decoder that takes and returns a KV cache (the zoo's llama, "
-                         f"mistral, qwen2, gemma, phi3, mixtral, gpt2 families); got {type(model).__name__}")
+        raise ShapeError(f"LLM phases need a causal language model that keeps a cache between steps (a zoo "
+                         f"decoder, a Hugging Face folder of a ...ForCausalLM, or a transformers causal LM); "
+                         f"got {type(model).__name__}")
     return layout()
 
 

@@ -124,6 +124,10 @@ def render_text(report, fmt: str = "simple") -> str:
                      f"per token; a decode step at batch {r.batch} touches {m.expected_experts(r.batch):.2f} experts "
                      f"per layer on average (E·(1-(1-k/E)^B)), reading "
                      f"{bytes_to_string(m.expert_bytes_read(r.batch, _bits(r)))} of expert weights")
+    lines += _cache_lines(r, fmt)
+    per_token = _flops_per_token(r)
+    if per_token:
+        lines.append("FLOPs per token: " + ", ".join(f"{flops_to_string(value)} ({name})" for name, value in per_token))
     lines += r.notes
     if r.prefill is not None:
         t = times.prefill.ops if times is not None else None
@@ -146,10 +150,39 @@ def render_text(report, fmt: str = "simple") -> str:
     return "\n".join(lines)
 
 
-def _bits(report) -> int:
+def _flops_per_token(report) -> list:
+    """[(step, FLOPs per token)]: the prefill's over its prompt, the last decode step's."""
+    out = []
+    if report.prefill is not None:
+        out.append((f"prefill of {report.prefill.queries}", report.prefill.total.flops / (report.batch * report.prefill.queries)))
+    if report.decode is not None:
+        out.append((f"decode step at context {report.decode.last.context}", report.decode.last.total.flops / report.batch))
+    return out
+
+
+def _cache_lines(report, fmt: str) -> list:
+    """The cache by kind of layer: how many, what each keeps per token, its window or state."""
+    if not report.layers:
+        return []
+    nbytes = _bits(report, report.kv_dtype) / 8
+    kinds: dict = {}
+    for layer in report.layers:
+        key = (layer.kind, layer.per_token, layer.max_positions, layer.state)
+        kinds[key] = kinds.get(key, 0) + 1
+    rows = []
+    for (kind, per_token, kept, state), count in kinds.items():
+        positions = "-" if not per_token else "all" if kept is None else f"{kept:,}"
+        rows.append([kind, count, bytes_to_string(per_token * nbytes), positions,
+                     bytes_to_string(state * nbytes) if state else "-"])
+    table = tabulate(rows, headers=["cache", "layers", "per token", "positions kept", "fixed state"],
+                     tablefmt=fmt, disable_numparse=True)
+    return ["", f"KV cache ({report.kv_dtype}) by kind of layer, per sequence:", table, ""]
+
+
+def _bits(report, dtype: str | None = None) -> int:
     from .. import runtime as rt
 
-    return rt.get_dtype(report.dtype).bits
+    return rt.get_dtype(dtype or report.dtype).bits
 
 
 def _roofline_line(report, times) -> str:
@@ -189,7 +222,14 @@ def report_dict(report, ops: bool = True) -> dict:
     doc = {"model": r.model, "phase": _phase_name(r.phase), "batch": r.batch, "dtype": r.dtype,
            "attn_implementation": r.attn_implementation, "params": r.params, "weight_bytes": r.weight_bytes,
            "kv_bytes_per_token": r.kv_bytes_per_token, "kv_cache_bytes": r.kv_cache_bytes,
-           "peak_memory": r.peak_memory, "total": _counts(r.total), "notes": list(r.notes)}
+           "peak_memory": r.peak_memory, "total": _counts(r.total), "notes": list(r.notes),
+           "kv_dtype": r.kv_dtype, "moe_routing": r.routing,
+           "flops_per_token": {name: value for name, value in _flops_per_token(r)}}
+    context = r.steps[-1].context + r.steps[-1].queries
+    nbytes = _bits(r, r.kv_dtype) / 8
+    doc["cache_layers"] = [layer.to_dict(context, nbytes) for layer in r.layers]
+    if r.routing_choices:
+        doc["routing_choices"] = [{"layer": layer, "experts": experts} for layer, experts in r.routing_choices]
     if r.moe is not None:
         doc["moe"] = r.moe.to_dict(r.batch)
     if r.prefill is not None:

@@ -138,7 +138,7 @@ def count_step(decoder, traced, phase, batch: int, kv_bits: int | None = None) -
     for node in graph.nodes:
         cost = node.cost()
         traffic = node_traffic(node, origin)
-        traffic.kv_written += state_written(node, traced.cache_values)
+        traffic.kv_written += state_written(node, traced.cache_values, origin)
         if scale != 1:
             traffic.kv_read, traffic.kv_written = int(traffic.kv_read * scale), int(traffic.kv_written * scale)
         op = OpCost(macs=cost.macs, flops=cost.flops, name=f"{node.scope}/{node.name}", op=node.op_name,

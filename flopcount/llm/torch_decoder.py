@@ -30,7 +30,7 @@ import re
 from dataclasses import dataclass, field
 
 from .. import runtime as rt
-from ..runtime.errors import FlopcountError, ShapeError
+from ..runtime.errors import FlopcountError, ModelFileError, ShapeError
 from .cache import LayerCache
 from .moe import MoESummary
 from .phases import Prefill
@@ -264,7 +264,14 @@ class TorchDecoder:
             self.module.train(training)
 
     def _forward(self, ids, cache):
-        out = self.module(input_ids=ids, use_cache=True, **{self._cache_keyword: cache})
+        try:
+            out = self.module(input_ids=ids, use_cache=True, **{self._cache_keyword: cache})
+        except FlopcountError:
+            raise
+        except Exception as exc:  # the model's own code failed on these shapes: one line, naming it
+            text = " ".join(str(exc).split())[:200]
+            raise ModelFileError(f"{self.label}: the model failed to run on {tuple(ids.shape)} token ids "
+                                 f"({type(exc).__name__}: {text})") from exc
         return out.logits if hasattr(out, "logits") else out[0]
 
     def _ids(self, batch: int, tokens: int, seed: int):

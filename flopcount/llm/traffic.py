@@ -51,11 +51,13 @@ def origins(graph, cache_values=()) -> dict:
     return origin
 
 
-def state_written(node, cache_values) -> int:
+def state_written(node, cache_values, origin: dict) -> int:
     """Bytes a node stores into the cache that its cost rule does not write: a state the step
-    leaves that the runtime holds as a view of a value computed before (a copy into the cache,
-    which the runtime elides)."""
-    if node.cost().bytes_written:
+    leaves that the runtime holds as a view of an activation computed before (a copy into the
+    cache, which the runtime elides). A view of the cache itself (a sliding window's kept
+    positions) writes nothing."""
+    if node.cost().bytes_written or not node.inputs or node.inputs[0] is None \
+            or origin.get(node.inputs[0].name) == KV:
         return 0
     return sum(v.nbytes for v in node.outputs if v.name in cache_values)
 

@@ -240,8 +240,13 @@ def _through_torch(folder: str, data: dict, name: str, weights: bool, reason: st
             f"{folder}: architecture {name} ({why}) needs the PyTorch path: {HF_INSTALL}; natively built: "
             f"{supported}") from None
     if data.get("auto_map"):
-        raise errors.UnsupportedOpError(f"{folder}: {name} needs the model's own Python code (auto_map), which "
-                                        f"flopcount does not run; natively built: {supported}")
+        raise errors.UnsupportedOpError(f"{folder}: {name} needs the model's own Python code (auto_map, "
+                                        f"trust_remote_code), which flopcount never runs; it was not run")
+    model_type = data.get("model_type")
+    known = getattr(getattr(transformers, "CONFIG_MAPPING", None), "keys", lambda: None)()
+    if known is not None and model_type not in known:
+        raise errors.ModelFileError(f"{folder}: unknown model_type {model_type!r}: transformers "
+                                    f"{transformers.__version__} has no such architecture (a newer release may)")
     try:
         config = transformers.AutoConfig.from_pretrained(folder)
         config.use_cache = False   # a forward without a KV cache: the graph of one call
