@@ -52,9 +52,9 @@ def test_parse_phase():
 
 
 def test_models_without_a_kv_cache_are_refused():
-    with pytest.raises(rt.ShapeError, match="LLM phases need a decoder that takes and returns a KV cache.*BertModel"):
+    with pytest.raises(rt.ShapeError, match="LLM phases need a causal language model that keeps a cache.*BertModel"):
         kv_cache_layout(_meta("bert_base"))
-    with pytest.raises(rt.ShapeError, match="need a decoder"):
+    with pytest.raises(rt.ShapeError, match="need a causal language model"):
         llm.profile("resnet18", llm.Decode(4))
     with pytest.raises(rt.ShapeError, match="batch must be an integer >= 1, got 0"):
         llm.profile("llama", llm.Decode(4), batch=0)
