@@ -225,12 +225,17 @@ def diff(ctx, self, n=1, dim=-1, prepend=None, append=None):
 
 # --- factories --------------------------------------------------------------------------------------
 
+FILLED_IN_FULL_BYTES = 64 << 10   # larger filled constants are one element broadcast
+
+
 def _filled(ctx, value) -> Tensor:
-    """A constant of the recorded output's shape and dtype, every element ``value``. Above the
-    fold limit it is one element broadcast (a view: bounded memory while importing)."""
+    """A constant of the recorded output's shape and dtype, every element ``value``. Above a few
+    KiB it is one element broadcast (a view), so memory stays bounded while importing: a decoder
+    fills a buffer per layer (DeepSeek's keys assembled in a ``new_empty``, 200 MB at a 2k
+    context) that a scatter then writes into, and 61 of them held in full took 6 GB."""
     spec = ctx.out_spec
     shape, dtype = tuple(spec.shape), spec.dtype
-    if np.prod(shape, dtype=np.int64) * dtype.itemsize <= fold_limit():
+    if np.prod(shape, dtype=np.int64) * dtype.itemsize <= min(FILLED_IN_FULL_BYTES, fold_limit()):
         return tensor(np.full(shape, value, dtype=dtype.np), device="cpu")
     one = tensor(np.full((1,) * len(shape), value, dtype=dtype.np), device="cpu")
     return movement.expand(one, shape)
