@@ -155,6 +155,10 @@ CASES = {
     "cumsum_dtypes": (lambda m, a: ((a * 3).int().cumsum(1, dtype=torch.int32), (a > 0).cumsum(0, dtype=torch.int32),
                                     (a * 3).int().cumsum(0), (a > 0).cumsum(1), a.cumsum(1, dtype=torch.float64),
                                     (a * 3).long().cumsum(1, dtype=torch.float32)), [r(3, 4)]),
+    # complex values, lowered to real (real, imaginary) pairs (test_torch_complex.py has the rest)
+    "complex_rotary": (lambda m, x, t: torch.view_as_real(torch.view_as_complex(x.reshape(2, 3, 2)) *
+                                                          torch.polar(torch.ones_like(t), t)).flatten(1),
+                       [r(2, 6), r(3)]),
     # reductions
     "reductions": (lambda m, a: (a.sum(), a.sum(1), a.sum((0, 1), keepdim=True), a.mean(), a.mean(-1), a.amax(0),
                                  a.amin(1), a.max(), a.max(1)[0], a.max(1)[1], a.min(0)[0], a.argmax(1), a.argmin(),
@@ -193,14 +197,17 @@ def test_converted_ops_compute_what_torch_computes(case, how):
 
 
 def _used(module, inputs, how) -> set:
-    """Converter keys the captured FX graph's nodes look up."""
-    if how == "recorded":
-        from flopcount.runtime.torch.record import record
+    """Converter keys the captured FX graph's nodes look up (after complex values are lowered)."""
+    from flopcount.runtime.torch.capture import from_program
+    from flopcount.runtime.torch.complex import has_complex, lower
+    from flopcount.runtime.torch.record import record
 
-        graph = record(module, tuple(inputs), {}).graph
+    if how == "recorded":
+        captured = record(module, tuple(inputs), {})
     else:
         program = torch.export.export(module, tuple(inputs), strict=False)
-        graph = program.run_decompositions({} if how == "export" else None).graph
+        captured = from_program(program.run_decompositions({} if how == "export" else None))
+    graph = (lower(captured) if has_complex(captured) else captured).graph
     return {packet_name(n.target) for n in graph.nodes if n.op == "call_function" and n.target is not operator.getitem}
 
 
