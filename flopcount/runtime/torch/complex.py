@@ -30,7 +30,8 @@ from __future__ import annotations
 import operator
 from dataclasses import replace
 
-from ..errors import UnsupportedOpError
+from ..errors import ShapeError, UnsupportedOpError
+from .converters import packet_name
 
 _COMPLEX_MUL = None
 
@@ -167,8 +168,6 @@ class _Lowering:
         touches = _is_complex(node.meta.get("val")) or any(self.is_complex(n) for n in _nodes((args, kwargs)))
         if not touches:
             return self.new.node_copy(node, lambda n: self.env[n])
-        from .converters import packet_name
-
         name = "getitem" if node.target is operator.getitem else packet_name(node.target)
         rule = _RULES.get(name)
         if rule is None:
@@ -189,7 +188,7 @@ class _Lowering:
         if want.dtype.is_complex:
             shape, dtype = shape + (2,), _real_dtype(want.dtype)
         if tuple(got.shape) != shape or got.dtype != dtype:
-            raise UnsupportedOpError(f"{node.target} (node {node.name!r}): its complex value lowered to "
+            raise ShapeError(f"{node.target} (node {node.name!r}): its complex value lowered to "
                                      f"{got.dtype}{list(got.shape)}, expected {dtype}{shape}")
 
 

@@ -392,6 +392,20 @@ def test_transformers_grouped_mm_fallback():
     SEEN.update(_used(module, [x, w, offsets], "export"))
 
 
+def test_an_identity_above_the_fold_limit_is_built_by_ops(monkeypatch):
+    """eye below the fold limit is a constant; above it, the comparison of two index ranges
+    that makes it, recorded as ops (a large constant is not held while importing)."""
+    import sys
+
+    module, a = Fn(lambda m, a: torch.eye(16, 12) * a).eval(), r(16, 12)
+    small = capture_as("export", module, (a,))
+    monkeypatch.setattr(sys.modules["flopcount.runtime.graph.folding"], "FOLD_LIMIT_BYTES", 256)
+    large = capture_as("export", module, (a,))
+    # the comparison (192 bytes of bools) still folds; its float32 cast (768 bytes) is a node
+    assert [n.op_name for n in small.nodes] == ["mul"] and [n.op_name for n in large.nodes] == ["cast", "mul"]
+    compare(large, module, (a,))
+
+
 # --- the table ------------------------------------------------------------------------------------
 
 def test_every_converter_is_exercised():
