@@ -241,9 +241,20 @@ def _same_dtype(value, like):
     return value if value.dtype is like.dtype else ew.cast(value, like.dtype)
 
 
-# scatter_reduce's names for the runtime's reductions, and the value a reduction leaves unchanged
+# scatter_reduce's names for the runtime's reductions
 _REDUCTIONS = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul", "amax": "max", "amin": "min"}
-_NEUTRAL = {"add": 0.0, "mul": 1.0, "max": -np.inf, "min": np.inf}
+
+
+def _neutral(reduction: str, dtype):
+    """The value ``reduction`` leaves unchanged, in ``dtype``'s range."""
+    if reduction in ("add", "mul"):
+        return 0 if reduction == "add" else 1
+    if dtype.is_floating_point:
+        return -np.inf if reduction == "max" else np.inf
+    if dtype.name == "bool":
+        return reduction == "min"
+    limits = np.iinfo(dtype.np)
+    return limits.min if reduction == "max" else limits.max
 
 
 def _updates(self, index, src):
@@ -275,8 +286,8 @@ def scatter_reduce(ctx, self, dim, index, src, reduce, include_self=True):
     reduction = _REDUCTIONS[reduce]
     updates = _updates(self, index, src)
     if not include_self:   # the written positions start from the reduction's neutral value
-        neutral = movement.expand(tensor(np.full((1,) * index.ndim, _NEUTRAL[reduction], dtype=self.dtype.np),
-                                         device="cpu"), tuple(index.shape))
+        start = np.full((1,) * index.ndim, _neutral(reduction, self.dtype), dtype=self.dtype.np)
+        neutral = movement.expand(tensor(start, device="cpu"), tuple(index.shape))
         self = scatter.scatter_elements(self, dim, index, neutral, "none")
     return scatter.scatter_elements(self, dim, index, updates, reduction)
 
