@@ -1,13 +1,15 @@
-"""GEMM-class ops: matmul, linear, einsum (bmm and mm are matmul with stricter shapes).
+"""GEMM-class ops: matmul, linear, einsum (bmm and mm are matmul with stricter shapes), and
+grouped_mm (a mixture-of-experts layer's expert GEMMs in one op).
 
-Cost (COUNTING.md): MACs = batch·m·k·n for a matmul, rows·in·out for linear; FLOPs = 2·MACs,
+Cost (COUNTING.md): MACs = batch·m·k·n for a matmul, rows·in·out for linear, m·k·n for a
+grouped_mm of m rows (each row is in one group and meets one k x n matrix); FLOPs = 2·MACs,
 plus one add per output element for a bias. Gradients are matmuls too, so a layer's backward
 is 2x its forward MACs when both operands need gradients and 1x when only one does.
 """
 
 from __future__ import annotations
 
-__all__ = ["matmul", "mm", "bmm", "linear", "einsum"]  # the functional API (nn.functional re-exports it)
+__all__ = ["matmul", "mm", "bmm", "linear", "einsum", "grouped_mm"]  # the functional API (nn.functional re-exports it)
 
 import string
 from math import prod
@@ -84,6 +86,41 @@ class Matmul(Op):
                  Signature((S(a.ndim - 1), S(b.ndim - 2)), (P,)),
                  Signature((P, B), (P,)), Signature((B, P), (P,))]
         return sigs
+
+
+@register_op("grouped_mm")
+class GroupedMm(Op):
+    """x (m, k) in consecutive groups of rows, group g times w[g] (k, n): ``offsets`` (G,) holds
+    where each group ends (cumulative row counts, as ``torch._grouped_mm`` takes them), so an MoE
+    layer's tokens sorted by expert meet their expert's weights. Rows after the last end are 0."""
+
+    def shape(x, w, offsets):
+        if x.ndim != 2 or w.ndim != 3 or offsets.ndim != 1 or x.shape[1] != w.shape[1] \
+                or offsets.shape[0] != w.shape[0]:
+            raise ShapeError(f"grouped_mm: needs x (m, k), w (groups, k, n) and offsets (groups,), got {x.shape}, "
+                             f"{w.shape} and {offsets.shape}")
+        if x.dtype is not w.dtype or offsets.dtype.is_floating_point:
+            raise ShapeError(f"grouped_mm: x and w need one dtype and integer offsets, got {x.dtype.name}, "
+                             f"{w.dtype.name} and {offsets.dtype.name}")
+        return Spec((x.shape[0], w.shape[2]), x.dtype, x.device)
+
+    def forward(xp, x, w, offsets):
+        out = xp.zeros((x.shape[0], w.shape[2]), dtype=x.dtype)
+        ends = offsets.tolist() if hasattr(offsets, "tolist") else list(offsets)
+        start = 0
+        for group, end in enumerate(ends):
+            if end > start:
+                out[start:end] = gemm(xp, x[start:end], w[group])
+            start = max(start, end)
+        return out
+
+    vjp = None  # the weight's gradient is one product per group (x_gᵀ·g_g): not written yet
+
+    def cost(out, x, w, offsets):
+        # every row meets one k x n matrix: m·k·n whatever the grouping (the bound when rows
+        # are left after the last group, as a sorted MoE dispatch never leaves them)
+        macs = x.shape[0] * x.shape[1] * w.shape[2]
+        return io_cost(out, (x, w, offsets), macs=macs, flops=2 * macs)
 
 
 @register_op("linear")
@@ -285,3 +322,13 @@ def einsum(equation: str, *operands):
         operands = tuple(operands[0])
     subs, out = _parse_einsum(equation, [t.shape for t in operands])
     return apply(Einsum, *operands, equation=f"{','.join(subs)}->{out}")
+
+
+def grouped_mm(x, w, offsets):
+    """Rows of ``x`` (m, k) in groups ending at ``offsets``, group g times ``w[g]`` (k, n).
+
+    >>> x, w = rt.ones(3, 2), rt.tensor([[[1.0], [1.0]], [[2.0], [2.0]]])
+    >>> grouped_mm(x, w, rt.tensor([1, 3])).tolist()
+    [[2.0], [4.0], [4.0]]
+    """
+    return apply(GroupedMm, x, w, offsets)

@@ -1,4 +1,4 @@
-"""Selection by value: ``topk``, ``nonzero`` and ``unique``.
+"""Selection by value: ``topk``, ``sort``, ``nonzero`` and ``unique``.
 
 ``nonzero`` and ``unique`` have output sizes that depend on the values. Their shape rules give
 the exact size when the input holds data (an eager run, or a graph running on real inputs) and
@@ -6,13 +6,14 @@ an upper bound on the meta device, where only shapes are known (a trace counts t
 element nonzero, every element distinct). A graph traced on meta records the bound; running it
 gives the exact sizes, which the following ops take as their shape rules compute them.
 
-Cost (COUNTING.md): topk ⌈log₂ k⌉ + 1 comparisons per input element (a heap of k); nonzero one
+Cost (COUNTING.md): topk ⌈log₂ k⌉ + 1 comparisons per input element (a heap of k); sort ⌈log₂ n⌉
+comparisons per element along a dim of n (a comparison sort's n·log₂ n per row); nonzero one
 comparison per element; unique log₂ n comparisons per element (a sort).
 """
 
 from __future__ import annotations
 
-__all__ = ["topk", "nonzero", "unique"]
+__all__ = ["topk", "sort", "nonzero", "unique"]
 
 import math
 
@@ -68,6 +69,35 @@ class TopK(Op):
 
     def cost(out, x, *, k, dim, largest, sorted):
         return io_cost(out, (x,), flops=numel(x) * (math.ceil(math.log2(max(k, 1))) + 1))
+
+
+@register_op("sort")
+class Sort(Op):
+    """The elements along ``dim`` in ascending (``descending``: descending) order, and where each
+    came from; equal values keep their index order (a stable sort, as torch's ``stable=True``)."""
+
+    def shape(x, *, dim, descending):
+        norm_dim("sort", dim, x.ndim)
+        return Spec(x.shape, x.dtype, x.device), Spec(x.shape, _dt.int64, x.device)
+
+    def forward(xp, x, *, dim, descending):
+        if x.ndim == 0:
+            return x.copy(), xp.zeros((), dtype=np.int64)
+        key = _descending_key(xp, x) if descending else x
+        order = xp.argsort(key, axis=dim, kind="stable")
+        return xp.take_along_axis(x, order, axis=dim), order.astype(np.int64, copy=False)
+
+    def vjp(g, out, x, *, dim, descending):
+        from .indexing import GatherBackward
+
+        g_values, _ = g
+        if g_values is None:
+            return None
+        return apply(GatherBackward, g_values, out[1], dim=dim % max(x.ndim, 1), shape=tuple(x.shape))
+
+    def cost(out, x, *, dim, descending):
+        n = x.shape[dim % x.ndim] if x.ndim else 1
+        return io_cost(out, (x,), flops=numel(x) * math.ceil(math.log2(max(n, 1))))
 
 
 @register_op("nonzero")
@@ -145,6 +175,15 @@ def topk(x, k: int, dim: int = -1, largest: bool = True, sorted: bool = True):
     [1, 2]
     """
     return apply(TopK, x, k=int(k), dim=int(dim), largest=bool(largest), sorted=bool(sorted))
+
+
+def sort(x, dim: int = -1, descending: bool = False):
+    """(values, indices) of ``x`` sorted along ``dim`` (stable: ties keep their index order).
+
+    >>> sort(rt.tensor([3.0, 1.0, 2.0]))[1].tolist()
+    [1, 2, 0]
+    """
+    return apply(Sort, x, dim=int(dim), descending=bool(descending))
 
 
 def nonzero(x):

@@ -13,6 +13,8 @@ torch.export returns as extra outputs are left out, as a forward graph has none)
   classes of every enclosing module go to ``Graph.module_types``.
 * An ATen op without a converter becomes a fallback op named after it (``fallback.py``):
   recorded shapes, no cost rule (listed as unsupported, counted as zero), run by torch.
+* Complex values (a rotary embedding written with ``torch.polar``) are first lowered to real
+  tensors with a trailing (real, imaginary) dim (``complex.py``).
 * Every converted value is checked against the shape torch recorded for it, so a converter
   that disagrees with ATen fails at import, naming the node.
 """
@@ -31,6 +33,8 @@ from ..graph.trace import Tracer
 from ..nn.parameter import Parameter
 from ..registry import Spec
 from ..tensor import Tensor
+from .complex import has_complex
+from .complex import lower as lower_complex
 from .converters import CONVERTERS, NodeContext, packet_name
 from .fallback import Slot, fallback_op
 from .tensors import from_torch, to_dtype
@@ -248,6 +252,8 @@ def _placeholders(captured) -> tuple[dict, dict]:
 
 def convert(captured, name: str | None = None) -> tuple[Graph, list]:
     """(Graph, notes) for a captured program; notes name the ATen ops that have no converter."""
+    if has_complex(captured):   # the runtime has no complex dtype: real (real, imaginary) pairs instead
+        captured = lower_complex(captured)
     values, params = _placeholders(captured)
     values.update(captured.constants)
     walk = _Walk(captured, values)

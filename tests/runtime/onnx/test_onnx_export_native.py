@@ -14,8 +14,8 @@ from onnx_check import assert_same, run_ort
 import flopcount.runtime as rt
 from flopcount.runtime.dispatch import apply
 from flopcount.runtime.onnx.exporter import to_model
-from flopcount.runtime.ops import (bitwise, cumulative, detection, determinant, grid_sample, opaque, resample,
-                                   scatter, selection, spectral, trigonometric)
+from flopcount.runtime.ops import (bitwise, complex_arith, cumulative, detection, determinant, grid_sample,
+                                   histogram, linalg, opaque, resample, scatter, selection, spectral, trigonometric)
 
 onnx = pytest.importorskip("onnx")
 
@@ -48,6 +48,10 @@ CASES = [
     ("bitwise_not", bitwise.bitwise_not, [INTS], 18),
     ("bitshift", lambda a, b: bitwise.bitshift(a, b, "left"), [SHIFTS * 3, SHIFTS], 13),
     ("nonzero", lambda x: selection.nonzero(x > 0), [arr(3, 4)], 13),
+    ("sort", lambda x: selection.sort(x, 1, descending=True)[0] + selection.sort(x, 0)[0], [arr(3, 4)], 13),
+    ("sort_indices", lambda x: selection.sort(x, -1)[1], [arr(3, 5)], 13),
+    ("complex_mul", lambda a, c: complex_arith.complex_mul(a, c) + complex_arith.complex_mul(a, c, conjugate=True),
+     [arr(3, 4, 2), arr(4, 2, seed=1)], 13),
     ("unique", lambda x: selection.unique(x, dim=None, sorted=True)[0],
      [arr(10, low=0, high=4, dtype=np.float32)], 13),
     ("scatter_elements", lambda x, i, u: scatter.scatter_elements(x, 1, i, u, "add"),
@@ -94,7 +98,7 @@ def test_an_operator_before_its_opset_is_refused():
         to_model(rt.trace(bitwise.bitwise_and, rt.tensor(INTS), rt.tensor(INTS)), 17)
 
 
-REFUSED = {"inverse", "opaque", "cumprod", "bitcast"}
+REFUSED = {"inverse", "opaque", "cumprod", "bitcast", "histc", "grouped_mm"}
 
 
 def test_export_refuses_ops_onnx_has_no_operator_for():
@@ -105,4 +109,9 @@ def test_export_refuses_ops_onnx_has_no_operator_for():
                        rt.randn(3))
     with pytest.raises(rt.UnsupportedOpError, match="ONNX Foo node 'foo' was imported without a converter"):
         to_model(unknown, 17)
+    with pytest.raises(rt.UnsupportedOpError, match="no histogram operator"):
+        to_model(rt.trace(lambda x: histogram.histc(x, 4, -1.0, 1.0), rt.randn(8)), 17)
+    offsets = rt.tensor(np.array([1, 3]))
+    with pytest.raises(rt.UnsupportedOpError, match="no grouped matrix product"):
+        to_model(rt.trace(lambda x, w: linalg.grouped_mm(x, w, offsets), rt.randn(3, 2), rt.randn(2, 2, 4)), 17)
 

@@ -14,7 +14,20 @@ EXAMPLES = {
                       lambda x, w, b: x @ w.T + b, macs=120, flops=270),
     "einsum": Example(lambda a, b: rt.einsum("bij,bjk->bik", a, b), [randn(2, 3, 4), randn(2, 4, 5)],
                       lambda a, b: np.einsum("bij,bjk->bik", a, b), macs=120, flops=240),
+    # 5 rows, each meeting one (3, 4) matrix: 5·3·4, however the rows are grouped
+    "grouped_mm": Example(lambda x, w, o: rt.ops.linalg.grouped_mm(x, w, o),
+                          [randn(5, 3), randn(2, 3, 4), np.array([2, 5])],
+                          lambda x, w, o: np.concatenate([x[:2] @ w[0], x[2:] @ w[1]]), grad=False, macs=60,
+                          flops=120),
 }
+
+
+def test_grouped_mm_leaves_empty_groups_and_the_rows_after_the_last_group():
+    from flopcount.runtime.ops.linalg import grouped_mm
+
+    x, w = randn(4, 3), randn(3, 3, 2)
+    out = grouped_mm(rt.tensor(x), rt.tensor(w), rt.tensor(np.array([1, 1, 3], dtype=np.int32))).numpy()
+    np.testing.assert_allclose(out, np.concatenate([x[:1] @ w[0], x[1:3] @ w[2], np.zeros((1, 2))]), rtol=1e-12)
 
 
 @pytest.mark.parametrize("name", sorted(EXAMPLES))

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import flopcount.runtime as rt
-from flopcount.runtime.ops.selection import nonzero, topk, unique
+from flopcount.runtime.ops.selection import nonzero, sort, topk, unique
 from opcheck import Example, randn, run_example
 
 X = randn(3, 6)
@@ -29,6 +29,8 @@ def _unique_ref(x):
 EXAMPLES = {
     # a heap of k = 3: ceil(log2 3) + 1 = 3 comparisons per element of the (3, 6) input
     "topk": Example(lambda x: topk(x, 3, 1), [X], _topk_ref, flops=18 * 3),
+    # rows of 6: ceil(log2 6) = 3 comparisons per element of the (3, 6) input
+    "sort": Example(lambda x: sort(x, 1, descending=True), [X], lambda x: _topk_ref(x, 6), flops=18 * 3),
     # value-dependent sizes: the meta shape is the bound (checked below), not the eager one
     "nonzero": Example(nonzero, [SPARSE], lambda x: np.stack(np.nonzero(x)), grad=False, meta=False, flops=6),
     "unique": Example(unique, [VALUES], _unique_ref, grad=False, meta=False, flops=6 * 3),
@@ -38,6 +40,13 @@ EXAMPLES = {
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_example(name):
     run_example(name, EXAMPLES[name])
+
+
+def test_sort_is_stable_both_ways():
+    values, index = sort(rt.tensor(TIES), 1)
+    assert index.tolist() == [[0, 3, 1, 2], [3, 0, 1, 2]] and values.tolist() == [[1, 2, 3, 3], [0, 5, 5, 5]]
+    values, index = sort(rt.tensor(TIES), 1, descending=True)
+    assert index.tolist() == [[1, 2, 3, 0], [0, 1, 2, 3]]
 
 
 def test_topk_keeps_equal_values_in_index_order():

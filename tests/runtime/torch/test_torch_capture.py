@@ -59,26 +59,26 @@ def test_recorded_training_run_leaves_the_model_as_it_was():
     assert not model.training
 
 
-class TopK(torch.nn.Module):
+class KthValue(torch.nn.Module):
     def __init__(self):
         super().__init__()
         self.fc = torch.nn.Linear(8, 8)
 
     def forward(self, x):
-        values, _ = torch.topk(self.fc(x), 3)
+        values, _ = torch.kthvalue(self.fc(x).unsqueeze(-1).expand(2, 8, 3), 2, dim=1)
         return values * 2
 
 
 def test_an_op_without_converter_is_listed_counted_zero_and_run_by_torch():
-    model, x = TopK().eval(), torch.randn(2, 8)
+    model, x = KthValue().eval(), torch.randn(2, 8)
     graph = rt.torch.to_graph(model, x)
-    assert graph.notes == ["no flopcount mapping for aten.topk (1 call): counted as 0 and run by torch"]
+    assert graph.notes == ["no flopcount mapping for aten.kthvalue (1 call): counted as 0 and run by torch"]
     compare(graph, model, (x,))   # the fallback op runs torch's kernel
     report = flopcount.profile(model, x)
-    assert [str(u) for u in report.unsupported] == ["op aten.topk (1 call: 'topk')"]   # with its node names
+    assert [str(u) for u in report.unsupported] == ["op aten.kthvalue (1 call: 'kthvalue')"]   # with its node names
     assert report.notes == graph.notes
     assert report.macs == 2 * 8 * 8 and report.flops == 2 * 2 * 8 * 8 + 2 * 8 + 2 * 3   # linear + bias, mul
-    with pytest.raises(UnsupportedOpError, match=r"aten.topk \(1 call: 'topk'\)"):
+    with pytest.raises(UnsupportedOpError, match=r"aten.kthvalue \(1 call: 'kthvalue'\)"):
         flopcount.profile(model, x, strict=True)
 
 

@@ -8,6 +8,7 @@ walks the converter table: every entry is exercised here.
 
 from __future__ import annotations
 
+import importlib.util
 import operator
 
 import numpy as np
@@ -163,6 +164,27 @@ CASES = {
     "cumsum_dtypes": (lambda m, a: ((a * 3).int().cumsum(1, dtype=torch.int32), (a > 0).cumsum(0, dtype=torch.int32),
                                     (a * 3).int().cumsum(0), (a > 0).cumsum(1), a.cumsum(1, dtype=torch.float64),
                                     (a * 3).long().cumsum(1, dtype=torch.float32)), [r(3, 4)]),
+    # complex values, lowered to real (real, imaginary) pairs (test_torch_complex.py has the rest)
+    "complex_rotary": (lambda m, x, t: torch.view_as_real(torch.view_as_complex(x.reshape(2, 3, 2)) *
+                                                          torch.polar(torch.ones_like(t), t)).flatten(1),
+                       [r(2, 6), r(3)]),
+    # selection and counting by value, scatters (MoE routers, Mamba layers)
+    "topk_sort": (lambda m, a: (torch.topk(a, 2), torch.topk(a, 3, dim=0, largest=False),
+                                torch.sort(a, 1, descending=True), torch.sort(a, dim=0, stable=True),
+                                torch.argsort(a, 1), torch.argsort(a, dim=1, descending=True, stable=True)), [r(4, 5)]),
+    "histc_one_hot": (lambda m, a, i: (torch.histc(a, bins=4, min=-2, max=2), torch.histc(a, 3), F.one_hot(i, 10)),
+                      [r(3, 5), ids(2, 4)]),
+    "scatters": (lambda m, a, j: _scatters(a, j), [r(3, 5), ids(3, 3, high=5)]),
+    "index_add_put": (lambda m, a, i: (torch.zeros(6, 5).index_add(0, i[:3], a, alpha=2),
+                                       a.index_add(1, torch.tensor([0, 0, 4]), a[:, :3]),
+                                       torch.zeros(6, 5).index_put((i[:3],), a, accumulate=True),
+                                       torch.zeros(6, 5).index_put((i[:3], i[3:]), a[:, 0], accumulate=True)),
+                      [r(3, 5), ids(6, high=5)]),
+    "repeat_interleave": (lambda m, a: (a.repeat_interleave(2, dim=1), a.repeat_interleave(3),
+                                        a.repeat_interleave(2, dim=-2)), [r(3, 4)]),
+    # an MoE layer's inverse permutation: a constant written at places the model computes
+    "inverse_permutation": (lambda m, a: _unsorted(a), [r(7)]),
+    "eye": (lambda m, a: (torch.eye(3) + a, torch.eye(3, 4) * 2), [r(3, 3)]),
     # reductions
     "reductions": (lambda m, a: (a.sum(), a.sum(1), a.sum((0, 1), keepdim=True), a.mean(), a.mean(-1), a.amax(0),
                                  a.amin(1), a.max(), a.max(1)[0], a.max(1)[1], a.min(0)[0], a.argmax(1), a.argmin(),
@@ -170,6 +192,23 @@ CASES = {
                                  torch.var_mean(a, 1)[0], (a > 0).any(1), (a > -3).all(), torch.logsumexp(a, 1),
                                  torch.linalg.vector_norm(a, dim=1), a.norm(), a.norm(p=1, dim=0)), [r(3, 5)]),
 }
+
+
+def _scatters(a, j):
+    """Writes (a position once per row), and reductions where positions repeat."""
+    once = torch.tensor([[0, 3], [4, 1], [2, 0]])
+    return (torch.zeros(3, 5).scatter(1, once, a[:, :2]), torch.zeros(3, 5).scatter(1, once, 2.0),
+            a.scatter(1, j, a[:, 2:], reduce="add"), a.scatter(1, j, 3.0, reduce="multiply"),
+            a.scatter_add(1, j, a), a.scatter_reduce(1, j, a, "amax"), a.scatter_reduce(1, j, a, "prod"),
+            a.scatter_reduce(1, j, a, "sum", include_self=False), a.scatter_reduce(1, j, a, "amin", include_self=False),
+            (a * 4).int().scatter_reduce(1, j, (a * 4).int(), "amax", include_self=False))
+
+
+def _unsorted(a):
+    values, order = torch.sort(a)
+    inverse = torch.empty_like(order)
+    inverse[order] = torch.arange(order.numel())
+    return values[inverse] * 2
 
 
 def _writes(a, b):
@@ -196,14 +235,17 @@ def test_converted_ops_compute_what_torch_computes(case, how):
 
 
 def _used(module, inputs, how) -> set:
-    """Converter keys the captured FX graph's nodes look up."""
-    if how == "recorded":
-        from flopcount.runtime.torch.record import record
+    """Converter keys the captured FX graph's nodes look up (after complex values are lowered)."""
+    from flopcount.runtime.torch.capture import from_program
+    from flopcount.runtime.torch.complex import has_complex, lower
+    from flopcount.runtime.torch.record import record
 
-        graph = record(module, tuple(inputs), {}).graph
+    if how == "recorded":
+        captured = record(module, tuple(inputs), {})
     else:
         program = torch.export.export(module, tuple(inputs), strict=False)
-        graph = program.run_decompositions({} if how == "export" else None).graph
+        captured = from_program(program.run_decompositions({} if how == "export" else None))
+    graph = (lower(captured) if has_complex(captured) else captured).graph
     return {packet_name(n.target) for n in graph.nodes if n.op == "call_function" and n.target is not operator.getitem}
 
 
@@ -302,6 +344,72 @@ def test_a_constant_mask_that_masks_nothing_is_no_mask():
     assert full.cost().flops == none.cost().flops < causal.cost().flops
 
 
+# --- ops only some captures make -------------------------------------------------------------
+
+def test_repeat_counts_held_in_a_constant_tensor():
+    """Counts in a tensor make a data-dependent size torch.export refuses; a recorded run has
+    them as constants, so the repeat is an index_select of known rows. Counts the model
+    computes are refused, naming the op."""
+    module = Fn(lambda m, a: (a.repeat_interleave(torch.tensor([1, 0, 2]), dim=0), torch.repeat_interleave(
+        torch.tensor([2, 1, 3])), a.repeat_interleave(torch.tensor([2]), dim=-1))).eval()
+    a = r(3, 4)
+    graph = capture_as("recorded", module, (a,))
+    assert not graph.notes, graph.notes
+    compare(graph, module, (a,))
+    SEEN.update(_used(module, [a], "recorded"))
+    computed = Fn(lambda m, a, n: a.repeat_interleave(n.abs() % 3, dim=0)).eval()
+    refused = r"aten\.repeat_interleave\.\w+ \(node '\w+'\): repeat counts held in a tensor computed by the model"
+    with pytest.raises(UnsupportedOpError, match=refused):
+        capture_as("recorded", computed, (a, ids(3)))
+
+
+@pytest.mark.parametrize("how", CAPTURES)
+def test_grouped_matmul_of_sorted_tokens(how):
+    """torch's _grouped_mm (bfloat16 on the CPU): rows in groups ending at the offsets, each group
+    times its expert's matrix; MACs are every row times one matrix (FlopCounterMode counts 0)."""
+    x, w = r(6, 16).bfloat16(), (r(3, 16, 8) / 4).bfloat16()
+    offsets = torch.tensor([2, 2, 6], dtype=torch.int32)   # an expert with no token
+    module = Fn(lambda m, x, w, o: torch._grouped_mm(x, w, offs=o)).eval()
+    graph = capture_as(how, module, (x, w, offsets))
+    assert not graph.notes, graph.notes
+    from flopcount.runtime.torch.tensors import from_torch
+
+    got = graph(*[from_torch(t, "an input") for t in (x, w, offsets)])
+    assert got.dtype.name == "bfloat16" and tuple(got.shape) == (6, 8)
+    expected = module(x, w, offsets).float().numpy()
+    np.testing.assert_allclose(got.numpy().astype(np.float32), expected, rtol=2e-2, atol=2e-2)
+    assert graph.cost().macs == 6 * 16 * 8
+    SEEN.update(_used(module, [x, w, offsets], how))
+
+
+def test_transformers_grouped_mm_fallback():
+    """The loop transformers runs where torch's grouped kernel is missing (float32 experts) is
+    the same grouped matmul."""
+    pytest.importorskip("transformers.integrations.moe")
+    x, w = r(7, 4), r(2, 4, 5)
+    offsets = torch.tensor([3, 7], dtype=torch.int64)
+    module = Fn(lambda m, x, w, o: torch.ops.transformers.grouped_mm_fallback(x, w, o)).eval()
+    graph = capture_as("export", module, (x, w, offsets))
+    assert not graph.notes, graph.notes
+    compare(graph, module, (x, w, offsets), rtol=1e-5, atol=1e-5)
+    assert graph.cost().macs == 7 * 4 * 5
+    SEEN.update(_used(module, [x, w, offsets], "export"))
+
+
+def test_an_identity_above_the_fold_limit_is_built_by_ops(monkeypatch):
+    """eye below the fold limit is a constant; above it, the comparison of two index ranges
+    that makes it, recorded as ops (a large constant is not held while importing)."""
+    import sys
+
+    module, a = Fn(lambda m, a: torch.eye(16, 12) * a).eval(), r(16, 12)
+    small = capture_as("export", module, (a,))
+    monkeypatch.setattr(sys.modules["flopcount.runtime.graph.folding"], "FOLD_LIMIT_BYTES", 256)
+    large = capture_as("export", module, (a,))
+    # the comparison (192 bytes of bools) still folds; its float32 cast (768 bytes) is a node
+    assert [n.op_name for n in small.nodes] == ["mul"] and [n.op_name for n in large.nodes] == ["cast", "mul"]
+    compare(large, module, (a,))
+
+
 def test_a_caches_growth_recorded_as_cache_append_computes_cat_and_costs_the_new_rows():
     """A cache tensor given to the recorder as state, grown by cat along dim -2: the rewrite
     makes it flopcount::cache_append, converted to the runtime's op (priced as the new rows)."""
@@ -343,4 +451,6 @@ def test_every_converter_is_exercised():
     if len(SEEN) < 50:
         pytest.skip("run with the cases above (a selection of this file's tests ran)")
     missing = sorted(set(CONVERTERS) - SEEN - {"aten._assert_tensor_metadata"})
+    if "transformers.grouped_mm_fallback" in missing and importlib.util.find_spec("transformers") is None:
+        missing.remove("transformers.grouped_mm_fallback")   # the op transformers defines, tested with it
     assert not missing, f"converters no case reaches: {missing}"

@@ -1,7 +1,9 @@
 """Emitters of the runtime ops that ONNX has as operators of their own (added for import:
 TopK, NonZero, GridSample, RoiAlign, NonMaxSuppression, the scatters, the trigonometric and
 bitwise ops...): one node each, refused at opsets before the operator exists. ``resample``,
-which ONNX has no operator for, is written as one Gather and Mul per tap, summed.
+which ONNX has no operator for, is written as one Gather and Mul per tap, summed; ``sort`` as a
+TopK of every element; ``complex_mul`` as the real arithmetic of the two parts. ``histc`` and
+``grouped_mm`` (no ONNX operator; groups whose sizes are values) are refused.
 """
 
 from __future__ import annotations
@@ -41,6 +43,38 @@ def bitshift(b, node, ins, outs):
 def topk(b, node, ins, outs):
     a = node.attrs
     b.add("TopK", [ins[0], b.ints([a["k"]])], outs, axis=a["dim"], largest=int(a["largest"]), sorted=int(a["sorted"]))
+
+
+@emitter("sort")
+def sort(b, node, ins, outs):
+    a = node.attrs
+    x = node.inputs[0]
+    n = x.shape[a["dim"] % x.ndim] if x.ndim else 1
+    # ONNX's TopK keeps equal values in index order, as the runtime's stable sort
+    b.add("TopK", [ins[0], b.ints([n])], outs, axis=a["dim"], largest=int(a["descending"]), sorted=1)
+
+
+@emitter("complex_mul")
+def complex_mul(b, node, ins, outs):
+    """(ar + ai·i)(br ± bi·i) on the (real, imaginary) pairs of the last dim."""
+    dtype = node.outputs[0].dtype
+    a, c = (b.cast(ins[i], node.inputs[i].dtype, dtype) for i in (0, 1))
+    ar, ai, br, bi = (b.add("Gather", [t, b.ints([k])], axis=-1) for t in (a, c) for k in (0, 1))
+    if node.attrs["conjugate"]:
+        bi = b.add("Neg", [bi])
+    real = b.add("Sub", [b.add("Mul", [ar, br]), b.add("Mul", [ai, bi])])
+    imag = b.add("Add", [b.add("Mul", [ar, bi]), b.add("Mul", [ai, br])])
+    b.add("Concat", [real, imag], outs, axis=-1)
+
+
+@emitter("histc")
+def histc(b, node, ins, outs):
+    raise _unsupported(node, "ONNX has no histogram operator")
+
+
+@emitter("grouped_mm")
+def grouped_mm(b, node, ins, outs):
+    raise _unsupported(node, "ONNX has no grouped matrix product (group sizes held in a tensor)")
 
 
 @emitter("unique")

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from ...nn import functional as F
 from ...ops import activations as act
+from ...ops import complex_arith
 from ...ops import elementwise as ew
 from ...tensor import Tensor
 from ._base import converter
@@ -55,6 +56,12 @@ def _as_recorded(ctx, value):
     rounding divisions compute in floating point)."""
     want = ctx.out_spec.dtype if ctx.out_spec is not None else value.dtype
     return value if value.dtype is want else ew.cast(value, want)
+
+
+@converter("flopcount.complex_mul")
+def complex_mul(ctx, a, b, conjugate=False):
+    """A product of complex values, which the importer holds as real (..., 2) pairs (``complex.py``)."""
+    return complex_arith.complex_mul(a, b, conjugate)
 
 
 @converter("floor_divide")

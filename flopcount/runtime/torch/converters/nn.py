@@ -66,6 +66,19 @@ def matmul(ctx, self, other):
     return linalg.matmul(self, other)
 
 
+@converter("_grouped_mm", "transformers.grouped_mm_fallback")
+def grouped_mm(ctx, self, mat2, offs=None, bias=None, out_dtype=None):
+    """An MoE layer's expert GEMMs: rows of ``self`` (tokens sorted by expert) in groups ending at
+    ``offs``, group g times ``mat2[g]`` (torch's ``_grouped_mm``, and the loop transformers runs
+    where that kernel is missing). MACs: every row times one matrix, however the rows group."""
+    if offs is None or self.ndim != 2 or mat2.ndim != 3 or bias is not None:
+        raise ctx.unsupported(f"a grouped matmul of {list(self.shape)} and {list(mat2.shape)}"
+                              f"{' with a bias' if bias is not None else ''} (only tokens (m, k) times per-group "
+                              f"weights (groups, k, n) with offsets is supported)")
+    out = linalg.grouped_mm(self, mat2, offs)
+    return out if out_dtype is None or out_dtype is out.dtype else ew.cast(out, out_dtype)
+
+
 @converter("einsum")
 def einsum(ctx, equation, tensors, path=None):
     return linalg.einsum(equation, *tensors)

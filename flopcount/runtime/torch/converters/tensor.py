@@ -14,7 +14,7 @@ import numpy as np
 
 from ...graph.folding import fold_limit
 from ...ops import elementwise as ew
-from ...ops import indexing, movement
+from ...ops import indexing, movement, scatter
 from ...ops.indexing import IndexPut, normalize_index
 from ...dispatch import apply
 from ...tensor import Tensor, tensor
@@ -169,6 +169,10 @@ def gather(ctx, self, dim, index, sparse_grad=False):
 
 def _put(self, key, value):
     """``self`` with ``self[key] = value``, as a new value (the functional form of a write)."""
+    if self.device.type != "meta" and any(isinstance(k, Tensor) and k.device.type == "meta" for k in key):
+        # a constant written at places the model computes (an inverse permutation: inv[perm] =
+        # arange): the constant joins the traced values on meta, keeping its values
+        self = self.to("meta")
     items, tensors = normalize_index(self, key)
     if not isinstance(value, Tensor):
         value = tensor(np.asarray(value, dtype=self.dtype.np), device="cpu")
@@ -193,8 +197,141 @@ def select_scatter(ctx, self, src, dim, index):
 @converter("index_put")
 def index_put(ctx, self, indices, values, accumulate=False):
     if accumulate:
-        raise ctx.unsupported("index_put with accumulate=True (an index_add)")
+        return _accumulate_at(ctx, self, indices, values)
     return _put(self, _index_key(indices), values)
+
+
+def _accumulate_at(ctx, self, indices, values):
+    """``self[indices] += values`` with repeated indices adding up: a scatter_nd with "add" over
+    the dims the index tensors address (the first k, or k adjacent ones after whole dims, moved
+    to the front and back)."""
+    indices = list(indices) + [None] * (self.ndim - len(indices))
+    addressed = [d for d, t in enumerate(indices) if t is not None]
+    if not addressed or addressed != list(range(addressed[0], addressed[-1] + 1)) or any(
+            indices[d].dtype.name == "bool" for d in addressed):
+        raise ctx.unsupported("index_put with accumulate=True needs integer index tensors on adjacent dims "
+                              "(a boolean mask, or index tensors apart, is not supported)")
+    first, k = addressed[0], len(addressed)
+    shape = _broadcast(*(indices[d].shape for d in addressed))
+    where = movement.stack([movement.expand(indices[d], shape) for d in addressed], -1)
+    indexed = tuple(self.shape[:first]) + shape + tuple(self.shape[first + k:])
+    values = movement.expand(_same_dtype(values, self), indexed)
+    if first == 0:
+        return scatter.scatter_nd(self, where, values, "add")
+    front = list(range(first, first + k)) + [d for d in range(self.ndim) if not first <= d < first + k]
+    value_front = list(range(first, first + len(shape))) + list(range(first)) + list(
+        range(first + len(shape), len(indexed)))
+    summed = scatter.scatter_nd(movement.permute(self, tuple(front)), where,
+                                movement.permute(values, tuple(value_front)), "add")
+    return movement.permute(summed, tuple(int(i) for i in np.argsort(front)))
+
+
+def _broadcast(*shapes) -> tuple:
+    from ...ops._helpers import broadcast_shapes
+
+    out = ()
+    for shape in shapes:
+        out = broadcast_shapes("index_put", out, tuple(shape))
+    return out
+
+
+def _same_dtype(value, like):
+    if not isinstance(value, Tensor):
+        return tensor(np.asarray(value, dtype=like.dtype.np), device="cpu")
+    return value if value.dtype is like.dtype else ew.cast(value, like.dtype)
+
+
+# scatter_reduce's names for the runtime's reductions
+_REDUCTIONS = {"sum": "add", "add": "add", "prod": "mul", "multiply": "mul", "amax": "max", "amin": "min"}
+
+
+def _neutral(reduction: str, dtype):
+    """The value ``reduction`` leaves unchanged, in ``dtype``'s range."""
+    if reduction in ("add", "mul"):
+        return 0 if reduction == "add" else 1
+    if dtype.is_floating_point:
+        return -np.inf if reduction == "max" else np.inf
+    if dtype.name == "bool":
+        return reduction == "min"
+    limits = np.iinfo(dtype.np)
+    return limits.min if reduction == "max" else limits.max
+
+
+def _updates(self, index, src):
+    """``src`` as the runtime's scatter takes it: the index's shape (torch reads only that corner
+    of a larger ``src``; a number fills it) and ``self``'s dtype."""
+    if not isinstance(src, Tensor):
+        return movement.expand(movement.reshape(_same_dtype(src, self), (1,) * index.ndim), tuple(index.shape))
+    if tuple(src.shape) != tuple(index.shape):
+        src = indexing.getitem(src, tuple(slice(0, n) for n in index.shape))
+    return _same_dtype(src, self)
+
+
+@converter("scatter")
+def scatter_(ctx, self, dim, index, src, reduce=None):
+    """scatter.src / .value (a write), .reduce / .value_reduce (reduce="add" or "multiply")."""
+    reduction = "none" if reduce is None else _REDUCTIONS[reduce]
+    return scatter.scatter_elements(self, dim, index, _updates(self, index, src), reduction)
+
+
+@converter("scatter_add")
+def scatter_add(ctx, self, dim, index, src):
+    return scatter.scatter_elements(self, dim, index, _updates(self, index, src), "add")
+
+
+@converter("scatter_reduce")
+def scatter_reduce(ctx, self, dim, index, src, reduce, include_self=True):
+    if reduce not in _REDUCTIONS:
+        raise ctx.unsupported(f"scatter_reduce with reduce={reduce!r} (sum, prod, amax and amin are supported)")
+    reduction = _REDUCTIONS[reduce]
+    updates = _updates(self, index, src)
+    if not include_self:   # the written positions start from the reduction's neutral value
+        start = np.full((1,) * index.ndim, _neutral(reduction, self.dtype), dtype=self.dtype.np)
+        neutral = movement.expand(tensor(start, device="cpu"), tuple(index.shape))
+        self = scatter.scatter_elements(self, dim, index, neutral, "none")
+    return scatter.scatter_elements(self, dim, index, updates, reduction)
+
+
+@converter("index_add")
+def index_add(ctx, self, dim, index, source, alpha=1):
+    """``self`` with ``alpha·source[..., i, ...]`` added at ``index[i]`` along ``dim``: a scatter
+    with "add" whose index is ``index`` laid along ``dim`` of ``source``'s shape."""
+    d = dim % max(self.ndim, 1)
+    if source.ndim == 0:
+        source = movement.reshape(source, (1,))
+    laid = movement.reshape(index, tuple(index.numel() if i == d else 1 for i in range(source.ndim)))
+    updates = _same_dtype(source if alpha == 1 else ew.mul(source, alpha), self)
+    return scatter.scatter_elements(self, d, movement.expand(laid, tuple(source.shape)), updates, "add")
+
+
+@converter("repeat_interleave")
+def repeat_interleave(ctx, self, repeats=None, dim=None, output_size=None):
+    """Each element (or slice along ``dim``) repeated: an int count is a copy (unsqueeze, repeat,
+    reshape); counts in a tensor need its values (a constant), and become an index_select."""
+    if ctx.overload == "Tensor":   # repeat_interleave(repeats): the indices 0, 0, 1, ... themselves
+        counts = _constant_counts(ctx, self)
+        return tensor(np.repeat(np.arange(len(counts)), counts).astype(np.int64), device="cpu")
+    if dim is None:
+        self, dim = movement.reshape(self, (self.numel(),)), 0
+    d = dim % max(self.ndim, 1)
+    if isinstance(repeats, Tensor):
+        counts = _constant_counts(ctx, repeats)
+        if len(counts) != 1:
+            picks = tensor(np.repeat(np.arange(self.shape[d]), counts).astype(np.int64), device="cpu")
+            return indexing.index_select(self, d, picks)
+        repeats = int(counts[0])
+    spread = movement.unsqueeze(self, d + 1)
+    copies = movement.repeat(spread, tuple(repeats if i == d + 1 else 1 for i in range(spread.ndim)))
+    return movement.reshape(copies, tuple(ctx.out_spec.shape))
+
+
+def _constant_counts(ctx, repeats) -> np.ndarray:
+    """The values of a repeat-count tensor that is a constant of the graph (a constant holds its
+    array even on meta); counts the model computes have none while importing."""
+    if repeats.data is None:
+        raise ctx.unsupported("repeat counts held in a tensor computed by the model: the output size depends on "
+                              "their values, which a count on shapes does not have")
+    return np.asarray(repeats.data).reshape(-1).astype(np.int64)
 
 
 @converter("copy")
@@ -273,6 +410,19 @@ def fill(ctx, self, value):
     if isinstance(value, Tensor):  # fill.Tensor: a 0-d value broadcast to self's shape
         return movement.expand(ew.cast(value, self.dtype), self.shape)
     return _filled(ctx, value)
+
+
+@converter("eye")
+def eye(ctx, n, m=None, **kwargs):
+    """The identity matrix (n x m) as a constant; above the fold limit, the comparison of two
+    index ranges that makes it (recorded as ops, not held in memory while importing)."""
+    spec = ctx.out_spec
+    rows, cols = spec.shape
+    if rows * cols * spec.dtype.itemsize <= fold_limit():
+        return tensor(np.eye(rows, cols, dtype=spec.dtype.np), device="cpu")
+    column = tensor(np.arange(rows, dtype=np.int64).reshape(rows, 1), device="cpu")
+    row = tensor(np.arange(cols, dtype=np.int64).reshape(1, cols), device="cpu")
+    return ew.cast(ew.eq(column, row), spec.dtype)
 
 
 @converter("arange")
