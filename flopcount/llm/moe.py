@@ -34,11 +34,18 @@ class MoESummary:
     top_k: int
     expert_params: int      # one expert of one layer
     total_params: int
+    embedding_params: int = 0   # the input embedding table, when it is not also the output head
 
     @property
     def active_params(self) -> int:
         """Parameters one token uses: all but the E - k experts it skips in each MoE layer."""
         return self.total_params - self.layers * (self.experts - self.top_k) * self.expert_params
+
+    @property
+    def active_params_without_embeddings(self) -> int:
+        """The active parameters without the input embedding table (a token reads one row of it):
+        how model cards count them (Qwen3-30B-A3B's "3B", gpt-oss-20b's "3.6B")."""
+        return self.active_params - self.embedding_params
 
     def expected_experts(self, tokens: int) -> float:
         return expected_experts(self.experts, self.top_k, tokens)
@@ -51,7 +58,8 @@ class MoESummary:
     def to_dict(self, batch: int | None = None) -> dict:
         out = {"layers": self.layers, "experts": self.experts, "top_k": self.top_k,
                "expert_params": self.expert_params, "total_params": self.total_params,
-               "active_params": self.active_params}
+               "active_params": self.active_params,
+               "active_params_without_embeddings": self.active_params_without_embeddings}
         if batch is not None:
             out["expected_experts_per_decode_step"] = self.expected_experts(batch)
         return out
@@ -66,4 +74,20 @@ def moe_summary(model) -> MoESummary | None:
     experts = first.experts.num_experts
     expert_params = sum(p.numel() for p in first.experts.parameters()) // experts
     return MoESummary(layers=len(blocks), experts=experts, top_k=first.top_k, expert_params=expert_params,
-                      total_params=sum(p.numel() for p in model.parameters()))
+                      total_params=sum(p.numel() for p in model.parameters()),
+                      embedding_params=untied_embedding_params(model))
+
+
+def untied_embedding_params(model) -> int:
+    """The input embedding table's parameters, unless the output head shares it (then every
+    token uses all of it)."""
+    embed = model.get_input_embeddings() if hasattr(model, "get_input_embeddings") else None
+    if embed is None:
+        embed = next((m for _, m in model.named_modules() if type(m).__name__ == "Embedding"), None)
+    weight = getattr(embed, "weight", None)
+    if weight is None:
+        return 0
+    head = model.get_output_embeddings() if hasattr(model, "get_output_embeddings") else getattr(model, "lm_head", None)
+    if head is not None and getattr(head, "weight", None) is weight:
+        return 0
+    return weight.numel()

@@ -121,7 +121,8 @@ def render_text(report, fmt: str = "simple") -> str:
         m = r.moe
         lines.append(f"mixture of experts: {m.layers} layers of {m.experts} experts, top-{m.top_k}; "
                      f"{params_to_string(m.total_params)} parameters, {params_to_string(m.active_params)} active "
-                     f"per token; a decode step at batch {r.batch} touches {m.expected_experts(r.batch):.2f} experts "
+                     f"per token ({params_to_string(m.active_params_without_embeddings)} without the embedding "
+                     f"table); a decode step at batch {r.batch} touches {m.expected_experts(r.batch):.2f} experts "
                      f"per layer on average (E·(1-(1-k/E)^B)), reading "
                      f"{bytes_to_string(m.expert_bytes_read(r.batch, _bits(r)))} of expert weights")
     lines += _cache_lines(r, fmt)

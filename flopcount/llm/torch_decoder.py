@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from .. import runtime as rt
 from ..runtime.errors import FlopcountError, ModelFileError, ShapeError
 from .cache import LayerCache
-from .moe import MoESummary
+from .moe import MoESummary, untied_embedding_params
 from .phases import Prefill
 
 STATE_FIELDS = ("keys", "values", "indexer_keys")      # grow by one position per token
@@ -118,7 +118,7 @@ def moe_summary(module, total_params: int, top_k: int | None) -> MoESummary | No
         return None
     expert_params = next(iter(per_layer.values()))
     return MoESummary(layers=len(per_layer), experts=experts, top_k=top_k, expert_params=expert_params,
-                      total_params=total_params)
+                      total_params=total_params, embedding_params=untied_embedding_params(module))
 
 
 def _top_k(config) -> int | None:

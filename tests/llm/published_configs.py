@@ -38,6 +38,19 @@ LLAMA_31_405B = {
 }
 
 
+GPT_OSS_20B = {
+    "architectures": ["GptOssForCausalLM"], "model_type": "gpt_oss", "hidden_size": 2880,
+    "intermediate_size": 2880, "num_hidden_layers": 24, "num_attention_heads": 64, "num_key_value_heads": 8,
+    "head_dim": 64, "num_local_experts": 32, "num_experts_per_tok": 4, "sliding_window": 128, "vocab_size": 201088,
+    "max_position_embeddings": 131072, "rope_theta": 150000,
+    "rope_scaling": {"rope_type": "yarn", "factor": 32.0, "beta_fast": 32.0, "beta_slow": 1.0, "truncate": False,
+                     "original_max_position_embeddings": 4096},
+    "tie_word_embeddings": False, "torch_dtype": "bfloat16", "attention_bias": True, "hidden_act": "silu",
+    "rms_norm_eps": 1e-05, "swiglu_limit": 7.0,
+    "layer_types": ["sliding_attention", "full_attention"] * 12,
+}
+
+
 def write(folder, config: dict) -> str:
     """A folder holding ``config`` as its config.json alone; returns its path."""
     os.makedirs(folder, exist_ok=True)

@@ -41,7 +41,8 @@ def test_qwen3_30b_a3b_parameters_and_active_parameters(tmp_path):
     _needs_torch(config)
     decoder = llm.decoder(_folder(tmp_path, config))
     assert round(decoder.params / 1e9, 1) == 30.5
-    assert round(decoder.moe.active_params / 1e9, 1) == 3.4       # "A3B": 3.35 B with embeddings and lm_head
+    assert round(decoder.moe.active_params / 1e9, 1) == 3.4       # with the embedding table's row and lm_head
+    assert round(decoder.moe.active_params_without_embeddings / 1e9, 1) == 3.0   # "A3B"
     assert (decoder.moe.layers, decoder.moe.experts, decoder.moe.top_k) == (48, 128, 8)
 
 
@@ -52,3 +53,18 @@ def test_llama_31_405b_parameters_and_kv_cache(tmp_path):
     assert round(llm.decoder(path).params / 1e9, 1) == 405.9
     # 126 layers, keys and values of 8 KV heads of 128, in bf16
     assert llm.kv_bytes_per_token(path, "bfloat16") == 126 * 2 * 8 * 128 * BF16 == 516_096
+
+
+def test_gpt_oss_20b_parameters_active_parameters_and_sliding_layers(tmp_path):
+    """OpenAI's model card: 21 B parameters, 3.6 B active; every other layer slides over 128."""
+    config = published.GPT_OSS_20B
+    _needs_torch(config)
+    path = _folder(tmp_path, config)
+    decoder = llm.decoder(path)
+    assert round(decoder.params / 1e9, 1) == 20.9
+    assert round(decoder.moe.active_params_without_embeddings / 1e9, 1) == 3.6
+    kinds = [layer.kind for layer in decoder.layers]
+    assert kinds == ["sliding", "full"] * 12
+    # 8 KV heads of 64 in bf16; a sliding layer keeps 127 positions
+    per_layer = 2 * 8 * 64 * BF16
+    assert llm.kv_cache_bytes(path, 8192, 1, "bfloat16") == 12 * per_layer * (127 + 8192)
