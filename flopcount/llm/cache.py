@@ -17,7 +17,7 @@ Bytes are values times the cache's dtype (``--kv-dtype``, the model's by default
 
     >>> layers = [LayerCache("full", per_token=2 * 8 * 128)] * 2 + [LayerCache("sliding", 2 * 8 * 128, 4095)]
     >>> bytes_per_token(layers, 2), cache_bytes(layers, context=8192, batch=1, nbytes=2)
-    (12288, 16769024)
+    (12288, 83881984)
 """
 
 from __future__ import annotations
@@ -29,13 +29,15 @@ KINDS = ("full", "sliding", "latent", "state", "hybrid", "none")
 
 @dataclass(frozen=True)
 class LayerCache:
-    """One layer's cache for one sequence: ``per_token`` values per cached position,
-    ``max_positions`` the most positions kept (None: all), ``state`` values that do not grow."""
+    """One layer's cache for one sequence: ``per_token`` values per cached position (stored at
+    the cache's dtype), ``max_positions`` the most positions kept (None: all), and
+    ``state_bytes`` of a state that does not grow (stored at its own dtypes: Mamba keeps its SSM
+    state in float32 beside a bf16 model, whatever the KV cache's dtype)."""
 
     kind: str
     per_token: int = 0
     max_positions: int | None = None
-    state: int = 0
+    state_bytes: int = 0
 
     def __post_init__(self):
         if self.kind not in KINDS:
@@ -45,17 +47,17 @@ class LayerCache:
         """Positions kept after ``context`` tokens."""
         return context if self.max_positions is None else min(context, self.max_positions)
 
-    def values(self, context: int) -> int:
-        """Values kept for one sequence after ``context`` tokens."""
-        return self.per_token * self.positions(context) + self.state
+    def bytes(self, context: int, nbytes: float) -> float:
+        """Bytes kept for one sequence after ``context`` tokens, positions at ``nbytes`` a value."""
+        return self.per_token * self.positions(context) * nbytes + self.state_bytes
 
     def to_dict(self, context: int, nbytes: float) -> dict:
         out = {"kind": self.kind, "bytes_per_token": self.per_token * nbytes,
-               "bytes_at_context": self.values(context) * nbytes}
+               "bytes_at_context": self.bytes(context, nbytes)}
         if self.max_positions is not None:
             out["max_positions"] = self.max_positions
-        if self.state:
-            out["state_bytes"] = self.state * nbytes
+        if self.state_bytes:
+            out["state_bytes"] = self.state_bytes
         return out
 
 
@@ -66,12 +68,12 @@ def bytes_per_token(layers: list, nbytes: float) -> float:
 
 def cache_bytes(layers: list, context: int, batch: int, nbytes: float) -> float:
     """The cache of ``batch`` sequences after ``context`` tokens each."""
-    return batch * sum(layer.values(context) for layer in layers) * nbytes
+    return batch * sum(layer.bytes(context, nbytes) for layer in layers)
 
 
-def state_bytes(layers: list, nbytes: float) -> float:
+def state_bytes(layers: list) -> float:
     """The fixed-size part of one sequence's cache (recurrent states)."""
-    return sum(layer.state for layer in layers) * nbytes
+    return sum(layer.state_bytes for layer in layers)
 
 
 def breakpoints(layers: list, contexts: range) -> list:

@@ -7,8 +7,10 @@ every sequence (``cache.LayerCache``: positions up to a sliding window, fixed-si
 cache's dtype. A decode step's activations are small beside these and are not included, nor is a
 serving engine's own reserve: the answer is the bound the weights and the cache set.
 
-    >>> fit = fit_on(decoder, "h100-sxm", weights="int4", batch=1, context=8192)
+    >>> from flopcount.llm.decoders import load
+    >>> fit = fit_on(load("llama2_7b", "bfloat16"), "h100-sxm", weights="int4", batch=1, context=8192)
     >>> fit.longest_context, fit.largest_batch
+    (145217, 17)
 """
 
 from __future__ import annotations
@@ -88,7 +90,7 @@ def fit_on(decoder, hardware, *, weights=None, kv_dtype=None, batch: int = 1, co
     return Fit(device=profile.name, memory_bytes=int(profile.memory_bytes),
                weight_format=str(weights) if weights is not None else decoder.dtype.name,
                weight_bytes=weight_bytes, kv_dtype=cache_dtype.name,
-               kv_bytes_per_token=bytes_per_token(layers, nbytes), state_bytes=state_bytes(layers, nbytes),
+               kv_bytes_per_token=bytes_per_token(layers, nbytes), state_bytes=state_bytes(layers),
                batch=batch, context=context, longest_context=longest, context_limit=limit, largest_batch=largest)
 
 

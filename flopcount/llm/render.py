@@ -168,13 +168,13 @@ def _cache_lines(report, fmt: str) -> list:
     nbytes = _bits(report, report.kv_dtype) / 8
     kinds: dict = {}
     for layer in report.layers:
-        key = (layer.kind, layer.per_token, layer.max_positions, layer.state)
+        key = (layer.kind, layer.per_token, layer.max_positions, layer.state_bytes)
         kinds[key] = kinds.get(key, 0) + 1
     rows = []
     for (kind, per_token, kept, state), count in kinds.items():
         positions = "-" if not per_token else "all" if kept is None else f"{kept:,}"
         rows.append([kind, count, bytes_to_string(per_token * nbytes), positions,
-                     bytes_to_string(state * nbytes) if state else "-"])
+                     bytes_to_string(state) if state else "-"])
     table = tabulate(rows, headers=["cache", "layers", "per token", "positions kept", "fixed state"],
                      tablefmt=fmt, disable_numparse=True)
     return ["", f"KV cache ({report.kv_dtype}) by kind of layer, per sequence:", table, ""]

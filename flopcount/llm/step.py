@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..runtime.graph.passes import liveness
+from .cache import cache_bytes
 from .traffic import KV, node_traffic, origins, state_written
 
 COUNTS = ("macs", "flops", "weight_read", "kv_read", "kv_written", "activation_read", "activation_written")
@@ -125,7 +126,9 @@ def group_of(scope: str, layers: str | None) -> str:
 def count_step(decoder, traced, phase, batch: int, kv_bits: int | None = None) -> StepCost:
     """Count a traced step (a ``StepGraph``) of ``decoder`` (see the module docstring). With
     ``kv_bits``, the cache is stored at that many bits per value (``--kv-dtype``): its bytes
-    read and written are the traced ones scaled from the model's dtype."""
+    read and written are the traced ones scaled from the model's dtype (a recurrent state's
+    traffic too, which engines keep at its own dtype: an approximation for state-space layers),
+    and the cache after the step is the layers' positions at that dtype plus their states."""
     graph = traced.graph
     dtype = decoder.dtype
     queries = phase.tokens if hasattr(phase, "tokens") else 1
@@ -153,7 +156,9 @@ def count_step(decoder, traced, phase, batch: int, kv_bits: int | None = None) -
     step.params = decoder.params
     step.weight_bytes = decoder.weight_bytes
     kv_outputs = {v.name: v for v in graph.outputs if origin.get(v.name) == KV}
-    step.kv_cache_bytes = int(sum(v.nbytes for v in kv_outputs.values()) * scale)
+    step.kv_cache_bytes = sum(v.nbytes for v in kv_outputs.values())
+    if kv_bits is not None:   # the positions at the cache's dtype, a recurrent state at its own
+        step.kv_cache_bytes = int(cache_bytes(decoder.layers, step.context + queries, batch, kv_bits / 8))
     step.activation_peak = _activation_peak(graph, origin)
     step.routing = list(traced.routing)
     return step

@@ -80,8 +80,8 @@ def layer_caches(cache, batch: int, latent: bool) -> list:
             t = getattr(layer, name, None)
             if isinstance(t, torch.Tensor) and t.ndim >= 3 and t.shape[-2] > 0:
                 per_token += t.numel() // (batch * t.shape[-2])
-        state = sum(t.numel() for name in FIXED_FIELDS for t in (getattr(layer, name, None) or {}).values()
-                    if isinstance(t, torch.Tensor)) // batch
+        state = sum(t.numel() * t.element_size() for name in FIXED_FIELDS
+                    for t in (getattr(layer, name, None) or {}).values() if isinstance(t, torch.Tensor)) // batch
         window = getattr(layer, "sliding_window", None) if getattr(layer, "is_sliding", False) else None
         kept = int(window) - 1 if window is not None else None
         if per_token and state:
@@ -290,14 +290,24 @@ class TorchDecoder:
         return DynamicCache(config=self.config)
 
     def _filled_cache(self, batch: int, context: int):
-        """The cache after ``context`` tokens (an untraced run over them), or, at context 0, an
-        empty one whose attention layers already hold zero positions of the right width."""
+        """The cache after ``context`` tokens, or, at context 0, an empty one whose attention
+        layers already hold zero positions of the right width.
+
+        On data, an untraced run over the context fills it. On meta, where a cache holds shapes
+        only, it is the cache of a one-token run with each attention layer's positions set to
+        what it keeps after ``context`` tokens (all, or a window's): what a run over the context
+        would leave, without running it (a state-space layer's reference scan steps through
+        every token in Python)."""
         cache = self._new_cache()
-        if context > 0:
+        if context > 0 and self.on_data:
             self._forward(self._ids(batch, context, seed=0), cache)
             return cache
         probe = self._new_cache()
         self._forward(self._ids(batch, 1, seed=0), probe)
+        if context > 0:
+            for layer in probe.layers:
+                _seen(layer, context)
+            return probe
         for layer, seen in zip(cache.layers, probe.layers):
             keys, values = getattr(seen, "keys", None), getattr(seen, "values", None)
             if keys is None or getattr(keys, "ndim", 0) < 3:
@@ -321,6 +331,23 @@ def quiet_transformers():
         yield
     finally:
         logger.setLevel(level)
+
+
+def _seen(layer, context: int) -> None:
+    """A meta cache layer as after ``context`` tokens: its growing tensors hold the positions it
+    keeps (a sliding window's last ``window - 1``), its count of tokens seen says ``context``."""
+    import torch
+
+    window = getattr(layer, "sliding_window", None) if getattr(layer, "is_sliding", False) else None
+    kept = context if window is None else min(context, int(window) - 1)
+    for name in STATE_FIELDS:
+        t = getattr(layer, name, None)
+        if isinstance(t, torch.Tensor) and t.ndim >= 3:
+            shape = list(t.shape)
+            shape[-2] = kept
+            setattr(layer, name, torch.empty(shape, dtype=t.dtype, device="meta"))
+    if isinstance(getattr(layer, "cumulative_length", None), int):
+        layer.cumulative_length = context
 
 
 def _cache_keyword(module) -> str:

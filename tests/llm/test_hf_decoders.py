@@ -109,7 +109,7 @@ def test_every_phase_counts_with_the_parameters_and_cache_transformers_has(folde
         if layer.kind in ("full", "sliding", "latent", "hybrid"):
             assert layer.per_token == _attention_per_token(cfg), index
         if layer.kind in ("state", "hybrid"):
-            assert layer.state == _state(cfg), index
+            assert layer.state_bytes == _state(cfg) * F32, index
         if layer.kind == "sliding":
             window = getattr(cfg, "sliding_window", None) or cfg.attention_chunk_size
             assert layer.max_positions == window - 1
@@ -136,14 +136,14 @@ def test_the_cache_after_a_decode_step_is_transformers_own(folders, model_type):
     report = llm.profile(path, llm.Decode(CONTEXT))
     total, per_layer = _transformers_cache_after_a_decode_step(model, CONTEXT)
     assert report.decode.last.kv_cache_bytes == total
-    assert [layer.values(CONTEXT + 1) * F32 for layer in report.layers] == per_layer
+    assert [layer.bytes(CONTEXT + 1, F32) for layer in report.layers] == per_layer
 
 
 @pytest.mark.parametrize("model_type", ["mamba", "jamba", "falcon_h1", "qwen3_next"])
 def test_a_state_does_not_grow_with_the_context(folders, model_type):
     path, _ = folders(model_type)
     short, long = (llm.profile(path, llm.Decode(c)) for c in (64, 4096))
-    states = sum(layer.state for layer in short.layers) * F32
+    states = sum(layer.state_bytes for layer in short.layers)
     assert states > 0
     if all(layer.kind == "state" for layer in short.layers):
         assert short.kv_cache_bytes == long.kv_cache_bytes == states
