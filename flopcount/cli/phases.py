@@ -109,9 +109,8 @@ def _dtype_name(text):
         return None
     from .. import runtime as rt
 
-    aliases = {"fp8": "float8_e4m3fn", "fp8_e4m3": "float8_e4m3fn", "fp8_e5m2": "float8_e5m2"}
     try:
-        return rt.get_dtype(aliases.get(text.lower(), text))
+        return rt.get_dtype(text.lower())
     except TypeError:
         raise FlopcountError(f"--kv-dtype: unknown dtype {text!r} (fp8, bf16, fp16, float32...)") from None
 

@@ -122,8 +122,10 @@ def render_text(report, fmt: str = "simple") -> str:
         lines.append(f"mixture of experts: {m.layers} layers of {m.experts} experts, top-{m.top_k}; "
                      f"{params_to_string(m.total_params)} parameters, {params_to_string(m.active_params)} active "
                      f"per token ({params_to_string(m.active_params_without_embeddings)} without the embedding "
-                     f"table); a decode step at batch {r.batch} touches {m.expected_experts(r.batch):.2f} experts "
-                     f"per layer on average (E·(1-(1-k/E)^B)), reading "
+                     f"table)")
+        lines.append(f"a decode step at batch {r.batch}: the {r.routing} routing traced runs "
+                     f"{_experts_run(r):g} experts per layer; a uniformly random one would touch "
+                     f"{m.expected_experts(r.batch):.2f} (E·(1-(1-k/E)^B)), reading "
                      f"{bytes_to_string(m.expert_bytes_read(r.batch, _bits(r)))} of expert weights")
     lines += _cache_lines(r, fmt)
     per_token = _flops_per_token(r)
@@ -149,6 +151,17 @@ def render_text(report, fmt: str = "simple") -> str:
     if times is not None:
         lines += ["", _roofline_line(r, times)]
     return "\n".join(lines)
+
+
+def _experts_run(report) -> float:
+    """Experts per MoE layer the traced decode routing runs: ``balanced`` min(E, B·k), ``worst``
+    k, ``real`` the mean of the distinct experts each layer's router chose."""
+    m = report.moe
+    if report.routing == "real" and report.routing_choices:
+        return sum(len(set(chosen)) for _, chosen in report.routing_choices) / len(report.routing_choices)
+    if report.routing == "worst":
+        return m.top_k
+    return min(m.experts, report.batch * m.top_k)
 
 
 def _flops_per_token(report) -> list:

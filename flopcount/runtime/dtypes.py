@@ -97,9 +97,11 @@ ALL = (bool_, uint8, int8, int16, int32, int64, uint16, uint32, uint64, int4, ui
        float8_e5m2fnuz, float4_e2m1fn, float8_e8m0fnu)
 FLOAT8 = (float8_e4m3fn, float8_e5m2, float8_e4m3fnuz, float8_e5m2fnuz)
 _BY_NAME = {d.name: d for d in ALL}
-# PyTorch's aliases, and the short names people type on a command line (bf16, fp16)
+# PyTorch's aliases, and the short names people type on a command line (bf16, fp16; fp8 as
+# serving engines' KV cache options spell it: e4m3 unless e5m2 is named)
 _BY_NAME.update({"half": float16, "float": float32, "double": float64, "long": int64, "int": int32,
-                 "short": int16, "bf16": bfloat16, "fp16": float16, "fp32": float32, "fp64": float64})
+                 "short": int16, "bf16": bfloat16, "fp16": float16, "fp32": float32, "fp64": float64,
+                 "fp8": float8_e4m3fn, "fp8_e4m3": float8_e4m3fn, "fp8_e5m2": float8_e5m2})
 _BY_NP = {d.np: d for d in ALL}
 NUMPY_DTYPES = frozenset(_BY_NP)  # the numpy dtypes that hold a runtime dtype
 
