@@ -172,9 +172,25 @@ def _torch(module, target, dtype, routing: str):
                 raise ShapeError(f"the model's parameters are {str(current).replace('torch.', '')}, not "
                                  f"{wanted.name}; convert it first (model.to(dtype)) or pass a folder")
             module.to(getattr(torch, wanted.name))   # a model built here from a folder: ours to convert
+    notes = list(target.notes)
+    if routing != "real" and next(module.parameters()).device.type != "meta":
+        module = _meta_twin(module)
+        notes.append(f"{type(module).__name__}: counted on a copy built on the meta device from its config (a "
+                     f"phase needs shapes only, and running the model over the context would take as long as "
+                     f"the model itself)")
     decoder = TorchDecoder(module, target.name, routing)
-    decoder.notes = list(target.notes)
+    decoder.notes = notes
     return decoder
+
+
+def _meta_twin(module):
+    """The same transformers architecture built from ``module``'s config on torch's meta device,
+    in the dtype of its weights (``module`` itself is left as it is)."""
+    import torch
+
+    dtype = next((p.dtype for p in module.parameters() if p.is_floating_point()), torch.float32)
+    with torch.device("meta"):
+        return type(module)._from_config(module.config, dtype=dtype).eval()
 
 
 __all__ = ["NativeDecoder", "load", "layer_list"]

@@ -185,3 +185,13 @@ def test_a_plain_count_of_a_mixture_of_experts_is_the_prefills(folders, model_ty
     report = flopcount.profile(path)
     assert any("MoE routing: balanced" in note for note in report.notes)
     assert report.macs == llm.profile(path, llm.Prefill(128)).prefill.total.macs
+
+
+def test_a_module_in_memory_counts_as_its_folder_and_is_left_as_it_was(folders):
+    path, model = folders("qwen3")
+    before = {name: t.clone() for name, t in model.state_dict().items()}
+    in_memory = llm.profile(model, llm.Decode(CONTEXT))
+    assert in_memory.decode.total.counts() == llm.profile(path, llm.Decode(CONTEXT)).decode.total.counts()
+    assert any("counted on a copy built on the meta device" in note for note in in_memory.notes)
+    after = model.state_dict()
+    assert all(torch.equal(before[name], after[name]) for name in before) and not model.training
