@@ -195,3 +195,14 @@ def test_a_module_in_memory_counts_as_its_folder_and_is_left_as_it_was(folders):
     assert any("counted on a copy built on the meta device" in note for note in in_memory.notes)
     after = model.state_dict()
     assert all(torch.equal(before[name], after[name]) for name in before) and not model.training
+
+
+@pytest.mark.parametrize("model_type", ["deepseek_v2", "deepseek_v3"])
+def test_latent_attention_caches_the_latent_and_the_rotary_key(folders, model_type):
+    path, model = folders(model_type)
+    cfg = model.config
+    assert (cfg.kv_lora_rank, cfg.qk_rope_head_dim, cfg.num_hidden_layers) == (32, 16, 2)
+    report = llm.profile(path, llm.Decode(CONTEXT))
+    # (32 + 16) float32 values per layer per token, not 2 x 4 heads x (16 + 16) keys and values
+    assert report.kv_bytes_per_token == 384 == 2 * (32 + 16) * F32
+    assert report.decode.last.kv_cache_bytes == (CONTEXT + 1) * 384
