@@ -16,7 +16,8 @@ def phase_options(f):
     """The phase options of ``flopcount MODEL``."""
     for option in reversed([
         click.option("--prefill", type=click.IntRange(min=1), metavar="TOKENS",
-                     help="LLM phase: one forward over a prompt of TOKENS tokens (a zoo decoder)."),
+                     help="LLM phase: one forward over a prompt of TOKENS tokens (any causal LM: a zoo "
+                          "decoder, a Hugging Face folder, with weights or config.json alone)."),
         click.option("--decode", is_flag=True,
                      help="LLM phase: one new token per sequence on a KV cache of --context positions."),
         click.option("--context", type=click.IntRange(min=0), metavar="TOKENS",
