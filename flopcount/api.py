@@ -31,6 +31,7 @@ from .report.units import macs_to_string, params_to_string
 from .runtime import errors
 from .runtime.graph import Graph, LazyGraph
 from .runtime.nn.modules.module import Module
+from .runtime.routing import current_policy, note as routing_note
 from .runtime import torch as rt_torch
 
 MODES = ("eager", "graph")
@@ -138,6 +139,12 @@ def _input_device(target, device: str, zoo_device: str):
     if target.kind == loading.OBJECT:
         return _parameter_device(target.model) or device
     return zoo_device if target.kind == loading.ZOO else device
+
+
+def _routes_experts(net: Module) -> bool:
+    """Whether ``net`` has mixture-of-experts blocks that ran on meta (their routing a policy's)."""
+    return any(hasattr(m, "top_k") and hasattr(getattr(m, "experts", None), "num_experts")
+               and any(p.data is None for p in m.experts.parameters()) for m in net.modules())
 
 
 def _does_not_fit(target, specs: list, exc: errors.ShapeError) -> errors.ShapeError:
@@ -306,6 +313,8 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
             raise
         raise _does_not_fit(target, specs, exc) from exc
     report.notes = notes + report.notes
+    if isinstance(net, Module) and _routes_experts(net):
+        report.notes.append(routing_note(current_policy()))
     if strict and report.unsupported:
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))

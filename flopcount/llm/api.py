@@ -13,8 +13,7 @@ allocated, so a 70B model counts on a laptop.
 from __future__ import annotations
 
 from .. import runtime as rt
-from ..runtime.routing import check_policy
-from ..runtime.torch.moe_routing import NOTES
+from ..runtime.routing import check_policy, note
 from ..runtime.errors import ShapeError
 from . import decoders
 from .cache import bytes_per_token, cache_bytes
@@ -90,7 +89,7 @@ def _profile(net, phase, batch: int, hardware, routing: str, kv) -> LLMReport:
         report.decode = decode_steps(net, contexts, batch, kv_bits)
     report.routing_choices = report.steps[-1].routing
     if report.moe is not None:
-        report.notes.append(f"MoE routing: {routing} ({NOTES[routing]})")
+        report.notes.append(note(routing))
     if hardware is not None:
         from .timing import phase_times
 

@@ -97,9 +97,9 @@ class DynamicCache(list):
         return the layer's keys and values for this step's attention (stored ones, then new)."""
         if layer_idx > len(self):
             raise ValueError(f"DynamicCache: layer {layer_idx} updated before layer {len(self)}")
-        if layer_idx == len(self):
-            empty = rt.zeros(*keys.shape[:-2], 0, keys.shape[-1], dtype=keys.dtype, device=keys.device)
-            self.append((empty, empty))
+        if layer_idx == len(self):   # keys and values may differ in width (a latent and a rotary key)
+            self.append(tuple(rt.zeros(*t.shape[:-2], 0, t.shape[-1], dtype=t.dtype, device=t.device)
+                              for t in (keys, values)))
             self._seen.append(0)
         cached_keys, cached_values = self[layer_idx]
         all_keys, all_values = F.cache_append(cached_keys, keys), F.cache_append(cached_values, values)

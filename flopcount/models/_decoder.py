@@ -33,7 +33,7 @@ from ._registry import register_model, token_input
 from ._text import (activation, attention, check_implementation, config_from, decoder_mask, init_weights,
                     materialize, merge_heads, skeleton, split_heads, SwitchableAttention)
 
-ROPE_TYPES = ("default", "linear", "llama3")
+ROPE_TYPES = ("default", "linear", "llama3", "yarn")
 
 
 @dataclass
@@ -114,7 +114,54 @@ def rope_inv_freq(config: DecoderConfig) -> np.ndarray:
         blended = (1 - smooth) * scaled / factor + smooth * scaled
         medium = (wavelen >= old_context / high) & (wavelen <= old_context / low)
         inv_freq = np.where(medium, blended, scaled).astype(np.float32)
+    elif kind == "yarn":
+        inv_freq = _yarn_inv_freq(inv_freq, dim, rope, config)
     return inv_freq
+
+
+def _yarn_inv_freq(inv_freq: np.ndarray, dim: int, rope: dict, config) -> np.ndarray:
+    """YaRN (transformers' ``_compute_yarn_parameters``): the frequencies that turn fewer than
+    ``beta_slow`` times over the original context are interpolated (divided by ``factor``), those
+    that turn more than ``beta_fast`` times extrapolated (kept), a linear ramp between."""
+    base, factor = rope["rope_theta"], _yarn_factor(rope, config)
+    original = rope["original_max_position_embeddings"]
+    beta_fast, beta_slow = rope.get("beta_fast") or 32, rope.get("beta_slow") or 1
+
+    def correction_dim(rotations):
+        return dim * math.log(original / (rotations * 2 * math.pi)) / (2 * math.log(base))
+
+    low, high = correction_dim(beta_fast), correction_dim(beta_slow)
+    if rope.get("truncate", True):
+        low, high = math.floor(low), math.ceil(high)
+    low, high = max(low, 0), min(high, dim - 1)
+    if low == high:
+        high += 0.001
+    ramp = np.clip((np.arange(dim // 2, dtype=np.float32) - low) / (high - low), 0, 1).astype(np.float32)
+    extrapolated = 1 - ramp
+    return (inv_freq / factor * (1 - extrapolated) + inv_freq * extrapolated).astype(np.float32)
+
+
+def _yarn_factor(rope: dict, config) -> float:
+    factor = rope.get("factor")
+    return factor if factor is not None else config.max_position_embeddings / rope["original_max_position_embeddings"]
+
+
+def rope_attention_factor(config: DecoderConfig) -> float:
+    """The factor the rope type scales cos and sin by: YaRN's ``attention_factor`` (from ``factor``,
+    ``mscale`` and ``mscale_all_dim`` when not given), 1 otherwise."""
+    rope = config.rope()
+    if rope.get("rope_type", "default") != "yarn":
+        return 1.0
+    if rope.get("attention_factor") is not None:
+        return float(rope["attention_factor"])
+    factor = _yarn_factor(rope, config)
+
+    def mscale(scale, m=1.0):
+        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
+
+    if rope.get("mscale") and rope.get("mscale_all_dim"):
+        return float(mscale(factor, rope["mscale"]) / mscale(factor, rope["mscale_all_dim"]))
+    return mscale(factor)
 
 
 class RotaryEmbedding(nn.Module):
@@ -130,10 +177,15 @@ class RotaryEmbedding(nn.Module):
         self.inv_freq.copy_(rt.tensor(rope_inv_freq(self.config)))
 
     def forward(self, x, position_ids):
-        """position_ids (B, L) -> cos, sin of shape (B, L, rotated dims), in x's dtype."""
+        """position_ids (B, L) -> cos, sin of shape (B, L, rotated dims), in x's dtype, scaled by
+        the rope type's attention factor (YaRN's; 1 for the others)."""
         freqs = position_ids.unsqueeze(-1).float() * self.inv_freq.float()
         emb = rt.cat((freqs, freqs), dim=-1)
-        return emb.cos().to(x.dtype), emb.sin().to(x.dtype)
+        cos, sin = emb.cos(), emb.sin()
+        factor = rope_attention_factor(self.config)
+        if factor != 1.0:
+            cos, sin = cos * factor, sin * factor
+        return cos.to(x.dtype), sin.to(x.dtype)
 
 
 def rotate_half(x):

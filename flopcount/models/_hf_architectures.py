@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, fields
 from typing import Callable
 
-from . import bert, distilbert, gemma, gpt2, llama, mistral, mixtral, phi3, qwen2, roberta, vit_hf
+from . import bert, deepseek, distilbert, gemma, gpt2, llama, mistral, mixtral, phi3, qwen2, roberta, vit_hf
 
 TEXT, IMAGE = "text", "image"
 
@@ -75,7 +75,10 @@ def _rope(data: dict) -> dict:
 
 _ENCODER = {"position_embedding_type": ("absolute", None), "is_decoder": (False,), "add_cross_attention": (False,)}
 _GPT2 = {"add_cross_attention": (False,), "reorder_and_upcast_attn": (False,), "tie_word_embeddings": (True,)}
-_LLAMA = {"rope_type": ("default", None), "pretraining_tp": (1, None)}
+_ROPE_TYPES = ("default", None, "linear", "llama3", "yarn")   # what _decoder.rope_inv_freq computes
+_LLAMA = {"rope_type": _ROPE_TYPES, "pretraining_tp": (1, None)}
+_DEEPSEEK = {**_LLAMA, "topk_method": ("noaux_tc", "greedy", "group_limited_greedy", None),
+             "scoring_func": ("sigmoid", "softmax", None)}
 
 
 def _square(data: dict) -> dict:
@@ -114,6 +117,10 @@ _TABLE = [
     HFArchitecture("Phi3ForCausalLM", phi3.Phi3ForCausalLM, phi3.Phi3Config, TEXT, _LLAMA, adapt=_rope),
     HFArchitecture("MixtralForCausalLM", mixtral.MixtralForCausalLM, mixtral.MixtralConfig, TEXT, _LLAMA,
                    renames=mixtral.CHECKPOINT_RENAMES, regroup=mixtral.stack_experts, adapt=_rope),
+    HFArchitecture("DeepseekV3ForCausalLM", deepseek.DeepseekV3ForCausalLM, deepseek.DeepseekV3Config, TEXT,
+                   _DEEPSEEK, regroup=deepseek.stack_experts, adapt=lambda d: _rope(deepseek.adapt_config(d))),
+    HFArchitecture("DeepseekV2ForCausalLM", deepseek.DeepseekV2ForCausalLM, deepseek.DeepseekV2Config, TEXT,
+                   _DEEPSEEK, regroup=deepseek.stack_experts, adapt=lambda d: _rope(deepseek.adapt_config(d))),
 ]
 ARCHITECTURES: dict[str, HFArchitecture] = {a.name: a for a in _TABLE}
 

@@ -162,9 +162,12 @@ def load_weights(model, folder: str, renames: tuple = (), regroup=None) -> None:
             raise errors.ModelFileError(f"{folder}: {name!r} has shape {tuple(array.shape)} in the weights, the "
                                         f"architecture needs {tuple(param.shape)}")
         param.data, param.dtype, param.device = array, get_dtype(array.dtype), CPU
-    for _, buffer in model.named_buffers():   # derived buffers (position ids) were made on meta
+    for name, buffer in model.named_buffers():   # derived buffers (position ids) were made on meta
         if buffer.data is None:
             raise errors.ModelFileError(f"{folder}: a buffer of shape {buffer.shape} has no data")
+        stored = tensors.get(name)
+        if stored is not None and tuple(stored.shape) == tuple(buffer.shape):   # state a checkpoint keeps
+            buffer.data, buffer.dtype = stored, get_dtype(stored.dtype)
 
 
 # --- building --------------------------------------------------------------------------------------

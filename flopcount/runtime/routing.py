@@ -26,6 +26,11 @@ import contextlib
 import contextvars
 
 POLICIES = ("balanced", "worst", "real")
+NOTES = {   # what a report says of each
+    "balanced": "the tokens' k choices spread evenly over the experts, as a trace on shapes has no router values",
+    "worst": "every token on the same k experts: the most unbalanced load, the fewest expert weights read",
+    "real": "the router's own choices, the model run on data with its weights",
+}
 _POLICY: contextvars.ContextVar = contextvars.ContextVar("flopcount_moe_routing", default="balanced")
 
 
@@ -47,6 +52,11 @@ def routing_policy(policy: str):
 
 def current_policy() -> str:
     return _POLICY.get()
+
+
+def note(policy: str) -> str:
+    """The line a report gives for ``policy``."""
+    return f"MoE routing: {policy} ({NOTES[policy]})"
 
 
 def assign(tokens: int, top_k: int, experts: int, policy: str) -> list:
@@ -86,4 +96,4 @@ def grouped(chosen: list) -> tuple[list, list, list]:
     return order, position, runs
 
 
-__all__ = ["POLICIES", "routing_policy", "current_policy", "check_policy", "assign", "grouped"]
+__all__ = ["POLICIES", "NOTES", "note", "routing_policy", "current_policy", "check_policy", "assign", "grouped"]

@@ -27,12 +27,13 @@ from torchvision_ref import TORCHVISION_BUILDERS, calibrate_batch_norm, load_tor
 
 HEAVY = 12_000_000   # parameters: above this a model's run takes seconds
 # presets with billions of parameters: counted on meta below
-LARGE = ("llama2_7b", "llama3_8b", "mistral_7b", "qwen2_7b", "gemma_7b", "phi3_mini", "mixtral_8x7b", "gpt3_175b")
+LARGE = ("llama2_7b", "llama3_8b", "mistral_7b", "qwen2_7b", "gemma_7b", "phi3_mini", "mixtral_8x7b", "gpt3_175b",
+         "deepseek_v3", "deepseek_v2_lite")
 SMALL_DECODER = dict(num_hidden_layers=2, vocab_size=1000)
 TEXT = {"gpt2": dict(n_layer=2, vocab_size=1000), "bert_base": dict(num_hidden_layers=2, vocab_size=1000),
         "roberta_base": dict(num_hidden_layers=2, vocab_size=1000), "distilbert_base": dict(n_layers=2, vocab_size=1000),
         "lstm_lm": dict(ntoken=1000),
-        **{name: SMALL_DECODER for name in ("llama", "mistral", "qwen2", "gemma", "mixtral")},
+        **{name: SMALL_DECODER for name in ("llama", "mistral", "qwen2", "gemma", "mixtral", "deepseek_v3_small")},
         "phi3": dict(SMALL_DECODER, pad_token_id=0)}  # its pad token (32000) is past a small vocabulary
 IMAGE = {"inception_v3": 96}  # the smallest it takes is 75x75
 VIT = {"vit_b_16": dict(image_size=64)}  # ViT's position table is sized for its images

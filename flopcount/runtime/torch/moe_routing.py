@@ -30,7 +30,7 @@ import contextlib
 import contextvars
 from dataclasses import dataclass, field
 
-from ..routing import assign, check_policy, grouped
+from ..routing import assign, check_policy, grouped, note
 
 IMPLEMENTATION = "flopcount_routing"
 
@@ -184,13 +184,6 @@ def routed(model, policy: str):
             del interface[IMPLEMENTATION]
 
 
-NOTES = {
-    "balanced": "the tokens' k choices spread evenly over the experts, as a trace on shapes has no router values",
-    "worst": "every token on the same k experts: the most unbalanced load, the fewest expert weights read",
-    "real": "the router's own choices, the model run on data with its weights",
-}
-
-
 @contextlib.contextmanager
 def routed_if_moe(model, policy: str | None = None):
     """``routed(model, policy)`` when ``model`` is a transformers model with expert layers, else
@@ -205,7 +198,7 @@ def routed_if_moe(model, policy: str | None = None):
         first = next(model.parameters(), None)
         policy = "balanced" if first is None or first.device.type == "meta" else "real"
     with routed(model, policy):
-        yield [f"MoE routing: {policy} ({NOTES[policy]})"]
+        yield [note(policy)]
 
 
 def _is_experts(module) -> bool:
@@ -220,4 +213,4 @@ def _interface():
     return ALL_EXPERTS_FUNCTIONS
 
 
-__all__ = ["routed", "routed_if_moe", "RoutingLog", "routed_experts_forward", "IMPLEMENTATION", "NOTES"]
+__all__ = ["routed", "routed_if_moe", "RoutingLog", "routed_experts_forward", "IMPLEMENTATION"]
