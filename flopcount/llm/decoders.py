@@ -53,6 +53,7 @@ class NativeDecoder:
         self.layers = from_layout(kv_cache_layout(net))
         self.moe = moe_summary(net)
         self.layer_path = layer_list(net)
+        self.notes = list(getattr(net, "llm_notes", ()))
 
     @property
     def attn_implementation(self) -> str:

@@ -402,6 +402,9 @@ class DeepseekModel(DecoderModel):
 class DeepseekV3ForCausalLM(DecoderForCausalLM):
     config_class = DeepseekV3Config
     model_class = DeepseekModel
+    # what an LLM phase's report says of how this model's steps are counted
+    llm_notes = ("latent attention: a decode step attends in the latent space (kv_b_proj absorbed into the query "
+                 "and the output, as vLLM and SGLang run it); a prefill expands the latent per head",)
 
     def kv_cache_layout(self) -> list:
         """Each layer caches its latent and its rotary key (module docstring)."""
