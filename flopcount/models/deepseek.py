@@ -24,8 +24,8 @@ The Llama decoder (``_decoder.py``) with two differences:
 * **Mixture of experts** after the first ``first_k_dense_replace`` dense layers: a router (V3:
   sigmoid scores plus a bias for the choice, the best ``topk_group`` of ``n_group`` groups, the
   top-k within them, renormalized and scaled by ``routed_scaling_factor``; V2: softmax scores,
-  greedy or group-limited), ``n_routed_experts`` stacked SwiGLU experts routed as Mixtral's
-  (``mixtral.Routing``: the router's choice on data, the routing policy on meta), and
+  greedy or group-limited), ``n_routed_experts`` stacked SwiGLU experts (``_experts.py``: the
+  router's choice on data, the routing policy on meta), and
   ``n_shared_experts`` always-on experts as one wider MLP.
 
 Rotary embeddings cover the ``qk_rope_head_dim`` dims, with DeepSeek's interleaved pairs, and
@@ -39,11 +39,7 @@ Presets: ``deepseek_v3_small`` (tests), ``deepseek_v3`` (671B: build it on meta)
 
 from __future__ import annotations
 
-import re
-from collections import defaultdict
 from dataclasses import dataclass
-
-import numpy as np
 
 from .. import runtime as rt
 from ..runtime import nn
@@ -52,8 +48,8 @@ from ..runtime.nn import functional as F
 from ._cache import CacheLayout
 from ._decoder import (DecoderConfig, DecoderForCausalLM, DecoderLayer, DecoderModel, GatedMLP, LayerMask,
                        register_presets)
-from ._text import activation, attention, merge_heads
-from .mixtral import Routing
+from ._experts import StackedExperts, stack_experts as stack_expert_tensors
+from ._text import attention, merge_heads
 
 __all__ = ["DeepseekV3Config", "DeepseekV2Config", "DeepseekV3ForCausalLM", "DeepseekV2ForCausalLM",
            "stack_experts", "adapt_config"]
@@ -298,57 +294,11 @@ class DeepseekTopkRouter(nn.Module):
         return scores.masked_fill(rt.logical_not(chosen.reshape(-1, self.num_experts)), fill)
 
 
-class DeepseekExperts(nn.Module):
-    """The routed experts' SwiGLU MLPs, stacked as Mixtral's (``gate_up_proj`` (E, 2·I, H),
-    ``down_proj`` (E, H, I))."""
-
-    replayable = False   # the routing depends on values: graph mode runs the model eagerly
+class DeepseekExperts(StackedExperts):
+    """The routed experts' SwiGLU MLPs, stacked (``_experts.py``)."""
 
     def __init__(self, config: DeepseekV3Config):
-        super().__init__()
-        self.num_experts = config.n_routed_experts
-        i, h = config.moe_intermediate_size, config.hidden_size
-        self.gate_up_proj = nn.Parameter(empty(self.num_experts, 2 * i, h))
-        self.down_proj = nn.Parameter(empty(self.num_experts, h, i))
-        self.act_fn = activation(config.hidden_act)
-
-    def init_own_weights(self, std: float) -> None:
-        nn.init.normal_(self.gate_up_proj, 0.0, std)
-        nn.init.normal_(self.down_proj, 0.0, std)
-
-    def forward(self, hidden_states, top_k_index, top_k_weights):
-        """The rows grouped by expert; each run of consecutive experts with as many rows each is
-        one batched matmul per projection (a balanced prefill over 256 experts: two, not 512)."""
-        routing = Routing.of(top_k_index, self.num_experts)
-        device, width = hidden_states.device, hidden_states.shape[-1]
-        rows = hidden_states[rt.tensor(routing.token_of_row, device=device)]
-        outputs, start = [], 0
-        for first, stop, n in equal_runs(routing.counts):
-            group = stop - first
-            x = rows[start:start + group * n].reshape(group, n, width)
-            gate, up = rt.matmul(x, self.gate_up_proj[first:stop].transpose(-2, -1)).chunk(2, dim=-1)
-            down = rt.matmul(self.act_fn(gate) * up, self.down_proj[first:stop].transpose(-2, -1))
-            outputs.append(down.reshape(group * n, width))
-            start += group * n
-        per_slot = rt.cat(outputs, 0)[rt.tensor(routing.row_of_slot, device=device)]
-        return (per_slot * top_k_weights.unsqueeze(-1).to(per_slot.dtype)).sum(1).to(hidden_states.dtype)
-
-
-def equal_runs(counts: list) -> list:
-    """(first expert, last + 1, rows each) for runs of consecutive experts with the same nonzero count.
-
-    >>> equal_runs([2, 2, 0, 1, 1, 3])
-    [(0, 2, 2), (3, 5, 1), (5, 6, 3)]
-    """
-    runs: list = []
-    for expert, n in enumerate(counts):
-        if n == 0:
-            continue
-        if runs and runs[-1][1] == expert and runs[-1][2] == n:
-            runs[-1] = (runs[-1][0], expert + 1, n)
-        else:
-            runs.append((expert, expert + 1, n))
-    return runs
+        super().__init__(config.n_routed_experts, config.hidden_size, config.moe_intermediate_size, config.hidden_act)
 
 
 class SharedExperts(GatedMLP):
@@ -419,40 +369,10 @@ class DeepseekV2ForCausalLM(DeepseekV3ForCausalLM):
 
 # --- checkpoints ------------------------------------------------------------------------------------
 
-_EXPERT = re.compile(r"^(?P<experts>.+\.experts)\.(?P<index>\d+)\.(?P<which>gate_proj|up_proj|down_proj)\.weight$")
-
-
 def stack_experts(tensors: dict) -> dict:
     """Per-expert checkpoint tensors (``...experts.{e}.gate_proj/up_proj/down_proj.weight``)
-    stacked into ``...experts.gate_up_proj`` (gate then up of each expert) and
-    ``...experts.down_proj``; every other tensor as given. ValueError when a layer's experts are
-    incomplete or differ in shape.
-
-    >>> w = {f"experts.{e}.{k}.weight": np.zeros((3, 2)) for e in range(2) for k in ("gate_proj", "up_proj")}
-    >>> w.update({f"experts.{e}.down_proj.weight": np.zeros((2, 3)) for e in range(2)})
-    >>> {k: v.shape for k, v in stack_experts({"x." + k: v for k, v in w.items()}).items()}
-    {'x.experts.gate_up_proj': (2, 6, 2), 'x.experts.down_proj': (2, 2, 3)}
-    """
-    out, layers = {}, defaultdict(dict)
-    for name, array in tensors.items():
-        match = _EXPERT.match(name)
-        if match is None:
-            out[name] = array
-        else:
-            layers[match["experts"]][int(match["index"]), match["which"]] = array
-    for prefix, found in layers.items():
-        count = 1 + max(index for index, _ in found)
-        kinds = ("gate_proj", "up_proj", "down_proj")
-        missing = [f"{prefix}.{e}.{w}.weight" for e in range(count) for w in kinds if (e, w) not in found]
-        if missing:
-            raise ValueError(f"{missing[0]} is missing ({count} experts in {prefix})")
-        try:
-            out[prefix + ".gate_up_proj"] = np.stack([np.concatenate([found[e, "gate_proj"], found[e, "up_proj"]])
-                                                      for e in range(count)])
-            out[prefix + ".down_proj"] = np.stack([found[e, "down_proj"] for e in range(count)])
-        except ValueError as exc:
-            raise ValueError(f"{prefix}: the experts' gate/up/down weights do not stack ({exc})") from None
-    return out
+    stacked into ``...experts.gate_up_proj`` and ``down_proj`` (``_experts.stack_experts``)."""
+    return stack_expert_tensors(tensors, gate="gate_proj", up="up_proj", down="down_proj")
 
 
 PRESETS_V3 = {

@@ -49,12 +49,17 @@ def test_the_embedding_reads_its_rows_and_the_head_its_whole_weight():
 def test_expert_slices_of_a_stacked_weight_are_weights():
     step = llm.profile("mixtral", llm.Decode(5), batch=1).decode.last
     cfg = models.info("mixtral").config
-    experts = [op for op in step.ops if op.scope.endswith("mlp.experts") and op.op == "linear"]
-    # balanced routing at one token: its two choices go to two experts, one row each
-    assert len(experts) == 2 * 2 * cfg["num_hidden_layers"]
-    gate_up = experts[0]
-    assert gate_up.weight_read == 2 * cfg["intermediate_size"] * cfg["hidden_size"] * F32
-    assert gate_up.shape == (1, 2 * cfg["intermediate_size"])
+    d, f = cfg["hidden_size"], cfg["intermediate_size"]
+    experts = [op for op in step.ops if op.scope.endswith("mlp.experts") and op.op == "matmul"]
+    # balanced routing at one token: its two choices go to two experts, one row each, and the
+    # two experts run as one batched matmul per projection (gate and up fused, then down)
+    assert len(experts) == 2 * cfg["num_hidden_layers"]
+    gate_up, down = experts[0], experts[1]
+    assert gate_up.weight_read == 2 * (2 * f * d) * F32
+    assert gate_up.shape == (2, 1, 2 * f)
+    assert down.weight_read == 2 * (f * d) * F32
+    assert down.shape == (2, 1, d)
+    assert gate_up.macs == 2 * 2 * f * d and down.macs == 2 * f * d
 
 
 def test_memory_is_weights_cache_and_activations():

@@ -196,7 +196,7 @@ def test_mixtral_experts_that_do_not_stack_are_one_line(tmp_path_factory):
         _hf_folder.load(path, weights=True)
     tensors["model.layers.0.block_sparse_moe.experts.2.w3.weight"] = np.zeros((3, 3), np.float32)
     save_file(tensors, file, metadata={"format": "pt"})
-    with pytest.raises(ModelFileError, match=r"block_sparse_moe\.experts: the experts' w1/w2/w3 do not stack"):
+    with pytest.raises(ModelFileError, match=r"block_sparse_moe\.experts: the experts' w1/w3/w2 weights do not stack"):
         _hf_folder.load(path, weights=True)
 
 

@@ -14,12 +14,15 @@ SMALL = models.info("mixtral").config
 H, FF, E, K = SMALL["hidden_size"], SMALL["intermediate_size"], SMALL["num_local_experts"], SMALL["num_experts_per_tok"]
 
 
-def _expert_linears(events, experts) -> list:
-    return [e for e in events if e.op.name == "linear" and e.module is experts]
+def _expert_rows(events, experts) -> list:
+    """Rows per expert that ran: the experts' batched matmuls come in pairs (gate_up, down), each
+    over (experts in the run, rows each, hidden)."""
+    matmuls = [e for e in events if e.op.name == "matmul" and e.module is experts]
+    return [e.inputs[0].shape[1] for e in matmuls[::2] for _ in range(e.inputs[0].shape[0])]
 
 
 def _expert_macs(events) -> int:
-    return sum(e.cost.macs for e in events if e.op.name == "linear" and type(e.module).__name__ == "MixtralExperts")
+    return sum(e.cost.macs for e in events if e.op.name == "matmul" and type(e.module).__name__ == "MixtralExperts")
 
 
 def test_routing_on_data_runs_the_chosen_experts_on_their_tokens():
@@ -36,10 +39,8 @@ def test_routing_on_data_runs_the_chosen_experts_on_their_tokens():
         _, events = record(lambda: model(ids))
     handle.remove()
     counts = np.bincount(chosen["index"].reshape(-1), minlength=E)
-    linears = _expert_linears(events, block.experts)
-    assert len(linears) == 2 * int((counts > 0).sum())  # gate_up and down per expert that got tokens
-    rows = sorted(e.inputs[0].shape[0] for e in linears[::2])
-    assert rows == sorted(int(c) for c in counts if c > 0)
+    # the experts that got tokens ran, each on its tokens' rows
+    assert sorted(_expert_rows(events, block.experts)) == sorted(int(c) for c in counts if c > 0)
     # every (token, slot) assignment costs one expert MLP: 3·H·FF MACs
     assert _expert_macs(events) == 2 * 10 * K * 3 * H * FF  # two layers
 
@@ -52,7 +53,7 @@ def test_meta_runs_count_the_balanced_routing():
         _, events = record(lambda: model(ids))
         assignments = tokens * K
         touched = min(E, assignments)
-        assert len(_expert_linears(events, model.model.layers[1].mlp.experts)) == 2 * touched
+        assert len(_expert_rows(events, model.model.layers[1].mlp.experts)) == touched
         assert _expert_macs(events) == 2 * assignments * 3 * H * FF
 
 
