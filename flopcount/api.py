@@ -451,6 +451,37 @@ def _torch_graph(module, input_res, input_constructor) -> tuple:
     return (graph,) + tuple(inputs_for(graph, target.expected, target.device or graph.device))
 
 
+def _torch_graph_either_spelling(module, input_res, input_constructor) -> tuple:
+    """(Graph, args, kwargs, batched) for a ``torch.nn.Module``: captured on ``input_res`` as the
+    whole shape, or, when that capture fails, on ptflops' spelling ``(1, *input_res)`` (then
+    ``batched`` is that shape, else None). A module that fails on both gets the first error."""
+    try:
+        return _torch_graph(module, input_res, input_constructor) + (None,)
+    except (errors.ModelFileError, errors.ShapeError) as exc:
+        if input_constructor is not None or not _is_shape(input_res):
+            raise
+        first = exc
+    batched = (1, *input_res)
+    try:
+        return _torch_graph(module, batched, None) + (batched,)
+    except errors.FlopcountError:
+        raise first from None
+
+
+def _graph_spelling(graph: Graph, input_res) -> tuple | None:
+    """None when ``graph`` (specialized to its traced shapes) takes ``input_res``; ``(1, *input_res)``
+    when it takes that (ptflops' spelling); a ShapeError naming both when it takes neither."""
+    if len(graph.inputs) != 1 or not _is_shape(input_res):
+        return None
+    traced, batched = graph.inputs[0].shape, (1, *input_res)
+    if tuple(input_res) == traced:
+        return None
+    if batched == traced:
+        return batched
+    raise errors.ShapeError(f"graph {graph.name} was traced on input shape {traced}; input_res {tuple(input_res)} "
+                            f"is neither that nor that without the batch (trace again on the shape meant)")
+
+
 def per_layer_listing(report: Report, model, ost=sys.stdout, flops_units=None, param_units=None,
                       precision: int = 2) -> None:
     """The model's repr, each module annotated as ptflops and flowflops print it:
@@ -490,8 +521,8 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     """``(macs, params)`` of ``model`` as ptflops/flowflops report them.
 
     ``input_res`` is the whole input shape, batch included (flowflops' meaning), or ptflops'
-    spelling without the batch: when the whole shape does not fit the model's shape rules, it
-    runs on ``(1, *input_res)`` and says so on ``ost``. The model runs
+    spelling without the batch: when the whole shape does not fit the model's shape rules (or a
+    ``torch.nn.Module`` fails to run on it), it runs on ``(1, *input_res)`` and says so on ``ost``. The model runs
     once on a tensor of ones of that shape (or on ``input_constructor(input_res)``; a dict is
     passed as keyword arguments). ``macs`` follows ``convention`` (``ptflops`` by default);
     ``params`` counts trainable parameters once. With ``as_strings`` both are strings such as
@@ -509,13 +540,16 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     model = _eager_form(model)
     if mode not in MODES:
         raise ValueError(f"get_model_complexity_info: mode must be one of {MODES}, got {mode!r}")
+    batched = None   # the shape run instead of input_res, when read as ptflops' spelling
     if rt_torch.is_module(model):
-        model, args, kwargs = _torch_graph(model, input_res, input_constructor)
+        model, args, kwargs, batched = _torch_graph_either_spelling(model, input_res, input_constructor)
     elif not isinstance(model, (Module, Graph)):
         raise TypeError(f"get_model_complexity_info: model must be a Module (flopcount or torch) or a Graph, "
                         f"got {type(model).__name__}")
     else:
-        args, kwargs = _inputs_from(model, input_res, input_constructor)
+        if isinstance(model, Graph) and input_constructor is None:
+            batched = _graph_spelling(model, input_res)
+        args, kwargs = _inputs_from(model, batched or input_res, input_constructor)
     custom = {cls: _custom_rule(hook) for cls, hook in (custom_modules_hooks or {}).items()}
     conv = conventions.get(convention).with_modules(custom, ignore_modules)
     try:
@@ -523,11 +557,12 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     except errors.ShapeError:
         # ptflops' spelling leaves the batch out (it runs on (1, *input_res)); ours includes it.
         # The model's own shape rules decide: the spelling that fits is the one meant.
-        if input_constructor is not None or rt_torch.is_module(model) or not _is_shape(input_res):
+        if input_constructor is not None or batched is not None or not _is_shape(input_res):
             raise
         batched = (1, *input_res)
         args, kwargs = _inputs_from(model, batched, None)
         report = _run_view(mode, model, args, kwargs, convention=conv)
+    if batched is not None:
         print(f"flopcount: input_res {tuple(input_res)} does not fit the model as a whole shape; read as "
               f"ptflops' spelling without the batch, it ran on {batched}", file=ost)
     if verbose:
