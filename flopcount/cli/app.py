@@ -27,6 +27,8 @@ MODEL is one of:
   a Hugging Face folder path/to/folder with config.json (and *.safetensors)
   a native model file   model.safetensors (written by flopcount.runtime.save)
   FILE.py:FACTORY       a function in a Python file that returns a Module (flopcount or torch)
+An existing path is that path even when the zoo has a model of that name (said in a note);
+zoo:NAME is always the zoo's model.
 
 FILE.py:FACTORY RUNS that Python file, exactly like `python FILE.py` would: use it only for
 code you trust. Model files (.onnx, .pt2, folders, native) are only read; nothing in them is
