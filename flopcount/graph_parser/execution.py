@@ -48,9 +48,10 @@ def _grad_state(graph) -> list:
     return [(t, t.grad) for t in graph.tensors.values()]
 
 
-def _backward_step(graph, args, kwargs):
-    """A training step through the executor, each node under its NodeScope."""
-    return training_step(lambda: executor.run(graph, args, kwargs, node_scopes=True), graph.tensors.values())
+def _backward_step(graph, args, kwargs, clock=None):
+    """A training step through the executor, each node under its NodeScope (``clock`` around
+    the backward pass: ``training_step``)."""
+    return training_step(lambda: executor.run(graph, args, kwargs, node_scopes=True), graph.tensors.values(), clock)
 
 
 def _graph_index(graph):
@@ -196,13 +197,16 @@ def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) 
             "start": starts}
 
 
-def time_training_step(graph, args, kwargs, device, repeat: int) -> float | None:
-    """Median ms of forward + backward through the executor."""
-    from ..recording.timing import median_min, time_calls
+def time_backward_pass(graph, args, kwargs, device, repeat: int) -> float | None:
+    """Median ms of the backward pass alone, timed inside training steps through the executor
+    (None when no output needs a gradient). One untimed step first: its first call builds the
+    backward program."""
+    from ..recording.timing import median_min, time_backward
 
     saved = _grad_state(graph)
     try:
-        return median_min(time_calls(lambda: _backward_step(graph, args, kwargs), device, 1, repeat))[0]
+        return median_min(time_backward(lambda clock: _backward_step(graph, args, kwargs, clock), device, 1,
+                                        repeat))[0]
     finally:
         for t, g in saved:
             t.grad = g

@@ -7,6 +7,7 @@ events on GPU, ``perf_counter`` on CPU); warm-up calls come first and are discar
 
 from __future__ import annotations
 
+import contextlib
 import statistics
 import time
 
@@ -36,6 +37,38 @@ def time_calls(fn, device, warmup: int, repeat: int) -> list:
         fn()
         out.append(be.timer_stop(start))
     return out
+
+
+def time_backward(step, device, warmup: int, repeat: int) -> list:
+    """Seconds of the backward pass alone in each of ``repeat`` training steps after ``warmup``
+    untimed ones. ``step(clock)`` runs one step with ``clock()`` around its backward
+    (``recording.steps.training_step``): the backward is timed on its own, synchronized, not
+    as a step's time less a forward time taken in other runs (which can come out at zero or
+    below when the forward runs were slower). Empty when the step has no backward (no output
+    needs a gradient).
+
+    >>> from flopcount.recording.steps import training_step
+    >>> import flopcount.runtime as rt
+    >>> w = rt.randn(4, 4, requires_grad=True)
+    >>> spans = time_backward(lambda clock: training_step(lambda: (w @ w).sum(), [w], clock), w.device, 0, 3)
+    >>> len(spans), all(s > 0 for s in spans)
+    (3, True)
+    """
+    be = backend(device)
+    spans: list = []
+
+    @contextlib.contextmanager
+    def clock():
+        be.synchronize()
+        start = be.timer_start()
+        yield
+        spans.append(be.timer_stop(start))
+
+    for _ in range(warmup):
+        step(None)
+    for _ in range(repeat):
+        step(clock)
+    return spans
 
 
 class _OpTimer:
