@@ -31,6 +31,7 @@ from .report.units import macs_to_string, params_to_string
 from .runtime import errors
 from .runtime.graph import Graph, LazyGraph
 from .runtime.nn.modules.module import Module
+from .runtime import threads as rt_threads
 from .runtime import torch as rt_torch
 
 MODES = ("eager", "graph")
@@ -123,6 +124,10 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
             + [(k, tuple(v.shape)) for k, v in kwargs.items() if isinstance(v, Tensor)])
 
 
+def _on_cpu(device) -> bool:
+    return str(device).split(":")[0] == "cpu"
+
+
 def _check_device(device) -> None:
     """Fail early, in one line, when ``device`` cannot be used (CUDA without CuPy or a GPU)."""
     from .runtime.device import backend, device as parse_device
@@ -176,7 +181,8 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     (``"resnet50"``) or a model file: ``.onnx``, a
     native file, or ``file.py:factory`` (which RUNS that Python file and calls
     ``factory(**factory_args)``; model files are only read). A bare name that is both a zoo
-    model and a file means the zoo model (``"./name"`` is the file); see :mod:`flopcount.loading`.
+    model and an existing path means the path (``"zoo:name"`` is the zoo model, and a note says
+    so); see :mod:`flopcount.loading`.
     ``inputs`` and ``named_inputs`` are the model's inputs: names are bound to ``forward``'s
     parameters (or a graph's input names), checked before anything runs. Without them
     ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
@@ -204,6 +210,10 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     channel), ``"int4"`` (a float16 scale per 128 weights: 4.125 bits each), ``"fp8"`` (e4m3, one
     float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
     (see :mod:`flopcount.runtime.quantization`).
+    ``threads`` is how many threads a timed run on the CPU uses, in every engine (BLAS,
+    flopcount's kernels, PyTorch's intra-op threads, onnxruntime's); None: the cores free when
+    timing begins (usable cores less those other processes keep busy; see
+    :mod:`flopcount.runtime.threads`), named in ``report.threads``.
     ``progress`` is called with the name of each step as it starts (``"loading resnet50"``,
     ``"counting"``). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
@@ -211,8 +221,7 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     (warm-up, ``repeat`` runs, median; see :mod:`flopcount.engines.torch_engine`), beside
     flopcount's counts; the default ``"flopcount"`` times flopcount's own run when ``latency``.
     ``engine="onnxruntime"`` times an ONNX file in onnxruntime as it deploys it (its graph
-    optimizations, the CPU or CUDA provider by ``device``, ``threads`` intra-op threads; None:
-    onnxruntime's default) with its profiler, and joins each of its nodes' time with
+    optimizations, the CPU or CUDA provider by ``device``) with its profiler, and joins each of its nodes' time with
     flopcount's counts of the file's nodes it computes: ``report.engine_nodes`` (achieved FLOP/s
     and bytes/s per node; ``onnxruntime_engine.by_op_type`` sums them per op type), the rows' ``latency_ms``, and notes
     on what could not be joined (see :mod:`flopcount.engines.onnxruntime_engine`).
@@ -292,15 +301,20 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
                                   keyword=target.kind != loading.ZOO)
     check_engine(engine, target)
     timed = latency or engine != "flopcount"
-    say(f"timing {warmup} warm-up + {repeat} runs" if timed else "counting")
+    # spinning thread pools on busy cores time the machine's load, not the model: on the CPU a
+    # timed run takes its threads from the cores free now unless told (runtime/threads.py)
+    choice = rt_threads.choose(threads) if timed and _on_cpu(device) else None
+    say((f"timing {warmup} warm-up + {repeat} runs" + (f" on {choice.threads} thread(s)" if choice else ""))
+        if timed else "counting")
     try:
-        with loading.file_errors(target):
+        with loading.file_errors(target), (rt_threads.limited(choice.threads) if choice else contextlib.nullcontext()):
             report = _run_view(mode, net, tuple(args), kwargs, convention=counting,
                                latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
                                repeat=repeat, measure_memory=measure_memory, name=target.label)
             notes = list(target.notes)
             run_engine(report, engine, target, warmup, repeat, inputs=(args, kwargs, values), device=device,
-                       threads=threads)
+                       threads=choice.threads if choice else threads)
+            report.threads = choice
     except errors.ShapeError as exc:
         if specs is None or (not given and batch is None) or isinstance(exc, errors.MemoryLimitError):
             raise

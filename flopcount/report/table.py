@@ -176,6 +176,8 @@ def _footer(report) -> list:
                                                    for dtype, macs in t["macs_by_dtype"].items()))
     if report.latency_ms is not None:
         lines.append(_latency_line(report))
+    if report.threads is not None:
+        lines.append(f"threads: {report.threads.describe()}")
     if report.backward:
         lines.append(f"training step: {macs_to_string(t['training_macs'])}, {flops_to_string(t['training_flops'])} "
                      f"(backward {macs_to_string(t['backward_macs'])}{_backward_time(report)})")
