@@ -31,6 +31,7 @@ from .report.units import macs_to_string, params_to_string
 from .runtime import errors
 from .runtime.graph import Graph, LazyGraph
 from .runtime.nn.modules.module import Module
+from .runtime import cpu_kernels
 from .runtime import threads as rt_threads
 from .runtime import torch as rt_torch
 
@@ -122,6 +123,10 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
 
     return ([(None, tuple(a.shape)) for a in args if isinstance(a, Tensor)]
             + [(k, tuple(v.shape)) for k, v in kwargs.items() if isinstance(v, Tensor)])
+
+
+# the progress step while a CPU kernel compiles (the first timed run after installing)
+COMPILING = "compiling CPU kernels, once after installing (cached for later runs)"
 
 
 def _on_cpu(device) -> bool:
@@ -307,7 +312,12 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     say((f"timing {warmup} warm-up + {repeat} runs" + (f" on {choice.threads} thread(s)" if choice else ""))
         if timed else "counting")
     try:
-        with loading.file_errors(target), (rt_threads.limited(choice.threads) if choice else contextlib.nullcontext()):
+        with contextlib.ExitStack() as scope:
+            scope.enter_context(loading.file_errors(target))
+            if choice is not None:
+                scope.enter_context(rt_threads.limited(choice.threads))
+            if timed:
+                scope.enter_context(cpu_kernels.on_compile(lambda kernel: say(f"{COMPILING}: {kernel}")))
             report = _run_view(mode, net, tuple(args), kwargs, convention=counting,
                                latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
                                repeat=repeat, measure_memory=measure_memory, name=target.label)

@@ -64,6 +64,20 @@ def _note(message: str, quiet: bool) -> None:
         click.echo(f"flopcount: {message}", err=True)
 
 
+def _reporter(steps, quiet: bool):
+    """The steps of a run for the progress bar; where no bar shows (not a terminal), the first
+    kernel compilation is still said once on stderr, so a first run is not 15 s of silence."""
+    told = []
+
+    def say(step: str) -> None:
+        steps.start(step)
+        if step.startswith(api.COMPILING) and not steps.enabled and not told:
+            told.append(step)
+            _note(api.COMPILING, quiet)
+
+    return say
+
+
 def _finish(text, output: str | None, quiet: bool) -> None:
     render.emit(text, output)
     if output is not None:
@@ -178,7 +192,7 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefi
         raise CliError(f"{'--moe-routing' if moe_routing is not None else '--kv-dtype'} goes with an LLM phase "
                        f"(--prefill, --decode --context N, --generate PROMPT:NEW) or --fit")
     with progress.Steps(progress.wanted(quiet)) as steps:
-        report = api.profile(model, progress=steps.start, **options)
+        report = api.profile(model, progress=_reporter(steps, quiet), **options)
     for note in report.notes:
         _note(note, quiet)
     if depth is None and by == "module":
@@ -227,8 +241,8 @@ def compare_command(ctx, model_a: str, model_b, shapes_a, shapes_b, depth, fmt, 
     options_a = profile_options(ctx, {**kwargs, "input_shape": kwargs["input_shape"] + shapes_a})
     options_b = profile_options(ctx, {**kwargs, "input_shape": kwargs["input_shape"] + shapes_b})
     with progress.Steps(progress.wanted(quiet)) as steps:
-        a = api.profile(model_a, progress=steps.start, **options_a)
-        b = api.profile(model_b, progress=steps.start, **options_b)
+        a = api.profile(model_a, progress=_reporter(steps, quiet), **options_a)
+        b = api.profile(model_b, progress=_reporter(steps, quiet), **options_b)
     if fmt == "table" and output is None and render.stdout_is_terminal():
         render.print_rich(compare_view.render(a, b, "rich", depth))
         return
@@ -304,8 +318,8 @@ def diff_command(ctx, model_a: str, model_b: str, by, every, fmt, **kwargs) -> N
     _start(ctx, kwargs["debug"], output)
     options = profile_options(ctx, kwargs)
     with progress.Steps(progress.wanted(quiet)) as steps:
-        a = api.profile(model_a, progress=steps.start, **options)
-        b = api.profile(model_b, progress=steps.start, **options)
+        a = api.profile(model_a, progress=_reporter(steps, quiet), **options)
+        b = api.profile(model_b, progress=_reporter(steps, quiet), **options)
     result = diff(a, b, by=by)
     if fmt == "table" and output is None and render.stdout_is_terminal():
         render.print_rich(diff_view.render(result, fmt, every, rich=True))
