@@ -65,13 +65,14 @@ def _note(message: str, quiet: bool) -> None:
 
 
 def _reporter(steps, quiet: bool):
-    """The steps of a run for the progress bar; where no bar shows (not a terminal), the first
-    kernel compilation is still said once on stderr, so a first run is not 15 s of silence."""
+    """The steps of a run for the progress bar; where no bar shows but stderr is a terminal
+    (``flopcount m --latency | less``), the first kernel compilation is still said once there,
+    so a first run is not 15 s of silence. Scripts reading both streams get nothing extra."""
     told = []
 
     def say(step: str) -> None:
         steps.start(step)
-        if step.startswith(api.COMPILING) and not steps.enabled and not told:
+        if step.startswith(api.COMPILING) and not steps.enabled and not told and progress.stderr_is_terminal():
             told.append(step)
             _note(api.COMPILING, quiet)
 

@@ -58,7 +58,8 @@ def test_wanted_only_on_terminals_without_quiet(monkeypatch):
 
 
 def test_kernels_compiling_are_said_once_on_stderr_where_no_bar_shows(monkeypatch):
-    # a pipe shows no bar: the first run's compilation (about 15 s) is still said, once
+    # stdout into a pipe shows no bar: the first run's compilation (about 15 s) is still said
+    # on the terminal's stderr, once; with stderr not a terminal either, nothing is said
     import json
 
     from click.testing import CliRunner
@@ -74,6 +75,8 @@ def test_kernels_compiling_are_said_once_on_stderr_where_no_bar_shows(monkeypatc
         return real(model, progress=progress, **options)
 
     monkeypatch.setattr(api, "profile", compiling)
+    assert CliRunner().invoke(main, ["resnet18", "--format", "json"]).stderr == ""
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
     result = CliRunner().invoke(main, ["resnet18", "--format", "json"])
     assert result.exit_code == 0, result.output
     assert result.stderr == f"flopcount: {api.COMPILING}\n"
