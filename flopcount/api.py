@@ -357,7 +357,8 @@ def run_engine(report: Report, engine: str, target, warmup: int, repeat: int, in
     values bound to inputs that carry shapes); their times put on the report's rows."""
     if engine == torch_engine.NAME:
         module, args, kwargs = target.torch_call
-        torch_engine.join(report, torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat))
+        times = torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat)
+        torch_engine.join(report, times, torch_engine.time_ops(module, args, kwargs, repeat=repeat))
     elif engine == onnxruntime_engine.NAME:
         from .runtime.host_memory import check_fits
         from .runtime.onnx.importer import read_model
