@@ -30,6 +30,8 @@ import threading
 import time
 from dataclasses import dataclass
 
+from .errors import FlopcountError
+
 SAMPLE_S = 0.1   # long enough for a busy core to show as busy, short beside a timed run
 _STAT = "/proc/stat"
 
@@ -147,8 +149,8 @@ def choose(threads: int | None = None, *, cores: int | None = None, busy=None) -
     """
     cores = cores or usable_cores()
     if threads is not None:
-        if int(threads) < 1:
-            raise ValueError(f"threads must be at least 1, got {threads}")
+        if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
+            raise FlopcountError(f"threads must be a whole number of at least 1, got {threads!r}")
         return ThreadChoice(int(threads), cores)
     measured = (busy or busy_cores)()
     return ThreadChoice(threads_for(cores, measured), cores, measured)

@@ -45,8 +45,9 @@ def test_a_given_count_is_taken_as_it_is_and_measures_nothing():
         raise AssertionError("the load is not measured when the count is given")
 
     assert threads.choose(3, cores=2, busy=never) == threads.ThreadChoice(3, 2, None)
-    with pytest.raises(ValueError, match="at least 1, got 0"):
-        threads.choose(0, cores=2)
+    for bad in (0, 1.5, True):
+        with pytest.raises(flopcount.FlopcountError, match=f"at least 1, got {bad!r}"):
+            threads.choose(bad, cores=2)
 
 
 class _Spy(nn.Module):
