@@ -31,6 +31,8 @@ from .report.units import macs_to_string, params_to_string
 from .runtime import errors
 from .runtime.graph import Graph, LazyGraph
 from .runtime.nn.modules.module import Module
+from .runtime import cpu_kernels
+from .runtime import threads as rt_threads
 from .runtime.routing import current_policy, note as routing_note
 from .runtime import torch as rt_torch
 
@@ -124,6 +126,14 @@ def _shapes_of(args: tuple, kwargs: dict) -> list:
             + [(k, tuple(v.shape)) for k, v in kwargs.items() if isinstance(v, Tensor)])
 
 
+# the progress step while a CPU kernel compiles (the first timed run after installing)
+COMPILING = "compiling CPU kernels, once after installing (cached for later runs)"
+
+
+def _on_cpu(device) -> bool:
+    return str(device).split(":")[0] == "cpu"
+
+
 def _check_device(device) -> None:
     """Fail early, in one line, when ``device`` cannot be used (CUDA without CuPy or a GPU)."""
     from .runtime.device import backend, device as parse_device
@@ -183,7 +193,8 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     (``"resnet50"``) or a model file: ``.onnx``, a
     native file, or ``file.py:factory`` (which RUNS that Python file and calls
     ``factory(**factory_args)``; model files are only read). A bare name that is both a zoo
-    model and a file means the zoo model (``"./name"`` is the file); see :mod:`flopcount.loading`.
+    model and an existing path means the path (``"zoo:name"`` is the zoo model, and a note says
+    so); see :mod:`flopcount.loading`.
     ``inputs`` and ``named_inputs`` are the model's inputs: names are bound to ``forward``'s
     parameters (or a graph's input names), checked before anything runs. Without them
     ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
@@ -211,6 +222,10 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     channel), ``"int4"`` (a float16 scale per 128 weights: 4.125 bits each), ``"fp8"`` (e4m3, one
     float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
     (see :mod:`flopcount.runtime.quantization`).
+    ``threads`` is how many threads a timed run on the CPU uses, in every engine (BLAS,
+    flopcount's kernels, PyTorch's intra-op threads, onnxruntime's); None: the cores free when
+    timing begins (usable cores less those other processes keep busy; see
+    :mod:`flopcount.runtime.threads`), named in ``report.threads``.
     ``progress`` is called with the name of each step as it starts (``"loading resnet50"``,
     ``"counting"``). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
@@ -218,8 +233,7 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     (warm-up, ``repeat`` runs, median; see :mod:`flopcount.engines.torch_engine`), beside
     flopcount's counts; the default ``"flopcount"`` times flopcount's own run when ``latency``.
     ``engine="onnxruntime"`` times an ONNX file in onnxruntime as it deploys it (its graph
-    optimizations, the CPU or CUDA provider by ``device``, ``threads`` intra-op threads; None:
-    onnxruntime's default) with its profiler, and joins each of its nodes' time with
+    optimizations, the CPU or CUDA provider by ``device``) with its profiler, and joins each of its nodes' time with
     flopcount's counts of the file's nodes it computes: ``report.engine_nodes`` (achieved FLOP/s
     and bytes/s per node; ``onnxruntime_engine.by_op_type`` sums them per op type), the rows' ``latency_ms``, and notes
     on what could not be joined (see :mod:`flopcount.engines.onnxruntime_engine`).
@@ -299,15 +313,25 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
                                   keyword=target.kind != loading.ZOO)
     check_engine(engine, target)
     timed = latency or engine != "flopcount"
-    say(f"timing {warmup} warm-up + {repeat} runs" if timed else "counting")
+    # spinning thread pools on busy cores time the machine's load, not the model: on the CPU a
+    # timed run takes its threads from the cores free now unless told (runtime/threads.py)
+    choice = rt_threads.choose(threads) if timed and _on_cpu(device) else None
+    say((f"timing {warmup} warm-up + {repeat} runs" + (f" on {choice.threads} thread(s)" if choice else ""))
+        if timed else "counting")
     try:
-        with loading.file_errors(target):
+        with contextlib.ExitStack() as scope:
+            scope.enter_context(loading.file_errors(target))
+            if choice is not None:
+                scope.enter_context(rt_threads.limited(choice.threads))
+            if timed:
+                scope.enter_context(cpu_kernels.on_compile(lambda kernel: say(f"{COMPILING}: {kernel}")))
             report = _run_view(mode, net, tuple(args), kwargs, convention=counting,
                                latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
                                repeat=repeat, measure_memory=measure_memory, name=target.label)
             notes = list(target.notes)
             run_engine(report, engine, target, warmup, repeat, inputs=(args, kwargs, values), device=device,
-                       threads=threads)
+                       threads=choice.threads if choice else threads)
+            report.threads = choice
     except errors.ShapeError as exc:
         if specs is None or (not given and batch is None) or isinstance(exc, errors.MemoryLimitError):
             raise
@@ -342,7 +366,8 @@ def run_engine(report: Report, engine: str, target, warmup: int, repeat: int, in
     values bound to inputs that carry shapes); their times put on the report's rows."""
     if engine == torch_engine.NAME:
         module, args, kwargs = target.torch_call
-        torch_engine.join(report, torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat))
+        times = torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat)
+        torch_engine.join(report, times, torch_engine.time_ops(module, args, kwargs, repeat=repeat))
     elif engine == onnxruntime_engine.NAME:
         from .runtime.host_memory import check_fits
         from .runtime.onnx.importer import read_model
@@ -460,6 +485,37 @@ def _torch_graph(module, input_res, input_constructor) -> tuple:
     return (graph,) + tuple(inputs_for(graph, target.expected, target.device or graph.device))
 
 
+def _torch_graph_either_spelling(module, input_res, input_constructor) -> tuple:
+    """(Graph, args, kwargs, batched) for a ``torch.nn.Module``: captured on ``input_res`` as the
+    whole shape, or, when that capture fails, on ptflops' spelling ``(1, *input_res)`` (then
+    ``batched`` is that shape, else None). A module that fails on both gets the first error."""
+    try:
+        return _torch_graph(module, input_res, input_constructor) + (None,)
+    except (errors.ModelFileError, errors.ShapeError) as exc:
+        if input_constructor is not None or not _is_shape(input_res):
+            raise
+        first = exc
+    batched = (1, *input_res)
+    try:
+        return _torch_graph(module, batched, None) + (batched,)
+    except errors.FlopcountError:
+        raise first from None
+
+
+def _graph_spelling(graph: Graph, input_res) -> tuple | None:
+    """None when ``graph`` (specialized to its traced shapes) takes ``input_res``; ``(1, *input_res)``
+    when it takes that (ptflops' spelling); a ShapeError naming both when it takes neither."""
+    if len(graph.inputs) != 1 or not _is_shape(input_res):
+        return None
+    traced, batched = graph.inputs[0].shape, (1, *input_res)
+    if tuple(input_res) == traced:
+        return None
+    if batched == traced:
+        return batched
+    raise errors.ShapeError(f"graph {graph.name} was traced on input shape {traced}; input_res {tuple(input_res)} "
+                            f"is neither that nor that without the batch (trace again on the shape meant)")
+
+
 def per_layer_listing(report: Report, model, ost=sys.stdout, flops_units=None, param_units=None,
                       precision: int = 2) -> None:
     """The model's repr, each module annotated as ptflops and flowflops print it:
@@ -499,8 +555,8 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     """``(macs, params)`` of ``model`` as ptflops/flowflops report them.
 
     ``input_res`` is the whole input shape, batch included (flowflops' meaning), or ptflops'
-    spelling without the batch: when the whole shape does not fit the model's shape rules, it
-    runs on ``(1, *input_res)`` and says so on ``ost``. The model runs
+    spelling without the batch: when the whole shape does not fit the model's shape rules (or a
+    ``torch.nn.Module`` fails to run on it), it runs on ``(1, *input_res)`` and says so on ``ost``. The model runs
     once on a tensor of ones of that shape (or on ``input_constructor(input_res)``; a dict is
     passed as keyword arguments). ``macs`` follows ``convention`` (``ptflops`` by default);
     ``params`` counts trainable parameters once. With ``as_strings`` both are strings such as
@@ -518,13 +574,16 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     model = _eager_form(model)
     if mode not in MODES:
         raise ValueError(f"get_model_complexity_info: mode must be one of {MODES}, got {mode!r}")
+    batched = None   # the shape run instead of input_res, when read as ptflops' spelling
     if rt_torch.is_module(model):
-        model, args, kwargs = _torch_graph(model, input_res, input_constructor)
+        model, args, kwargs, batched = _torch_graph_either_spelling(model, input_res, input_constructor)
     elif not isinstance(model, (Module, Graph)):
         raise TypeError(f"get_model_complexity_info: model must be a Module (flopcount or torch) or a Graph, "
                         f"got {type(model).__name__}")
     else:
-        args, kwargs = _inputs_from(model, input_res, input_constructor)
+        if isinstance(model, Graph) and input_constructor is None:
+            batched = _graph_spelling(model, input_res)
+        args, kwargs = _inputs_from(model, batched or input_res, input_constructor)
     custom = {cls: _custom_rule(hook) for cls, hook in (custom_modules_hooks or {}).items()}
     conv = conventions.get(convention).with_modules(custom, ignore_modules)
     try:
@@ -532,11 +591,12 @@ def get_model_complexity_info(model, input_res, print_per_layer_stat: bool = Tru
     except errors.ShapeError:
         # ptflops' spelling leaves the batch out (it runs on (1, *input_res)); ours includes it.
         # The model's own shape rules decide: the spelling that fits is the one meant.
-        if input_constructor is not None or rt_torch.is_module(model) or not _is_shape(input_res):
+        if input_constructor is not None or batched is not None or not _is_shape(input_res):
             raise
         batched = (1, *input_res)
         args, kwargs = _inputs_from(model, batched, None)
         report = _run_view(mode, model, args, kwargs, convention=conv)
+    if batched is not None:
         print(f"flopcount: input_res {tuple(input_res)} does not fit the model as a whole shape; read as "
               f"ptflops' spelling without the batch, it ran on {batched}", file=ost)
     if verbose:

@@ -5,8 +5,9 @@
 * ``path/to/file.py:factory`` RUNS that Python file (as ``python file.py`` would) and calls
   ``factory(**factory_args)``: use it only for code you trust;
 * ``*.onnx`` is imported from ONNX: the file is only read, nothing in it is executed;
-* a zoo name (``resnet50``) is the zoo model, even when a file of that name exists in the
-  current directory (``./resnet50`` is the file);
+* an existing path is that path, even when the zoo has a model of that name (a folder
+  ``llama/`` beside you is the folder, with a note naming ``zoo:llama`` for the zoo's model);
+* a zoo name (``resnet50``) is the zoo model; ``zoo:resnet50`` always is;
 * any other path is a native model file (safetensors, only read: nothing is unpickled).
 
 Model files are graphs specialized to their input shapes: an ONNX file's symbolic dims are
@@ -37,19 +38,22 @@ from .runtime.nn.modules.module import Module
 from .runtime import torch as rt_torch
 
 ONNX_INSTALL = "pip install onnx"
+ZOO_PREFIX = "zoo:"   # zoo:llama is the zoo's model even where a path named llama exists
 
 
 def kind_of(spec: str) -> str:
     """Which of factory, onnx, native file or zoo name ``spec`` is (see the module docstring)."""
     from . import models
 
+    if spec.startswith(ZOO_PREFIX):
+        return ZOO
     if ".py:" in spec or spec.endswith(".py"):
         return FACTORY
     if spec.lower().endswith(".onnx"):
         return ONNX
     if spec.lower().endswith(".pt2"):
         return PT2
-    if spec in models.names():
+    if spec in models.names() and not os.path.exists(spec):
         return ZOO
     if os.path.isdir(spec):
         return HF
@@ -91,11 +95,26 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
     if kind == PT2:
         _require_file(spec)
         return torch_loading().load_pt2(spec, device, list(given), batch)
-    if kind == NATIVE:
-        return load_native(spec, device, zoo_device)
-    if kind == HF:
-        return load_hf_folder(spec, zoo_device or device)
-    return load_zoo(spec, zoo_device or device)
+    if kind == ZOO:
+        return load_zoo(zoo_name(spec), zoo_device or device)
+    target = load_native(spec, device, zoo_device) if kind == NATIVE else load_hf_folder(spec, zoo_device or device)
+    _note_zoo_namesake(target, spec)
+    return target
+
+
+def zoo_name(spec: str) -> str:
+    """The zoo name a spec of kind ZOO asks for: ``zoo:llama`` -> ``llama``."""
+    return spec[len(ZOO_PREFIX):] if spec.startswith(ZOO_PREFIX) else spec
+
+
+def _note_zoo_namesake(target: Target, spec: str) -> None:
+    # the path was taken; a user who meant the zoo's model of the same name learns how to ask
+    from . import models
+
+    if spec in models.names():
+        what = "folder" if os.path.isdir(spec) else "file"
+        target.notes.append(f"'{spec}' is the {what} {os.path.join('.', spec)}, not the zoo model of that name; "
+                            f"write {ZOO_PREFIX}{spec} for the zoo model")
 
 
 def torch_loading():
@@ -219,10 +238,7 @@ def load_zoo(name: str, device) -> Target:
     with default_device(device):
         net = models.get(name)
     expected = [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in entry.inputs]
-    target = Target(net, name, ZOO, expected)
-    if os.path.isfile(name):
-        target.notes.append(f"'{name}' is the zoo model; write ./{name} for the file of that name")
-    return target
+    return Target(net, name, ZOO, expected)
 
 
 def _check_weights_fit(name: str, device) -> None:
@@ -464,5 +480,5 @@ def check_fixed(target: Target, specs: list) -> None:
             + (", ".join(s.describe() for s in specs) or "none"))
 
 
-__all__ = ["Target", "kind_of", "load", "specialize", "load_hf_folder", "file_errors", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
+__all__ = ["Target", "kind_of", "zoo_name", "load", "specialize", "load_hf_folder", "file_errors", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
            "graph_inputs", "onnx_binding", "onnx_module"]

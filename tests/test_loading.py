@@ -11,7 +11,7 @@ import pytest
 
 import flopcount
 import flopcount.runtime as rt
-from flopcount import loading
+from flopcount import loading, models
 from flopcount.cli import main
 
 nn = rt.nn
@@ -44,21 +44,45 @@ class Pair(nn.Module):
 
 def test_kinds_of_spec():
     assert [loading.kind_of(s) for s in ("net.py:make", "net.py", "m.ONNX", "resnet18", "./resnet18",
-                                         "weights.safetensors", "noext")] == [
-        loading.FACTORY, loading.FACTORY, loading.ONNX, loading.ZOO, loading.NATIVE, loading.NATIVE, loading.ZOO]
+                                         "weights.safetensors", "noext", "zoo:resnet18")] == [
+        loading.FACTORY, loading.FACTORY, loading.ONNX, loading.ZOO, loading.NATIVE, loading.NATIVE, loading.ZOO,
+        loading.ZOO]
 
 
-def test_a_zoo_name_wins_over_a_file_of_that_name_in_api_and_cli(tmp_path, monkeypatch):
+def test_an_existing_path_wins_over_a_zoo_name_and_says_so_in_api_and_cli(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
     rt.save(nn.Linear(4, 2), "resnet18", example_inputs=(rt.randn(3, 4),))
-    assert flopcount.profile("resnet18", device="meta").macs == 1_814_073_344
-    assert flopcount.profile("./resnet18").macs == 3 * 4 * 2
+    for spec in ("resnet18", "./resnet18"):
+        report = flopcount.profile(spec)
+        assert report.macs == 3 * 4 * 2
+    assert "'resnet18' is the file ./resnet18, not the zoo model of that name; write zoo:resnet18" \
+        in flopcount.profile("resnet18").notes[-1]
+    assert not any("zoo" in n for n in flopcount.profile("./resnet18").notes)   # no collision, no note
+    assert flopcount.profile("zoo:resnet18", device="meta").macs == 1_814_073_344
     from click.testing import CliRunner
 
-    result = CliRunner().invoke(main, ["./resnet18", "--format", "json"])
-    assert json.loads(result.output)["totals"]["macs"] == 3 * 4 * 2
     result = CliRunner().invoke(main, ["resnet18", "--format", "json"])
+    assert json.loads(result.stdout)["totals"]["macs"] == 3 * 4 * 2
+    result = CliRunner().invoke(main, ["zoo:resnet18", "--format", "json"])
     assert json.loads(result.stdout)["totals"]["macs"] == 1_814_073_344
+
+
+def test_a_hugging_face_folder_named_like_a_zoo_model_is_the_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    os.mkdir("llama")
+    config = {"architectures": ["LlamaForCausalLM"], "model_type": "llama", "vocab_size": 256, "hidden_size": 64,
+              "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2,
+              "max_position_embeddings": 128, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
+    with open(os.path.join("llama", "config.json"), "w") as f:
+        json.dump(config, f)
+    # by hand: embeddings and head 256·64 each; per layer q, o 64·64, k, v 64·32, gate, up, down
+    # 64·128, two norms of 64; a final norm of 64
+    per_layer = 2 * 64 * 64 + 2 * 64 * 32 + 3 * 64 * 128 + 2 * 64
+    want = 2 * 256 * 64 + 2 * per_layer + 64
+    folder = flopcount.profile("llama", device="meta")
+    assert folder.root.params == want
+    assert "write zoo:llama for the zoo model" in folder.notes[-1] and "folder ./llama" in folder.notes[-1]
+    assert flopcount.profile("zoo:llama", device="meta").root.params == models.info("llama").params
 
 
 def test_onnx_symbolic_dims_from_input_shape_or_the_inputs(tmp_path):

@@ -3,6 +3,7 @@
 import csv
 import io
 import json
+import time
 
 import pytest
 
@@ -53,6 +54,54 @@ def test_backward_latency_is_shown_and_the_total_names_the_rows_time():
     latency_line = next(line for line in text.splitlines() if line.startswith("latency:"))
     assert units.time_to_string(report.latency_ms) in latency_line
     assert units.time_to_string(report.root.latency_ms) in latency_line.split("layer by layer")[1]
+
+
+class _SlowInference(nn.Module):
+    """A linear layer whose inference calls (no gradient) sleep: the forward timed for the
+    latency line is far slower than the forward inside a training step, as when the first
+    timed forward runs compile kernels."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = nn.Linear(64, 64)
+
+    def forward(self, x):
+        if not rt.is_grad_enabled():
+            time.sleep(0.05)
+        return self.fc(x)
+
+
+@pytest.mark.parametrize("mode", ["eager", "graph"])
+def test_the_backward_time_is_measured_not_a_difference_of_two_runs(mode, monkeypatch):
+    if mode == "graph":
+        # the graph view runs no Python forward: its timed forward is made slow the same way
+        from flopcount.graph_parser import execution
+
+        timed = execution.time_graph_and_nodes
+
+        def slow_whole(*args, **kwargs):
+            result = timed(*args, **kwargs)
+            result["whole"] = tuple(t + 50.0 for t in result["whole"])
+            return result
+
+        monkeypatch.setattr(execution, "time_graph_and_nodes", slow_whole)
+    report = flopcount.profile(_SlowInference(), rt.randn(8, 64), mode=mode, latency=True, backward=True,
+                               repeat=1, warmup=0)
+    assert report.latency_ms > 50
+    # a step's time less that forward's was max(0, ...) = 0: the backward is timed by itself
+    assert 0 < report.backward_latency_ms < report.latency_ms
+    assert f"(backward {units.macs_to_string(report.totals['backward_macs'])}, " \
+           f"{units.time_to_string(report.backward_latency_ms)})" in report.table(width=400)
+
+
+def test_an_untimed_backward_says_why():
+    net = nn.Sequential(nn.Linear(4, 4))
+    report = flopcount.profile(net, rt.randn(2, 4), latency=True, backward=True, repeat=1, warmup=0)
+    for p in net.parameters():
+        p.requires_grad = False
+    frozen = flopcount.profile(net, rt.randn(2, 4), latency=True, backward=True, repeat=1, warmup=0)
+    assert report.backward_latency_ms is not None and frozen.backward_latency_ms is None
+    assert "not timed: no output of the model needs a gradient" in frozen.table(width=400)
 
 
 def test_backward_says_batch_norm_runs_in_training_mode():

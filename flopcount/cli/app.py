@@ -27,6 +27,8 @@ MODEL is one of:
   a Hugging Face folder path/to/folder with config.json (and *.safetensors)
   a native model file   model.safetensors (written by flopcount.runtime.save)
   FILE.py:FACTORY       a function in a Python file that returns a Module (flopcount or torch)
+An existing path is that path even when the zoo has a model of that name (said in a note);
+zoo:NAME is always the zoo's model.
 
 FILE.py:FACTORY RUNS that Python file, exactly like `python FILE.py` would: use it only for
 code you trust. Model files (.onnx, .pt2, folders, native) are only read; nothing in them is
@@ -60,6 +62,21 @@ def _start(ctx, debug: bool, output: str | None) -> None:
 def _note(message: str, quiet: bool) -> None:
     if not quiet:
         click.echo(f"flopcount: {message}", err=True)
+
+
+def _reporter(steps, quiet: bool):
+    """The steps of a run for the progress bar; where no bar shows but stderr is a terminal
+    (``flopcount m --latency | less``), the first kernel compilation is still said once there,
+    so a first run is not 15 s of silence. Scripts reading both streams get nothing extra."""
+    told = []
+
+    def say(step: str) -> None:
+        steps.start(step)
+        if step.startswith(api.COMPILING) and not steps.enabled and not told and progress.stderr_is_terminal():
+            told.append(step)
+            _note(api.COMPILING, quiet)
+
+    return say
 
 
 def _finish(text, output: str | None, quiet: bool) -> None:
@@ -176,7 +193,7 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefi
         raise CliError(f"{'--moe-routing' if moe_routing is not None else '--kv-dtype'} goes with an LLM phase "
                        f"(--prefill, --decode --context N, --generate PROMPT:NEW) or --fit")
     with progress.Steps(progress.wanted(quiet)) as steps:
-        report = api.profile(model, progress=steps.start, **options)
+        report = api.profile(model, progress=_reporter(steps, quiet), **options)
     for note in report.notes:
         _note(note, quiet)
     if depth is None and by == "module":
@@ -225,8 +242,8 @@ def compare_command(ctx, model_a: str, model_b, shapes_a, shapes_b, depth, fmt, 
     options_a = profile_options(ctx, {**kwargs, "input_shape": kwargs["input_shape"] + shapes_a})
     options_b = profile_options(ctx, {**kwargs, "input_shape": kwargs["input_shape"] + shapes_b})
     with progress.Steps(progress.wanted(quiet)) as steps:
-        a = api.profile(model_a, progress=steps.start, **options_a)
-        b = api.profile(model_b, progress=steps.start, **options_b)
+        a = api.profile(model_a, progress=_reporter(steps, quiet), **options_a)
+        b = api.profile(model_b, progress=_reporter(steps, quiet), **options_b)
     if fmt == "table" and output is None and render.stdout_is_terminal():
         render.print_rich(compare_view.render(a, b, "rich", depth))
         return
@@ -302,8 +319,8 @@ def diff_command(ctx, model_a: str, model_b: str, by, every, fmt, **kwargs) -> N
     _start(ctx, kwargs["debug"], output)
     options = profile_options(ctx, kwargs)
     with progress.Steps(progress.wanted(quiet)) as steps:
-        a = api.profile(model_a, progress=steps.start, **options)
-        b = api.profile(model_b, progress=steps.start, **options)
+        a = api.profile(model_a, progress=_reporter(steps, quiet), **options)
+        b = api.profile(model_b, progress=_reporter(steps, quiet), **options)
     result = diff(a, b, by=by)
     if fmt == "table" and output is None and render.stdout_is_terminal():
         render.print_rich(diff_view.render(result, fmt, every, rich=True))

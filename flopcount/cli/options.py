@@ -59,8 +59,9 @@ OPTIONS = [
                  help="Who runs the model for its latency: flopcount's runtime (with --latency); torch: "
                       "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module; onnxruntime: an "
                       "ONNX file timed by onnxruntime's profiler node by node, joined with the counts."),
-    click.option("--threads", type=click.IntRange(min=1), help="Intra-op threads of --engine onnxruntime "
-                 "(default: onnxruntime's own)."),
+    click.option("--threads", type=click.IntRange(min=1), help="Threads of a timed run on the CPU, in "
+                 "every engine (BLAS, flopcount's kernels, PyTorch, onnxruntime).  [default: the cores free "
+                 "when timing begins: usable cores less those other processes keep busy]"),
     click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
                  help="Timed runs with --latency (the median is shown)."),
     click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
@@ -138,11 +139,9 @@ def given(ctx: click.Context, name: str) -> bool:
 
 def profile_options(ctx: click.Context, values: dict) -> dict:
     """``profile()``'s keyword arguments from the command's option values (CLI_ONLY left out)."""
-    if values["threads"] is not None and values["engine"] != "onnxruntime":
-        raise click.UsageError("--threads sets onnxruntime's threads; add --engine onnxruntime", ctx=ctx)
     timed = values["latency"] or values["engine"] != "flopcount"   # engines torch, onnxruntime time it themselves
-    if not timed and (given(ctx, "repeat") or given(ctx, "warmup")):
-        raise click.UsageError("--repeat and --warmup apply to --latency runs; add --latency", ctx=ctx)
+    if not timed and (given(ctx, "repeat") or given(ctx, "warmup") or given(ctx, "threads")):
+        raise click.UsageError("--repeat, --warmup and --threads apply to --latency runs; add --latency", ctx=ctx)
     return {name: _FROM_TEXT.get(name, lambda v: v)(value) for name, value in values.items()
             if name not in CLI_ONLY}
 

@@ -75,7 +75,7 @@ def split_dtypes(dtypes) -> tuple:
 def plan_target(spec: str, shapes, factory_args) -> tuple:
     """(model for ``parallel.estimate``, one sample's shape or None). A zoo name is built by
     ``estimate`` on the meta device; FILE.py:FACTORY builds a Module there."""
-    from .. import loading, models
+    from .. import loading
     from .. import runtime as rt
     from ..runtime.nn import Module
 
@@ -85,8 +85,8 @@ def plan_target(spec: str, shapes, factory_args) -> tuple:
     sample = tuple(given[0][1][1:]) if given else None
     if given and not sample:
         raise ShapeError(f"--input-shape {shapes[0]!r}: a plan needs the batch dim and one more")
-    if spec in models.names():
-        return spec, sample
+    if loading.kind_of(spec) == loading.ZOO:
+        return loading.zoo_name(spec), sample
     with rt.meta():
         target = loading.load(spec, "meta", zoo_device="meta",
                               factory_args=dict(parse_factory_arg(a) for a in factory_args))

@@ -24,6 +24,11 @@ def delay_s() -> float:
         return DELAY_S
 
 
+def stderr_is_terminal() -> bool:
+    """Whether a person may be reading stderr (where a one-line status goes when no bar shows)."""
+    return sys.stderr.isatty()
+
+
 def wanted(quiet: bool) -> bool:
     """A bar only for a person watching: both streams are terminals and --quiet is off."""
     return not quiet and sys.stderr.isatty() and sys.stdout.isatty()
@@ -95,4 +100,4 @@ class Steps:
                     self._progress.stop()
 
 
-__all__ = ["Steps", "wanted", "DELAY_S", "delay_s"]
+__all__ = ["Steps", "wanted", "stderr_is_terminal", "DELAY_S", "delay_s"]

@@ -23,18 +23,19 @@ from ..recording import memory as mem
 from ..recording.params import ModelIndex, bytes_by_dtype
 from ..recording.recorder import Recorder
 from ..recording.steps import training_step
-from ..recording.timing import median_min, time_calls, time_ops
+from ..recording.timing import median_min, time_backward, time_calls, time_ops
 from . import analysis
 from .timing import time_modules
 from ..recording.state import preserved
 
 
-def run_step(model, args, kwargs, backward: bool):
-    """One forward (inference: no grad) or forward + backward (seeded with ones)."""
+def run_step(model, args, kwargs, backward: bool, clock=None):
+    """One forward (inference: no grad) or forward + backward (seeded with ones; ``clock``
+    around the backward pass: ``training_step``)."""
     if not backward:
         with no_grad():
             return model(*args, **kwargs)
-    return training_step(lambda: model(*args, **kwargs), model.parameters())
+    return training_step(lambda: model(*args, **kwargs), model.parameters(), clock)
 
 
 def _set_training(model, index, mode: bool) -> None:
@@ -121,8 +122,8 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
             module_times = time_modules(model, forward, device, repeat)
             op_latency, op_start = _op_timings(step, events, repeat)
             if backward:
-                step_ms = median_min(time_calls(step, device, 0, repeat))[0]
-                backward_ms = None if step_ms is None or whole[0] is None else max(0.0, step_ms - whole[0])
+                backward_ms = median_min(time_backward(lambda clock: run_step(model, args, kwargs, True, clock),
+                                                       device, 0, repeat))[0]
                 backward_rows = _backward_by_module(events, op_latency)
 
     rows = analysis.build_rows(model, priced, module_times, backward_rows, index.modules, index.counts)

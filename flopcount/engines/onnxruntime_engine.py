@@ -215,19 +215,66 @@ def covered_nodes(original, optimized) -> dict:
     return out
 
 
+def shares(records: list) -> list:
+    """How an engine node's time is shared over the ops it covers (one number per record, adding
+    up to 1): in proportion to their FLOPs, to their bytes moved where they have no FLOPs, equally
+    where they have neither.
+
+    >>> from flopcount.report.model import OpRecord
+    >>> [round(s, 2) for s in shares([OpRecord("c", "conv", "", flops=900), OpRecord("r", "relu", "", flops=100)])]
+    [0.9, 0.1]
+    >>> shares([OpRecord("a", "reshape", ""), OpRecord("b", "reshape", "")])
+    [0.5, 0.5]
+    """
+    for weight in (lambda r: r.flops, lambda r: r.bytes_read + r.bytes_written, lambda r: 1):
+        weights = [weight(r) for r in records]
+        total = sum(weights)
+        if total:
+            return [w / total for w in weights]
+    return []
+
+
+SHARED_NOTE = ("op rows: a fused engine node's time is shared over the ops it covers in proportion to their "
+               "FLOPs (bytes moved where they have none); module rows sum their ops' shares")
+
+
+def put_on_ops(report, node_ops: list) -> None:
+    """Each engine node's time on flopcount's op records and op rows: ``node_ops`` is [(ms, [the
+    forward OpRecords it covers])]; a node's time is shared over its ops (``shares``), the op rows
+    take their records' shares and every scope above them their sum. Rows and records no node
+    covers have no time; the root row is set by the caller."""
+    for record in report.by_op("forward"):
+        record.latency_ms = None
+    by_name = {r.name: r for r in report.rows}
+    for row in report.rows:
+        row.latency_ms = row.latency_min_ms = None
+    for ms, records in node_ops:
+        for record, share in zip(records, shares(records)):
+            record.latency_ms = (record.latency_ms or 0.0) + ms * share
+    for record in report.by_op("forward"):
+        row = by_name.get(record.name)
+        if record.latency_ms is None or row is None:
+            continue
+        path = row.name
+        while path is not None:  # the op row and every scope above it
+            r = by_name[path]
+            r.latency_ms = (r.latency_ms or 0.0) + record.latency_ms
+            path = r.parent
+
+
 def join(report, times: OrtTimes, original) -> None:
     """Put onnxruntime's times on the report: per optimized node (``report.engine_nodes``,
-    with flopcount's counts of the file's nodes it covers), per row (an optimized node's time
-    on the op row of its largest FLOP count, zero on the rows fused into it, so every scope
-    sums what onnxruntime spent in it; the root row every node's time), the whole run on the report; what could not be joined
-    goes into the report's notes."""
+    with flopcount's counts of the file's nodes it covers), per op (an optimized node's time
+    shared over the file's ops it covers: ``put_on_ops``, so the op and op-type views show it
+    and every scope sums what onnxruntime spent in it; the root row every node's time), the
+    whole run on the report; what could not be joined goes into the report's notes."""
     records: dict = {}
     for record in report.by_op("forward"):
         if record.source:
             records.setdefault(record.source, []).append(record)
     covers = covered_nodes(original, times.optimized)
     joined_sources: set = set()
-    row_time: dict = {}
+    node_ops = []
     for node in times.nodes:
         node.sources = [s for s in covers.get(node.name, []) if s]
         mine = [r for s in node.sources for r in records.get(s, [])]
@@ -236,23 +283,11 @@ def join(report, times: OrtTimes, original) -> None:
             node.flops += r.flops
             node.bytes_read += r.bytes_read
             node.bytes_written += r.bytes_written
-            row_time.setdefault(r.name, 0.0)
         joined_sources.update(node.sources)
-        if mine:
-            heaviest = max(mine, key=lambda r: (r.flops, r.bytes_read + r.bytes_written))
-            row_time[heaviest.name] += node.latency_ms
-    by_name = {r.name: r for r in report.rows}
-    for row in report.rows:
-        row.latency_ms = row.latency_min_ms = None
+        node_ops.append((node.latency_ms, mine))
+    put_on_ops(report, node_ops)
     # what no file node accounts for (layout reorders) is the model's time still: the root's
-    report.root.latency_ms = sum(n.latency_ms for n in times.nodes if not n.sources)
-    for name, ms in row_time.items():
-        row = by_name.get(name)
-        path = row.name if row is not None else None
-        while path is not None:  # the op row and every scope above it
-            r = by_name[path]
-            r.latency_ms = (r.latency_ms or 0.0) + ms
-            path = r.parent
+    report.root.latency_ms = sum(n.latency_ms for n in times.nodes)
     report.latency_ms, report.latency_min_ms = times.whole
     report.engine = NAME
     report.engine_nodes = list(times.nodes)
@@ -264,6 +299,8 @@ def join(report, times: OrtTimes, original) -> None:
     report.notes.append(f"onnxruntime {_ort().__version__} ({', '.join(times.providers)}, intra-op threads: "
                         f"{threads}): {len(times.nodes)} nodes after its optimizations, "
                         f"{spent:.3f} ms in nodes of {times.profiled_ms:.3f} ms in its profiled run")
+    if any(len(ops) > 1 for _, ops in node_ops):
+        report.notes.append(SHARED_NOTE)
     if unjoined:
         shown = ", ".join(f"{n.name} ({n.op_type})" for n in unjoined[:5]) + (", ..." if len(unjoined) > 5 else "")
         report.notes.append(f"onnxruntime nodes joined to no node of the file: {len(unjoined)}, "
@@ -292,4 +329,5 @@ def by_op_type(nodes: list) -> list:
     return sorted(table.values(), key=lambda e: -e["latency_ms"])
 
 
-__all__ = ["EngineNode", "OrtTimes", "time_file", "covered_nodes", "join", "by_op_type", "NAME"]
+__all__ = ["EngineNode", "OrtTimes", "time_file", "covered_nodes", "join", "by_op_type", "shares", "put_on_ops",
+           "SHARED_NOTE", "NAME"]

@@ -12,6 +12,15 @@ runs. The hooks are removed afterwards, and the module's flags are put back.
 
     times = time_module(model, (x,), {}, warmup=1, repeat=5)
     times.whole, times.modules["layer1.0.conv1"]     # (median ms, min ms)
+
+**Per op.** The module is captured again as flopcount captured it (``torch.export``, eval mode),
+and that ATen graph runs node by node under PyTorch's profiler, each node inside a
+``record_function`` of its name: a node's time is its range's CPU time, or on a GPU the CUDA
+kernels' time inside it. Nodes are joined to flopcount's op records by name (each record's
+``source`` is the node it was converted from), a node's time shared over its records as
+onnxruntime's nodes' are (``onnxruntime_engine.shares``); the op rows take their records' times.
+
+    ops = time_ops(model, (x,), {}, repeat=5)      # {node name: median ms}, or a reason string
 """
 
 from __future__ import annotations
@@ -107,14 +116,98 @@ def _median_run(runs: list) -> dict:
             for path, seconds in median.items()}
 
 
-def join(report, times: ModuleTimes) -> None:
+_RANGE = "flopcount::"   # the profiler ranges' prefix: one range per graph node
+
+
+def time_ops(module, args: tuple, kwargs: dict, *, repeat: int = 5):
+    """{ATen graph node name: median ms over ``repeat`` runs} of ``module`` captured as flopcount
+    captures it and run node by node under PyTorch's profiler (module docstring); a string
+    saying why not where the capture or the run fails."""
+    import torch
+    from torch.fx.node import map_arg
+
+    from ..runtime.torch.capture import capture
+
+    was_training = module.training
+    try:
+        captured = capture(module, tuple(args), dict(kwargs))
+    except Exception as exc:  # the engine's module times stand; the op times are said to be missing
+        return f"capturing it again failed ({type(exc).__name__})"
+    finally:
+        module.train(was_training)
+    feeds = {name: tensor for name, (_, tensor, _) in captured.params.items()}
+    flat = list(args) + [kwargs[k] for k in kwargs]
+    feeds.update(zip(captured.inputs, [t for t in flat if isinstance(t, torch.Tensor)]))
+    feeds.update(captured.constants)
+    nodes = [n for n in captured.graph.nodes if n.op == "call_function"]
+    cuda = any(getattr(t, "device", None) is not None and t.device.type == "cuda" for t in feeds.values())
+
+    def run(ranges: bool) -> None:
+        values = dict(feeds)
+        for node in nodes:
+            a = map_arg(node.args, lambda n: values[n.name])
+            k = map_arg(node.kwargs, lambda n: values[n.name])
+            if ranges:
+                with torch.profiler.record_function(_RANGE + node.name):
+                    values[node.name] = node.target(*a, **k)
+            else:
+                values[node.name] = node.target(*a, **k)
+
+    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    try:
+        with torch.no_grad():
+            run(False)   # warm: the node-by-node path's first call
+            with torch.profiler.profile(activities=activities) as prof:
+                for _ in range(repeat):
+                    run(True)
+                    if cuda:
+                        torch.cuda.synchronize()
+    except Exception as exc:
+        return f"running its ATen graph node by node failed ({type(exc).__name__})"
+    samples: dict = {}
+    for event in prof.events():
+        if event.name.startswith(_RANGE):
+            us = event.device_time_total if cuda else event.cpu_time_total
+            samples.setdefault(event.name[len(_RANGE):], []).append(us / 1e3)
+    return {name: statistics.median(ms) for name, ms in samples.items()}
+
+
+OPS_NOTE = ("op rows: PyTorch's profiler times of the ATen graph's nodes, run one by one (a node's time "
+            "shared over the ops flopcount converted it to, by their FLOPs)")
+
+
+def join(report, times: ModuleTimes, ops=None) -> None:
     """Put the measured times on the report's module rows (their FLOP/s follow from them) and
-    the whole forward on the report; op rows keep no latency (torch ran them, not flopcount)."""
+    the whole forward on the report; ``ops`` (``time_ops``'s result) on the op records and op
+    rows, or a note saying why they have none."""
+    from .onnxruntime_engine import shares
+
     for row in report.rows:
         measured = times.modules.get(row.name) if row.kind != "op" else None
         row.latency_ms, row.latency_min_ms = measured if measured else (None, None)
+    records = report.by_op("forward")
+    for record in records:
+        record.latency_ms = None
+    if isinstance(ops, dict):
+        by_source: dict = {}
+        for record in records:
+            if record.source:
+                by_source.setdefault(record.source, []).append(record)
+        for name, ms in ops.items():
+            mine = by_source.get(name, [])
+            for record, share in zip(mine, shares(mine)):
+                record.latency_ms = (record.latency_ms or 0.0) + ms * share
+        rows = {r.name: r for r in report.rows if r.kind == "op"}
+        for record in records:
+            if record.latency_ms is not None and record.name in rows:
+                rows[record.name].latency_ms = record.latency_ms
+        timed = sum(1 for r in records if r.latency_ms is not None and (r.macs or r.flops))
+        counted = sum(1 for r in records if r.macs or r.flops)
+        report.notes.append(OPS_NOTE + f"; {timed} of the {counted} ops with counts joined")
+    elif ops is not None:
+        report.notes.append(f"op rows have no PyTorch times: {ops}")
     report.latency_ms, report.latency_min_ms = times.whole
     report.engine = NAME
 
 
-__all__ = ["ModuleTimes", "time_module", "join", "NAME"]
+__all__ = ["ModuleTimes", "time_module", "time_ops", "join", "OPS_NOTE", "NAME"]

@@ -48,9 +48,10 @@ def _grad_state(graph) -> list:
     return [(t, t.grad) for t in graph.tensors.values()]
 
 
-def _backward_step(graph, args, kwargs):
-    """A training step through the executor, each node under its NodeScope."""
-    return training_step(lambda: executor.run(graph, args, kwargs, node_scopes=True), graph.tensors.values())
+def _backward_step(graph, args, kwargs, clock=None):
+    """A training step through the executor, each node under its NodeScope (``clock`` around
+    the backward pass: ``training_step``)."""
+    return training_step(lambda: executor.run(graph, args, kwargs, node_scopes=True), graph.tensors.values(), clock)
 
 
 def _graph_index(graph):
@@ -160,7 +161,7 @@ def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) 
     ``whole`` (median ms, min ms), and per node ``median``, ``min`` and ``start`` (ms from the
     start of the last per-node run, for the trace).
     """
-    from ..recording.timing import median_min
+    from ..recording.timing import median_min, without_compilation
 
     be = backend(device)
     index = {id(n): i for i, n in enumerate(graph.nodes)}
@@ -177,32 +178,42 @@ def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) 
     def after(node, outputs):
         elapsed = be.timer_stop(clock["t"])
         i = index[id(node)]
-        samples[i].append(elapsed)
-        starts[i] = (clock["wall"] - clock["run"]) * 1e3
+        clock["nodes"].append((i, elapsed, (clock["wall"] - clock["run"]) * 1e3))
+
+    def pair() -> tuple:
+        """One whole run and one per-node run: (whole seconds, [(node, seconds, start ms)])."""
+        be.synchronize()
+        t0 = be.timer_start()
+        graph(*args, **kwargs)
+        spent = be.timer_stop(t0)
+        clock["run"], clock["nodes"] = time.perf_counter(), []
+        graph.run(*args, before=before, after=after, **kwargs)
+        return spent, clock["nodes"]
 
     with no_grad():
         for _ in range(warmup):
             graph(*args, **kwargs)
-        for _ in range(repeat):
-            be.synchronize()
-            t0 = be.timer_start()
-            graph(*args, **kwargs)
-            whole.append(be.timer_stop(t0))
-            clock["run"] = time.perf_counter()
-            graph.run(*args, before=before, after=after, **kwargs)
+        for spent, nodes in without_compilation(pair, repeat):
+            whole.append(spent)
+            for i, elapsed, start in nodes:
+                samples[i].append(elapsed)
+                starts[i] = start
     return {"whole": median_min(whole),
             "median": [statistics.median(s) * 1e3 if s else None for s in samples],
             "min": [min(s) * 1e3 if s else None for s in samples],
             "start": starts}
 
 
-def time_training_step(graph, args, kwargs, device, repeat: int) -> float | None:
-    """Median ms of forward + backward through the executor."""
-    from ..recording.timing import median_min, time_calls
+def time_backward_pass(graph, args, kwargs, device, repeat: int) -> float | None:
+    """Median ms of the backward pass alone, timed inside training steps through the executor
+    (None when no output needs a gradient). One untimed step first: its first call builds the
+    backward program."""
+    from ..recording.timing import median_min, time_backward
 
     saved = _grad_state(graph)
     try:
-        return median_min(time_calls(lambda: _backward_step(graph, args, kwargs), device, 1, repeat))[0]
+        return median_min(time_backward(lambda clock: _backward_step(graph, args, kwargs, clock), device, 1,
+                                        repeat))[0]
     finally:
         for t, g in saved:
             t.grad = g

@@ -103,8 +103,7 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
         if "measured" in step_memory:
             memory.training_measured_peak, memory.training_measured_activation_peak = step_memory["measured"]
         if latency and real:
-            step = execution.time_training_step(graph, args, kwargs, device, repeat)
-            backward_total_ms = None if step is None or whole[0] is None else max(0.0, step - whole[0])
+            backward_total_ms = execution.time_backward_pass(graph, args, kwargs, device, repeat)
 
     report_rows = rows.rows(node_ms, per_node_bwd, bwd_ms, node_min)
     records = rows.records(node_ms, starts, bwd_records)

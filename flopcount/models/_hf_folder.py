@@ -19,7 +19,6 @@ asking for the model's own code (``auto_map``) is refused.
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from dataclasses import dataclass, field
@@ -27,6 +26,7 @@ from dataclasses import dataclass, field
 from .. import runtime as rt
 from ..runtime import errors
 from ..runtime.io.files import open_model_file
+from ..runtime.io.json_text import parse_json
 from ..runtime.dtypes import get_dtype
 from ._hf_architectures import ARCHITECTURES, IMAGE, TEXT, NotNative, names
 
@@ -57,7 +57,7 @@ def read_config(folder: str) -> dict:
     path = os.path.join(folder, "config.json")
     try:
         with open_model_file(path, encoding="utf-8") as f:
-            data = json.load(f)
+            data = parse_json(f.read())
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise errors.ModelFileError(f"{path}: not a readable JSON config ({type(exc).__name__}: {exc})") from None
     if not isinstance(data, dict):
@@ -107,7 +107,7 @@ def weight_files(folder: str) -> list:
     if os.path.isfile(index):
         try:
             with open_model_file(index, encoding="utf-8") as f:
-                weight_map = json.load(f)["weight_map"]
+                weight_map = parse_json(f.read())["weight_map"]
             shards = sorted(set(weight_map.values()))
         except (OSError, ValueError, KeyError, TypeError, AttributeError) as exc:
             raise errors.ModelFileError(f"{index}: not a readable shard index ({type(exc).__name__}: {exc})") \

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import contextlib
+
 from ..runtime.dispatch import enable_grad
 from ..runtime.factories import ones_like
 from ..runtime.graph.tree import tensor_leaves
@@ -15,14 +17,17 @@ def backward_seed(output):
     return None
 
 
-def training_step(forward, tensors):
+def training_step(forward, tensors, clock=None):
     """``forward()`` with gradients, then backward seeded with ones; ``tensors`` (the
-    parameters) start without gradients, so every step dispatches the same ops."""
+    parameters) start without gradients, so every step dispatches the same ops. ``clock``, when
+    given, is a context manager factory wrapped around the backward pass alone (its timer)."""
     for t in tensors:
         t.grad = None
     with enable_grad():
         out = forward()
         seed = backward_seed(out)
         if seed is not None:
-            seed.backward(ones_like(seed))
+            grad = ones_like(seed)
+            with clock() if clock is not None else contextlib.nullcontext():
+                seed.backward(grad)
     return out

@@ -63,6 +63,9 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
                        "latency_share": float | null}],
       "seen_not_counted": [ op records as in "ops" ],
       "folded": [ op records as in "ops" ],  # eager: computed from constants only
+      "threads": {"threads": int, "cores": int, "busy_cores": float | null, "chosen": bool} | null,
+                                         # a timed CPU run's threads: chosen from the cores free
+                                         # (busy_cores: those other work kept busy) or given
       "notes": [str],                    # how the model was loaded or captured
       "warnings": [str],                 # spread-out timings, training-mode counts
       "engine_nodes": [{"name", "op_type", "provider", "latency_ms", "sources": [str], "macs",
@@ -110,6 +113,7 @@ def to_dict(report) -> dict:
                          "nodes": list(u.nodes)} for u in report.unsupported],
         "seen_not_counted": [o.to_dict() for o in report.seen_not_counted],
         "folded": [o.to_dict() for o in report.folded],
+        "threads": report.threads.to_dict() if report.threads is not None else None,
         "notes": list(report.notes),
         "warnings": report.warnings,
         # engine "onnxruntime": its optimized graph's nodes, timed, with the counts joined to them

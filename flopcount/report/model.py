@@ -247,6 +247,7 @@ class Report:
         self.notes = list(notes or [])   # remarks on how the model was loaded (a capture's fallback...)
         self.engine = engine             # who ran the model for its latency: "flopcount", "torch", "onnxruntime"
         self.engine_nodes: list = []     # engine "onnxruntime": its nodes, timed and joined with counts
+        self.threads = None              # a timed CPU run: its runtime.threads.ThreadChoice
         # the rows by name and by parent, made when first asked for (a table needs only the second)
         self._by_name: dict | None = None
         self._children: dict | None = None

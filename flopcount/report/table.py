@@ -176,11 +176,11 @@ def _footer(report) -> list:
                                                    for dtype, macs in t["macs_by_dtype"].items()))
     if report.latency_ms is not None:
         lines.append(_latency_line(report))
+    if report.threads is not None:
+        lines.append(f"threads: {report.threads.describe()}")
     if report.backward:
         lines.append(f"training step: {macs_to_string(t['training_macs'])}, {flops_to_string(t['training_flops'])} "
-                     f"(backward {macs_to_string(t['backward_macs'])}"
-                     + (f", {time_to_string(report.backward_latency_ms)}" if _timed_backward(report) else "")
-                     + ")")
+                     f"(backward {macs_to_string(t['backward_macs'])}{_backward_time(report)})")
     if report.hardware is not None:
         line = (f"roofline on {report.hardware.title}: {time_to_string(t['roofline_ms'])} forward, "
                 f"{t['roofline_bound'] or '-'}-bound; needs {bytes_to_string(t['memory_needed_bytes'])} of "
@@ -213,6 +213,15 @@ def _footer(report) -> list:
         lines.append("* inside a module with a module rule: shown, not added again")
     lines.extend(f"warning: {w}" for w in report.warnings)
     return lines
+
+
+def _backward_time(report) -> str:
+    """The backward pass's measured time, or, where the forward was timed and it was not, why."""
+    if _timed_backward(report):
+        return f", {time_to_string(report.backward_latency_ms)}"
+    if report.latency_ms is not None:
+        return ", not timed: no output of the model needs a gradient"
+    return ""
 
 
 def _latency_line(report) -> str:

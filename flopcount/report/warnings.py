@@ -26,7 +26,8 @@ def report_warnings(report) -> list:
     if spread is not None and spread > SPREAD_LIMIT:
         out.append(f"timings spread widely: median {time_to_string(report.latency_ms)}, fastest "
                    f"{time_to_string(report.latency_min_ms)} ({spread:.1f}x); the machine was busy, so "
-                   f"latencies are unreliable: rerun on an idle machine or with more --repeat")
+                   f"latencies are unreliable: rerun on an idle machine or with more --repeat"
+                   + (" (or fewer --threads)" if report.threads is not None else ""))
     if report.backward and _has_batch_norm(report):
         out.append("backward=True profiles a training step: BatchNorm layers use batch statistics and update "
                    "their running statistics, so the forward counts differ from an inference profile")

@@ -43,12 +43,12 @@ def test_a_file_named_like_a_subcommand_or_a_zoo_model(run, native_file, tmp_pat
     assert listing.exit_code == 0 and "resnet50" in listing.stdout          # the subcommand wins
     doc = json.loads(run("./models", "--format", "json").stdout)              # ./ names the file
     assert doc["totals"]["macs"] == 3 * 4 * 8 + 3 * 8 * 2
-    zoo = run("resnet18", "--format", "json")                                 # the zoo name wins ...
-    assert json.loads(zoo.stdout)["totals"]["macs"] == zoo_macs
-    assert "write ./resnet18 for the file" in zoo.stderr                      # ... and says so
+    path = run("resnet18", "--format", "json")                                # the existing path wins ...
+    assert json.loads(path.stdout)["totals"]["macs"] == 3 * 4 * 8 + 3 * 8 * 2
+    assert "write zoo:resnet18 for the zoo model" in path.stderr              # ... and says so
     assert run("resnet18", "--format", "json", "--quiet").stderr == ""
-    doc = json.loads(run("./resnet18", "--format", "json").stdout)
-    assert doc["model"] == "resnet18" and doc["totals"]["macs"] == 3 * 4 * 8 + 3 * 8 * 2
+    doc = json.loads(run("zoo:resnet18", "--format", "json").stdout)
+    assert doc["model"] == "resnet18" and doc["totals"]["macs"] == zoo_macs
 
 
 def test_compare_two_models(run):

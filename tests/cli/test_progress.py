@@ -55,3 +55,31 @@ def test_wanted_only_on_terminals_without_quiet(monkeypatch):
         monkeypatch.setattr("sys.stdout", Stream(out_tty))
         monkeypatch.setattr("sys.stderr", Stream(err_tty))
         assert progress.wanted(quiet) is expected
+
+
+def test_kernels_compiling_are_said_once_on_stderr_where_no_bar_shows(monkeypatch):
+    # stdout into a pipe shows no bar: the first run's compilation (about 15 s) is still said
+    # on the terminal's stderr, once; with stderr not a terminal either, nothing is said
+    import json
+
+    from click.testing import CliRunner
+
+    from flopcount import api
+    from flopcount.cli import main
+
+    real = api.profile
+
+    def compiling(model, progress=None, **options):
+        for kernel in ("conv", "gemm"):
+            progress(f"{api.COMPILING}: {kernel}")
+        return real(model, progress=progress, **options)
+
+    monkeypatch.setattr(api, "profile", compiling)
+    assert CliRunner().invoke(main, ["resnet18", "--format", "json"]).stderr == ""
+    monkeypatch.setattr(progress, "stderr_is_terminal", lambda: True)
+    result = CliRunner().invoke(main, ["resnet18", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    assert result.stderr == f"flopcount: {api.COMPILING}\n"
+    assert json.loads(result.stdout)["totals"]["macs"] > 0
+    quiet = CliRunner().invoke(main, ["resnet18", "--format", "json", "--quiet"])
+    assert quiet.stderr == ""

@@ -42,13 +42,34 @@ def test_a_cnn_whose_convs_onnxruntime_fuses_and_lays_out_in_nchwc():
     assert not any("no onnxruntime node was joined" in note for note in timed.notes)
     # rows: each scope sums the onnxruntime time of the nodes in it; the root is every node's
     assert timed.root.latency_ms == pytest.approx(sum(n.latency_ms for n in nodes))
-    assert timed.row("conv1").latency_ms == pytest.approx(first.latency_ms)
+    # the fused Conv+Relu's time shared over its two ops by FLOPs: conv1's row and relu's
+    conv, relu = (next(o for o in timed.by_op("forward") if o.source == s) for s in ("/conv1/Conv", "/relu/Relu"))
+    assert conv.latency_ms + relu.latency_ms == pytest.approx(first.latency_ms)
+    assert conv.latency_ms / first.latency_ms == pytest.approx(conv.flops / (conv.flops + relu.flops))
+    assert timed.row("conv1").latency_ms == pytest.approx(conv.latency_ms)
+    assert timed.row("relu").latency_ms == pytest.approx(relu.latency_ms)
+    assert onnxruntime_engine.SHARED_NOTE in timed.notes
     assert timed.latency_ms > 0 and timed.latency_min_ms <= timed.latency_ms
     kinds = onnxruntime_engine.by_op_type(nodes)
     assert sum(k["flops"] for k in kinds) == timed.flops
     assert {k["op_type"] for k in kinds} >= {"Conv", "Gemm", "MaxPool"}
     exported = to_dict(timed)["engine_nodes"]
     assert len(exported) == len(nodes) and exported[0]["flops_per_second"] == nodes[0].flops_per_second
+
+
+def test_the_op_views_show_onnxruntime_s_times():
+    """--by op and --by op-type: every joined node's time is on the file's ops it covers, so the
+    op records and the op-type summary add up to the joined nodes' time."""
+    timed = flopcount.profile(CNN, input_shape=(2, 3, 32, 32), engine="onnxruntime", threads=1, repeat=2)
+    joined = sum(n.latency_ms for n in timed.engine_nodes if n.joined)
+    records = timed.by_op("forward")
+    covered = {s for n in timed.engine_nodes for s in n.sources}
+    assert all(r.latency_ms is not None for r in records if r.source in covered)
+    assert sum(r.latency_ms or 0.0 for r in records) == pytest.approx(joined)
+    assert sum(s.latency_ms or 0.0 for s in timed.by_op_type()) == pytest.approx(joined)
+    op_view = timed.tabulate("plain", by="op")
+    conv_line = next(line for line in op_view.splitlines() if line.split()[:2] == ["conv1/conv", "conv"])
+    assert conv_line.split()[-3] in ("µs", "ms")            # a Latency cell, not "-"
 
 
 def test_a_transformer_onnxruntime_fuses_into_its_own_ops():

@@ -36,10 +36,49 @@ def test_module_rows_get_pytorch_times_beside_flopcount_counts():
         row = timed.row(path)
         assert row.latency_ms > 0 and row.latency_min_ms <= row.latency_ms, path
         assert row.flops_per_second == row.flops / (row.latency_ms / 1e3)
-    assert all(r.latency_ms is None for r in timed.rows if r.kind == "op")
+    # op rows: PyTorch's profiler times of the ATen nodes they were converted from
+    assert all(r.latency_ms > 0 for r in timed.rows if r.kind == "op" and r.flops)
     assert model.training   # put back
     assert not any(m._forward_hooks or m._forward_pre_hooks for m in model.modules())
     assert to_dict(timed)["engine"] == "torch"
+
+
+def test_op_views_get_pytorch_profiler_times_joined_by_node():
+    model, x = Net().eval(), torch.randn(2, 3, 16, 16)
+    timed = flopcount.profile(model, x, engine="torch", repeat=2)
+    records = timed.by_op("forward")
+    counted = [r for r in records if r.macs or r.flops]
+    assert counted and all(r.latency_ms is not None and r.latency_ms > 0 for r in counted)
+    assert all(r.source for r in counted)                       # joined by the ATen node's name
+    # the op-type view sums its records' times
+    for summary in timed.by_op_type():
+        mine = [r.latency_ms for r in records if r.op == summary.op and r.latency_ms is not None]
+        assert summary.latency_ms == pytest.approx(sum(mine)) if mine else summary.latency_ms is None
+    assert any(n.startswith(torch_engine.OPS_NOTE) and f"{len(counted)} of the {len(counted)} ops" in n
+               for n in timed.notes)
+    op_view = timed.tabulate("plain", by="op")
+    conv_line = next(line for line in op_view.splitlines() if line.split()[1:2] == ["conv"])
+    assert conv_line.split()[-3] in ("µs", "ms")                # a Latency cell, not "-"
+
+
+def test_op_rows_say_why_they_have_no_times_when_the_graph_cannot_run(monkeypatch):
+    from flopcount.runtime.torch import capture
+
+    real, calls = capture.capture, []
+
+    def refuse_the_second(*args, **kwargs):   # the first is flopcount's own capture, for counting
+        calls.append(1)
+        if len(calls) > 1:
+            raise RuntimeError("no")
+        return real(*args, **kwargs)
+
+    model, x = Net().eval(), torch.randn(1, 3, 16, 16)
+    counted = flopcount.profile(model, x)
+    monkeypatch.setattr(capture, "capture", refuse_the_second)
+    timed = flopcount.profile(model, x, engine="torch", repeat=1)
+    assert all(r.latency_ms is None for r in timed.by_op("forward"))
+    assert "op rows have no PyTorch times: capturing it again failed (RuntimeError)" in timed.notes
+    assert timed.row("head").latency_ms > 0 and timed.macs == counted.macs   # module times stand
 
 
 def test_times_come_from_one_run_so_children_fit_in_their_parent():

@@ -339,11 +339,42 @@ def native_cases(directory: str) -> list:
     cases.append(Case("native attribute no kernel takes", _write(directory, "bad_eps.safetensors", eps),
                       "ModelFileError", ("{path}", "running the model failed", "TypeError"),
                       api={"latency": True, "repeat": 1, "warmup": 0}, cli=("--latency", "--repeat", "1", "--warmup", "0")))
+    cases += nested_json_cases(directory)
     native = _write(directory, "mlp.safetensors", data)
     cases.append(Case("native file on other shapes", native, "ShapeError", ("takes x=3x4", "got x=5x4"),
                       api={"input_shape": (5, 4)}, cli=("-i", "5x4")))
     cases.append(Case("two shapes for a one-input native file", native, "ShapeError", ("2 input shapes",),
                       api={"input_shape": [(3, 4), (3, 4)]}, cli=("-i", "3x4", "-i", "3x4")))
+    return cases
+
+
+DEEP = 100000   # levels of nesting: JSON that Python's parser refuses with RecursionError
+
+
+def _deep_array() -> bytes:
+    return b"[" * DEEP + b"]" * DEEP
+
+
+def _safetensors(header: bytes) -> bytes:
+    return len(header).to_bytes(8, "little") + header
+
+
+def nested_json_cases(directory: str) -> list:
+    """Headers and configs of JSON nested 100,000 deep (200 KB): refused as not what they claim to
+    be, whichever reader meets them first (the file sniffer, the native reader, the weights
+    reader, a Hugging Face folder's config)."""
+    cases = []
+    for name, header in (("an array", _deep_array()),
+                         ("a tensor entry", b'{"w":' + _deep_array() + b"}"),
+                         ("a weights file's entry", b'{"__metadata__":{"format":"pt"},"w":' + _deep_array() + b"}")):
+        path = _write(directory, f"nested_{name.split()[-1]}.safetensors".replace("'", ""), _safetensors(header))
+        cases.append(Case(f"safetensors header of {name} nested {DEEP} deep", path, "ModelFileError",
+                          ("{path}", "not a safetensors header", "nested too deeply")))
+    folder = os.path.join(directory, "nested_config")
+    os.makedirs(folder, exist_ok=True)
+    config = _write(folder, "config.json", _deep_array())
+    cases.append(Case(f"Hugging Face config.json nested {DEEP} deep", folder, "ModelFileError",
+                      (config, "nested too deeply")))
     return cases
 
 

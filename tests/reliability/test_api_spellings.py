@@ -62,3 +62,21 @@ def test_an_input_constructor_returning_a_list_or_a_dict_of_tensors_works(make):
     want, _ = flopcount.get_model_complexity_info(_net(), (1, 3, 8, 8), print_per_layer_stat=False,
                                                   as_strings=False)
     assert got == want
+
+
+def test_a_traced_graph_takes_ptflops_spelling_too_and_says_so():
+    graph = rt.trace(_net(), rt.ones(1, 3, 8, 8))
+    out = io.StringIO()
+    spelled = flopcount.get_model_complexity_info(graph, (3, 8, 8), print_per_layer_stat=False, as_strings=False,
+                                                  ost=out)
+    assert spelled == flopcount.get_model_complexity_info(graph, (1, 3, 8, 8), print_per_layer_stat=False,
+                                                          as_strings=False, ost=io.StringIO())
+    # ptflops' convention adds the biases (conv 4·8·8, linear 5) and two per batch-norm output
+    assert spelled[0] == MACS + 4 * 8 * 8 + 5 + 2 * 4 * 8 * 8
+    assert "it ran on (1, 3, 8, 8)" in out.getvalue()
+
+
+def test_a_traced_graph_refuses_a_shape_it_was_not_traced_on():
+    graph = rt.trace(_net(), rt.ones(1, 3, 8, 8))
+    with pytest.raises(flopcount.FlopcountError, match=r"traced on input shape \(1, 3, 8, 8\); input_res \(2, 3, 8, 8\)"):
+        flopcount.get_model_complexity_info(graph, (2, 3, 8, 8), print_per_layer_stat=False)

@@ -62,7 +62,7 @@ def test_the_corpus_covers_the_issue():
     for kind in ("empty", "random bytes", "truncated", "missing initializer", "cycle", "dangling", "unknown op",
                  "axis", "opset", "external data missing", "checksum", "corrupted", "factory raises",
                  "non-module", "negative dim", "zero dim", "non-integer dim", "two shapes", "1 GiB",
-                 "superscript digit", "5000 digits", "65 dimensions", "30000 plus terms", "100000 minus signs",
+                 "superscript digit", "5000 digits", "nested 100000 deep", "65 dimensions", "30000 plus terms", "100000 minus signs",
                  "generator"):
         assert kind in names, kind
     assert {c.error for c in CASES} == {"ModelFileError", "ShapeError", "UnsupportedOpError", "FlopcountError",

@@ -18,7 +18,7 @@ import flopcount
 import flopcount.runtime as rt
 from flopcount import models
 
-MEASURED = ("latency", "_ms", "measured", "_per_second")  # FLOP/s and bytes/s follow from times
+MEASURED = ("latency", "_ms", "measured", "_per_second", "threads")  # FLOP/s and bytes/s follow from times; threads: how they were taken
 
 
 def counts(report, drop=("device",)) -> dict:

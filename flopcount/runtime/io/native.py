@@ -21,6 +21,7 @@ from .. import dtypes as _dt
 from ..device import META, Device
 from ..errors import FlopcountError, ModelFileError
 from .files import open_model_file
+from .json_text import NestedTooDeeply, parse_json
 from ..registry import get_op
 from ..tensor import Tensor
 
@@ -185,8 +186,10 @@ def _read_header(path: str) -> tuple[dict, dict]:
                                  f"bytes, the file has {size - 8} after the length field)")
         raw = f.read(n)
     try:
-        header = json.loads(raw.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError, RecursionError):
+        header = parse_json(raw.decode("utf-8"))
+    except NestedTooDeeply as exc:
+        raise ModelFileError(f"{path}: not a safetensors header (a flat table of tensors): {exc}") from None
+    except (UnicodeDecodeError, ValueError):
         raise ModelFileError(f"{path}: the safetensors header is not valid JSON "
                              f"(not a safetensors file, or a corrupted one)") from None
     if not isinstance(header, dict):
@@ -230,8 +233,8 @@ def _read_doc(path: str) -> tuple[dict, dict, str]:
     if not isinstance(text, str) or hashlib.sha256(text.encode()).hexdigest() != meta.get("graph_sha256"):
         raise ModelFileError(f"{path}: the graph header is corrupted (its SHA-256 checksum does not match)")
     try:
-        doc = json.loads(text)
-    except (ValueError, RecursionError):
+        doc = parse_json(text)
+    except ValueError:
         raise ModelFileError(f"{path}: the graph header is not valid JSON") from None
     if not isinstance(doc, dict):
         raise ModelFileError(f"{path}: the graph header is not a JSON object")

@@ -12,12 +12,12 @@ with the legacy format, ``pickle.dump``), ``pt2``, ``safetensors``, ``zip`` (ano
 
 from __future__ import annotations
 
-import json
 import os
 import struct
 import zipfile
 
 from .files import open_model_file
+from .json_text import parse_json
 
 TORCH_PICKLE, PICKLE, PT2, SAFETENSORS, ZIP, UNKNOWN = "torch-pickle", "pickle", "pt2", "safetensors", "zip", "unknown"
 
@@ -61,7 +61,7 @@ def safetensors_metadata(path: str) -> dict:
         if size > _HEADER_LIMIT:
             return {}
         try:
-            header = json.loads(f.read(size))
+            header = parse_json(f.read(size))
         except ValueError:
             return {}
     meta = header.get("__metadata__") if isinstance(header, dict) else None

@@ -46,6 +46,23 @@ def _executor() -> ThreadPoolExecutor:
     return _pool
 
 
+def set_threads(n: int):
+    """Split kernels between ``n`` threads from now on; returns a callable that restores the
+    number before (``runtime/threads.py`` sets every pool of a timed run this way)."""
+    before = THREADS
+    _resize(n)
+    return lambda: _resize(before)
+
+
+def _resize(n: int) -> None:
+    global THREADS, _pool
+    with _pool_lock:
+        THREADS = max(1, int(n))
+        if _pool is not None and _pool._max_workers < THREADS - 1:
+            _pool.shutdown(wait=False)   # idle workers end; a larger pool is made on first use
+            _pool = None
+
+
 def split(n: int, fn, min_per_thread: int = MIN_PER_THREAD) -> None:
     """Call ``fn(start, stop)`` once per thread over consecutive parts of ``[0, n)``, each at
     least ``min_per_thread`` long (once over all of it when ``n`` is small or this is a worker
