@@ -7,6 +7,7 @@ import json
 import click
 
 from .. import __version__, api
+from . import check as check_gate
 from . import compare as compare_view
 from . import diff as diff_view
 from . import progress, render
@@ -205,6 +206,42 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefi
         report.print(depth=depth, top=top, sort=sort, by=by)
         return
     _finish(render.report_pieces(report, fmt, depth=depth, top=top, sort=sort, by=by), output, quiet)
+
+
+@main.command("check", context_settings=CONTEXT, epilog=MODEL_HELP)
+@click.argument("model")
+@run_options
+@click.option("--budget", "budget_path", type=click.Path(dir_okay=False), metavar="FILE.toml",
+              help="A TOML file with a [budget] table of limits: max-macs = \"4.2G\", max-peak-memory = \"120MB\" ...")
+@check_gate.limit_options
+@click.option("--baseline", type=click.Path(dir_okay=False), metavar="FILE.json",
+              help="Fail when a metric grew beyond --tolerance from this earlier run (a file written by "
+                   "--update, or a report from --format json).")
+@click.option("--tolerance", default="0%", show_default=True, metavar="PERCENT",
+              help="How much a metric may grow over the baseline: 1%, 0.5%.")
+@click.option("--update", is_flag=True, help="Write this run's metrics to --baseline instead of comparing.")
+@click.pass_context
+def check_command(ctx, model: str, budget_path, baseline, tolerance, update, **kwargs) -> None:
+    """Hold MODEL to a cost budget: exit 0 within it, 1 with one line per exceeded limit, 2 on
+    bad input. For CI: counts and predicted bytes are exact, so the gate is never flaky.
+
+    \b
+    Examples:
+      flopcount check resnet50 --max-macs 4.2G --max-params 26M --max-peak-memory 120MB
+      flopcount check resnet50 --budget budget.toml
+      flopcount check ./model.onnx --baseline cost.json --tolerance 1%
+      flopcount check ./model.onnx --baseline cost.json --update     write the new baseline
+    """
+    limits = {name: kwargs.pop(name) for name in list(kwargs) if name.startswith("max_")}
+    _start(ctx, kwargs["debug"], kwargs["output"])
+    if kwargs["output"] is not None:
+        raise CliError("flopcount check prints its verdict; write a baseline with --baseline FILE --update")
+    budget, baseline_values, fraction = check_gate.check_request(budget_path, baseline, tolerance, update, limits)
+    options = profile_options(ctx, kwargs)
+    with progress.Steps(progress.wanted(kwargs["quiet"])) as steps:
+        report = api.profile(model, progress=_reporter(steps, kwargs["quiet"]), **options)
+    ctx.exit(check_gate.run_check(report, budget, baseline_values, fraction, baseline if update else None,
+                                  kwargs["quiet"]))
 
 
 @main.command("compare", context_settings=CONTEXT, epilog=MODEL_HELP)

@@ -82,3 +82,32 @@ def rate_to_string(per_second: float | None, unit: str) -> str:
 def percent(part: float, whole: float) -> str:
     """'12.34%' (or '-' when the whole is zero)."""
     return "-" if not whole else f"{100.0 * part / whole:.2f}%"
+
+
+
+_SUFFIXES = {"": 1, "k": 10**3, "K": 10**3, "M": 10**6, "G": 10**9, "T": 10**12, "P": 10**15,
+             "Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40}
+_UNIT_WORDS = {"mac", "macs", "flop", "flops", "params", "b", "bytes"}
+
+
+def parse_quantity(text: str, kind: str = "count") -> float:
+    """A count or a size as people write it, the inverse of the ``*_to_string`` functions:
+    decimal suffixes (k/K, M, G, T, P) and binary ones (Ki, Mi, Gi, Ti), optionally followed by
+    a unit word (Mac, FLOPs, params; B for bytes): ``'4.2G'``, ``'4.12 GMac'``, ``'26M'``,
+    ``'120MB'``, ``'1.5GiB'``. For a ``kind="count"`` a bare B is billions (``'7B'`` params).
+    Raises ValueError naming the text.
+
+    >>> parse_quantity("4.2G"), parse_quantity("120MB", "bytes"), parse_quantity("7B")
+    (4200000000.0, 120000000.0, 7000000000.0)
+    """
+    import re
+
+    match = re.fullmatch(r"\s*([0-9]*\.?[0-9]+(?:[eE][+-]?[0-9]+)?)\s*(Ki|Mi|Gi|Ti|[kKMGTP]?)\s*([A-Za-z]*)\s*",
+                         str(text))
+    number, suffix, word = match.groups() if match else (None, "", "")
+    if kind == "count" and suffix == "" and word == "B":
+        suffix, word = "G", ""  # billions of parameters
+    if match is None or (word and word.lower() not in _UNIT_WORDS):
+        example = "120MB or 1.5GiB" if kind == "bytes" else "4.2G, 26M or 7B"
+        raise ValueError(f"{text!r} is not a {'size' if kind == 'bytes' else 'count'} such as {example}")
+    return float(number) * _SUFFIXES[suffix]
