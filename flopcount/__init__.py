@@ -18,6 +18,8 @@ from .runtime.errors import (DeviceError, FlopcountError, MemoryLimitError, Mode
 from . import runtime  # noqa: E402
 from .api import get_model_complexity_info, profile  # noqa: E402
 from .report import Report  # noqa: E402
+from .sweeps import sweep  # noqa: E402
 
 __all__ = ["__version__", "runtime", "FlopcountError", "ShapeError", "MemoryLimitError", "ModelFileError",
-           "UnsupportedOpError", "DeviceError", "get_model_complexity_info", "profile", "Report"]
+           "UnsupportedOpError", "DeviceError", "get_model_complexity_info", "profile", "Report",
+           "sweep"]

@@ -11,6 +11,7 @@ from . import check as check_gate
 from . import compare as compare_view
 from . import diff as diff_view
 from . import progress, render
+from . import sweep as sweep_view
 from .group import DEBUG_KEY, CliError, DefaultGroup
 from .options import given, profile_options, run_options
 from .phases import chosen_phase, phase_options, run_fit, run_phase
@@ -242,6 +243,31 @@ def check_command(ctx, model: str, budget_path, baseline, tolerance, update, **k
         report = api.profile(model, progress=_reporter(steps, kwargs["quiet"]), **options)
     ctx.exit(check_gate.run_check(report, budget, baseline_values, fraction, baseline if update else None,
                                   kwargs["quiet"]))
+
+
+@main.command("sweep", context_settings=CONTEXT, epilog=MODEL_HELP)
+@click.argument("models", nargs=-1, required=True, metavar="MODEL...")
+@sweep_view.sweep_options
+@click.pass_context
+def sweep_command(ctx, models: tuple, **options) -> None:
+    """Profile every combination of MODELs (names, files, folders, or a .txt file listing them)
+    and the values of the axes: one row of totals per cell.
+
+    Rows go to --output as cells finish (CSV, JSON lines or Parquet) and a re-run resumes the
+    file; a cell that fails records its error and the sweep goes on. Cells run here, on
+    --workers N local processes, or as --ray tasks on a Ray cluster.
+
+    \b
+    Examples:
+      flopcount sweep resnet18 resnet50 vit_b_16 --batch 1,8,32 -o cost.csv
+      flopcount sweep bert_base gpt2 --seq 128,512,1024 --plot seq.svg
+      flopcount sweep models.txt --resolution 224,320,448 --workers 2 -o hub.parquet
+      flopcount sweep llama2_7b mistral_7b --phase decode --seq 1024,4096,16384 --batch 1,16 \\
+          --dtype bf16 --hardware h100-sxm,a100-80gb -o serving.jsonl
+      flopcount sweep model.onnx -i input_ids=1x{seq} --seq 64,128,256 --ray auto -o cost.csv
+    """
+    ctx.meta[DEBUG_KEY] = options["debug"]
+    sweep_view.run_sweep(models, options)
 
 
 @main.command("compare", context_settings=CONTEXT, epilog=MODEL_HELP)

@@ -10,45 +10,12 @@ which ``flopcount.profile`` uses too.
 from __future__ import annotations
 
 import ast
-import re
 
+from ..inputs import NAME as _NAME, parse_shape, quoted as _quoted
 from ..runtime.dtypes import get_dtype
-from ..runtime.errors import FlopcountError, ShapeError
+from ..runtime.errors import FlopcountError
 
-_NAME = re.compile(r"^[A-Za-z_][\w.:/-]*$")
-_DIM_SEPARATORS = re.compile(r"\s*[,xX*]\s*")
-# ASCII digits only (str.isdigit takes '²'), and few enough for a dimension: int() refuses
-# strings of more than 4300 digits, and no tensor has a dimension of 10**18
-_DIM = re.compile(r"[0-9]{1,18}")
-
-
-def _quoted(text: str, limit: int = 80) -> str:
-    """``text`` as the error shows it: repr, cut to ``limit`` characters (a message stays readable
-    whatever was typed)."""
-    return repr(text) if len(text) <= limit else repr(text[:limit]) + f"... ({len(text)} characters)"
-
-
-def parse_shape(text: str) -> tuple:
-    """``'[name=]1,3,224,224'`` (or ``1x3x224x224``, ``(1, 3, 224, 224)``) -> (name or None, dims).
-
-    >>> parse_shape("x=1x3x32x32")
-    ('x', (1, 3, 32, 32))
-    """
-    raw = text.strip()
-    name = None
-    if "=" in raw:
-        name, _, raw = (part.strip() for part in raw.partition("="))
-        if not _NAME.match(name):
-            raise ShapeError(f"--input-shape {_quoted(text)}: {_quoted(name)} is not an input name; write name=1x128")
-    body = raw.strip().strip("()[]").strip()
-    parts = _DIM_SEPARATORS.split(body) if body else []
-    if not parts or not all(_DIM.fullmatch(p) for p in parts):
-        raise ShapeError(f"--input-shape {_quoted(text)}: expected positive integers of at most 18 digits such "
-                         f"as 1,3,224,224 or 1x3x224x224 (name=1x128 for a named input)")
-    dims = tuple(int(p) for p in parts)
-    if any(d == 0 for d in dims):
-        raise ShapeError(f"--input-shape {_quoted(text)}: every dimension must be at least 1")
-    return name, dims
+__all__ = ["parse_shape", "parse_value", "parse_dtype", "parse_factory_arg"]
 
 
 def parse_value(text: str) -> tuple:
