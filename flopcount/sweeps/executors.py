@@ -8,6 +8,7 @@ worker that dies takes only the cells it was running, recorded as failed.
 
 from __future__ import annotations
 
+import logging
 import multiprocessing
 from concurrent.futures import FIRST_COMPLETED, ProcessPoolExecutor, wait
 from concurrent.futures.process import BrokenProcessPool
@@ -96,7 +97,7 @@ def on_ray(cells: Iterable[Cell], options: dict, layers: int | None, address: st
 
     started = not ray.is_initialized()
     if started:
-        ray.init(address=address, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        ray.init(address=address, include_dashboard=False, log_to_driver=False, logging_level=logging.ERROR)
     try:
         resources = {"num_cpus": 1, "num_gpus": 1} if _needs_gpu(options) else {"num_cpus": 1}
         task = ray.remote(run_cell).options(**resources, max_retries=0)

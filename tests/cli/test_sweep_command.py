@@ -22,3 +22,27 @@ def test_the_command_writes_plots_and_refuses_bad_input(run, tmp_path):
     assert_bad_input(run("sweep", "resnet18", "--workers", "2", "--ray"), "--workers and --ray")
     assert_bad_input(run("sweep", "resnet18", "--plot", tmp_path / "p.png"), "--plot draws a metric")
     assert not (tmp_path / "p.png").exists()
+
+
+def test_a_killed_sweep_resumes_to_the_file_of_one_run(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    args = ["sweep", "resnet50", "squeezenet1_1", "--batch", "1,2,3", "--resolution", "64,96,128,160,192", "-q"]
+    whole, pieces = tmp_path / "whole.jsonl", tmp_path / "pieces.jsonl"
+    subprocess.run([sys.executable, "-m", "flopcount", *args, "-o", str(whole)], check=True, timeout=600)
+    proc = subprocess.Popen([sys.executable, "-m", "flopcount", *args, "-o", str(pieces)])
+    deadline = time.time() + 300
+    while time.time() < deadline and proc.poll() is None:
+        if pieces.exists() and pieces.read_text().count("\n") >= 5:
+            os.kill(proc.pid, signal.SIGKILL)   # no chance to clean up: as a crash or an OOM kill would
+            break
+        time.sleep(0.02)
+    proc.wait(timeout=60)
+    written = pieces.read_text().count("\n")
+    subprocess.run([sys.executable, "-m", "flopcount", *args, "-o", str(pieces)], check=True, timeout=600)
+    assert pieces.read_bytes() == whole.read_bytes()
+    assert 5 <= written < 30 or proc.returncode == 0   # killed part-way (a fast machine may finish first)
