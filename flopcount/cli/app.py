@@ -11,6 +11,7 @@ from . import check as check_gate
 from . import compare as compare_view
 from . import diff as diff_view
 from . import progress, render
+from . import serve as serve_view
 from . import sweep as sweep_view
 from .group import DEBUG_KEY, CliError, DefaultGroup
 from .options import given, profile_options, run_options
@@ -268,6 +269,44 @@ def sweep_command(ctx, models: tuple, **options) -> None:
     """
     ctx.meta[DEBUG_KEY] = options["debug"]
     sweep_view.run_sweep(models, options)
+
+
+@main.command("serve", context_settings=CONTEXT, epilog=MODEL_HELP)
+@click.argument("model")
+@serve_view.serve_options
+@click.pass_context
+def serve_command(ctx, model: str, hardware, rates, prompt, output_lengths, dtype, tp, max_batch, max_tokens_per_step,
+                  block_size, prefix_hit, spec, duration, slo, seed, fmt, plot_path, output, quiet, debug) -> None:
+    """Simulate MODEL served at request rates: a continuous-batching server (chunked prefill,
+    paged KV blocks with admission and preemption, prefix caching, speculative decoding) whose
+    step times come from the model's traced steps on --hardware's roofline.
+
+    \b
+    Examples:
+      flopcount serve llama2_7b --hardware h100-sxm --dtype bf16 --rate 1,4,16,32
+      flopcount serve llama3_8b --hardware a100-80gb --dtype bf16 --rate 8 --prompt uniform:128:4096 \\
+          --output lognormal:200:0.8 --slo ttft=500ms,tpot=50ms --prefix-hit 0.3
+      flopcount serve llama2_7b --hardware h100-sxm --dtype bf16 --rate 4 --spec llama:4:0.7
+      flopcount serve ./Qwen3-30B-A3B --hardware h100-sxm --tp 2 --rate 1,2,4,8 --plot curve.svg
+    """
+    from .. import serving
+
+    _start(ctx, debug, output)
+    if plot_path is not None:
+        _check_needs(False, None, None, "table", plot_path)
+    objectives = serve_view.parse_slo(slo)
+    with progress.Steps(progress.wanted(quiet)) as steps:
+        steps.start("tracing the model's steps")
+        result = serving.serve(model, hardware, rates=rates, prompt=prompt, output=output_lengths, duration=duration,
+                               dtype=dtype, tp=tp, max_batch=max_batch, max_tokens_per_step=max_tokens_per_step,
+                               block_size=block_size, prefix_hit=prefix_hit, spec=spec, slo=objectives, seed=seed,
+                               progress=lambda i, n: steps.start(f"tracing the model's steps ({i + 1}/{n})"))
+    for note in result.notes:
+        _note(note, quiet)
+    if plot_path is not None:
+        serve_view.plot(result, plot_path)
+        _note(f"wrote {plot_path}", quiet)
+    _finish(serve_view.render(result, fmt), output, quiet)
 
 
 @main.command("compare", context_settings=CONTEXT, epilog=MODEL_HELP)

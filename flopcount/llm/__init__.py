@@ -11,12 +11,12 @@ generation's decode steps are summed exactly from a few traces (``generation.py`
 profile (``flopcount.hardware``) turns them into roofline times (``timing.py``).
 """
 
-from .api import decoder, fit, kv_bytes_per_token, kv_cache_bytes, profile
+from .api import decoder, fit, kv_bytes_per_token, kv_cache_bytes, profile, profile_decoder
 from .cache import LayerCache
 from .capacity import Fit
 from .moe import MoESummary, expected_experts, moe_summary
 from .phases import Decode, Generate, Prefill, parse_phase
 from .report import LLMReport
 
-__all__ = ["profile", "fit", "Prefill", "Decode", "Generate", "parse_phase", "LLMReport", "MoESummary", "Fit",
+__all__ = ["profile", "profile_decoder", "fit", "Prefill", "Decode", "Generate", "parse_phase", "LLMReport", "MoESummary", "Fit",
            "LayerCache", "expected_experts", "moe_summary", "decoder", "kv_bytes_per_token", "kv_cache_bytes"]

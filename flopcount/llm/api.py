@@ -69,6 +69,19 @@ def profile(model, phase, *, batch: int = 1, dtype=None, hardware=None, attn_imp
         return _profile(net, phase, batch, hardware, moe_routing, kv)
 
 
+def profile_decoder(net, phase, *, batch: int = 1, hardware=None, moe_routing: str = "balanced",
+                    kv_dtype=None) -> LLMReport:
+    """:func:`profile` of a decoder already loaded by :func:`decoder`: a caller pricing many
+    steps of one model (a serving simulation) loads and checks it once.
+
+    >>> from flopcount import llm
+    >>> net = llm.decoder("llama")
+    >>> llm.profile_decoder(net, llm.Decode(context=16)).decode.last.total.macs > 0
+    True
+    """
+    return _profile(net, phase, batch, hardware, moe_routing, rt.get_dtype(kv_dtype) if kv_dtype else None)
+
+
 def _profile(net, phase, batch: int, hardware, routing: str, kv) -> LLMReport:
     kv_bits = kv.bits if kv is not None else None
     cache_dtype = kv or net.dtype
