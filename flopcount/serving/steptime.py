@@ -90,7 +90,8 @@ def _comm_per_token(decoder, hardware, tp: int) -> float:
     """Two ring all-reduces per layer of one token's hidden state, over the node's links."""
     if tp == 1:
         return 0.0
-    hidden = getattr(getattr(decoder.net, "config", None), "hidden_size", None)
+    config = getattr(decoder.net, "config", None)
+    hidden = getattr(config, "hidden_size", None) or getattr(config, "n_embd", None)   # GPT-2's name
     if hidden is None:
         return 0.0
     bandwidth = hardware.intra_node_bandwidth
