@@ -309,6 +309,46 @@ def serve_command(ctx, model: str, hardware, rates, prompt, output_lengths, dtyp
     _finish(serve_view.render(result, fmt), output, quiet)
 
 
+@main.command("calibrate", context_settings=CONTEXT)
+@click.option("--engine", type=click.Choice(["flopcount", "torch"]), default="flopcount", show_default=True,
+              help="Who runs the ops: flopcount's runtime, or PyTorch (pip install torch).")
+@click.option("--device", default="cpu", show_default=True, metavar="cpu", help="The device to calibrate.")
+@click.option("--quick", is_flag=True, help="Half the sizes (a few seconds; for a first look).")
+@click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Timed runs per case.")
+@click.option("--name", metavar="NAME", help="Save as NAME (--hardware NAME).  [default: DEVICE-ENGINE]")
+@click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE.json",
+              help="Save to this file instead of the cache folder (--hardware FILE.json).")
+@click.option("-q", "--quiet", is_flag=True, help="No progress bar and no notes on stderr.")
+@click.option("--debug", is_flag=True, help="Show the traceback of an error.")
+@click.pass_context
+def calibrate_command(ctx, engine, device, quick, repeat, name, output, quiet, debug) -> None:
+    """Time a suite of ops (GEMMs, convolutions, attention, elementwise, norms, reductions,
+    pooling) at several sizes on ENGINE and save a calibrated hardware profile: --hardware NAME
+    then predicts every op's time from these measurements, beside its roofline.
+
+    \b
+    Examples:
+      flopcount calibrate                                  saved as cpu-flopcount
+      flopcount resnet50 --hardware cpu-flopcount --latency  predicted beside measured
+      flopcount calibrate --engine torch                   saved as cpu-torch
+    """
+    from .. import calibrate as calibration
+
+    _start(ctx, debug, output)
+    with progress.Steps(progress.wanted(quiet), delay=0) as steps:
+        profile = calibration.calibrate(engine=engine, device=device, quick=quick, repeat=repeat,
+                                        progress=lambda i, n, label: steps.start(f"calibrating {label} ({i + 1}/{n})"))
+    if name is not None:
+        profile = profile.with_(name=name)
+    path = output or calibration.default_path(profile.name)
+    calibration.save(profile, path)
+    for kind, curve in sorted(profile.curves.items()):
+        shares = [r / m for r, m in curve if r > 0]
+        reach = f"{min(shares):.0%} to {max(shares):.0%} of the roofline" if shares else "no roofline time"
+        click.echo(f"{kind:12s} {len(curve):3d} sizes, {reach}")
+    click.echo(f"wrote {path}: use --hardware {profile.name if output is None else path}")
+
+
 @main.command("compare", context_settings=CONTEXT, epilog=MODEL_HELP)
 @click.argument("model_a", metavar="A")
 @click.argument("model_b", metavar="[B]", required=False)

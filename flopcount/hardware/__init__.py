@@ -16,6 +16,8 @@ from __future__ import annotations
 import difflib
 
 from ..runtime.errors import FlopcountError
+from .calibrated import load as load_calibrated
+from .calibrated import path_of as calibrated_path
 from .catalog import PROFILES
 from .profile import Profile, peak_key
 from .roofline import COMPUTE, MEMORY, Roofline, compute_dtype, roofline
@@ -29,7 +31,8 @@ def names() -> list[str]:
 
 
 def get(name) -> Profile:
-    """The profile called ``name`` (case and ``_``/``-`` do not matter); a Profile is itself.
+    """The profile called ``name`` (case and ``_``/``-`` do not matter); a Profile is itself; a
+    calibrated profile by the name ``flopcount calibrate`` saved it under, or by its path.
 
     >>> from flopcount import hardware
     >>> hardware.get("H100_SXM").memory_bandwidth
@@ -37,6 +40,9 @@ def get(name) -> Profile:
     """
     if isinstance(name, Profile):
         return name
+    calibrated = calibrated_path(name)
+    if calibrated is not None:
+        return load_calibrated(calibrated)
     key = str(name).strip().lower().replace("_", "-")
     if key == "cpu":
         from .cpu import measure

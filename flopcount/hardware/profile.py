@@ -72,6 +72,10 @@ class Profile:
     node: str
     measured: bool = False      # figures measured on this machine, not from a datasheet
     notes: tuple = field(default_factory=tuple)
+    # a calibrated profile (``flopcount calibrate``): per op class, measured seconds against
+    # roofline seconds, sorted ((roofline_s, measured_s), ...); and how they were measured
+    curves: dict = field(default_factory=dict, compare=False, hash=False)
+    calibration: dict = field(default_factory=dict, compare=False, hash=False)
 
     def peak(self, dtype) -> float:
         """Dense matrix FLOP/s for MACs in ``dtype`` (a DType, a name, or a ``peak_key``);
@@ -101,4 +105,6 @@ class Profile:
                 "vector_flops": self.vector_flops, "memory_bandwidth": self.memory_bandwidth,
                 "memory_bytes": self.memory_bytes, "intra_node_bandwidth": self.intra_node_bandwidth,
                 "inter_node_bandwidth": self.inter_node_bandwidth, "devices_per_node": self.devices_per_node,
-                "intra_node_link": self.intra_node_link, "node": self.node, "measured": self.measured}
+                "intra_node_link": self.intra_node_link, "node": self.node, "measured": self.measured,
+                **({"curves": {k: [list(p) for p in v] for k, v in self.curves.items()},
+                    "calibration": dict(self.calibration)} if self.curves else {})}

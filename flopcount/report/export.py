@@ -22,6 +22,7 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
         # with a hardware profile (profile(hardware=...)) also:
         "roofline_ms": float, "roofline_bound": "compute" | "memory" | null,
         "roofline_fraction": float | null,  # roofline_ms / latency_ms, when timed
+        "predicted_ms": float | null, "predicted_error": float | null,  # a calibrated profile's prediction
         "memory_needed_bytes": int,         # parameters + buffers + predicted activation peak
         "fits_memory": bool                 # memory_needed_bytes <= the device's memory
       },

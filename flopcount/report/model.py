@@ -82,6 +82,7 @@ class Row(Achieved):
     input_shapes: tuple = ()        # a shape tuple per input (None: an absent optional input)
     output_shapes: tuple = ()
     roofline_ms: float | None = None  # with a hardware profile: the sum of its ops' rooflines
+    predicted_ms: float | None = None  # with a calibrated profile: the sum of its ops' predicted times
     bound: str | None = None          # "compute" or "memory": the kind of op most of it waits on
 
     @property
@@ -131,6 +132,7 @@ class OpRecord:
     start_ms: float | None = None   # offset from the start of the timed run (for the trace)
     source: str = ""                # the model file's node name (ONNX), when the graph came from one
     roofline_ms: float | None = None  # with a hardware profile: max(compute, memory) time
+    predicted_ms: float | None = None  # with a calibrated profile: its class's measured curve, read here
     bound: str | None = None          # "compute" or "memory"
     mac_dtype: str | None = None      # the dtype its MACs run in (None: no MACs)
 
@@ -314,6 +316,9 @@ class Report:
             needed = m.parameter_bytes + m.buffer_bytes + (m.predicted_peak or 0)
             out.update(roofline_ms=r.roofline_ms, roofline_bound=r.bound,
                        roofline_fraction=(r.roofline_ms / self.latency_ms if self.latency_ms else None),
+                       predicted_ms=r.predicted_ms,
+                       predicted_error=(r.predicted_ms / self.latency_ms - 1
+                                        if r.predicted_ms is not None and self.latency_ms else None),
                        memory_needed_bytes=needed, fits_memory=needed <= self.hardware.memory_bytes)
         if self.backward:
             out.update(backward_macs=r.backward_macs, backward_flops=r.backward_flops,

@@ -73,7 +73,9 @@ def _roofline_headers(report) -> list:
     a share of the measured latency."""
     if report.hardware is None:
         return []
-    return ["Roofline", "Bound"] + (["Roofline %"] if report.latency_ms is not None else [])
+    timed = report.latency_ms is not None
+    predicted = (["Predicted"] + (["Pred. error"] if timed else [])) if report.hardware.curves else []
+    return ["Roofline", "Bound"] + (["Roofline %"] if timed else []) + predicted
 
 
 def _roofline_cells(report, item) -> list:
@@ -83,6 +85,11 @@ def _roofline_cells(report, item) -> list:
     if report.latency_ms is not None:
         fraction = item.roofline_fraction
         cells.append("-" if fraction is None else f"{100 * fraction:.1f}%")
+    if report.hardware.curves:
+        cells.append(time_to_string(item.predicted_ms))
+        if report.latency_ms is not None:
+            error = item.predicted_ms / item.latency_ms - 1 if item.predicted_ms is not None and item.latency_ms else None
+            cells.append("-" if error is None else f"{100 * error:+.0f}%")
     return cells
 
 
@@ -188,6 +195,13 @@ def _footer(report) -> list:
         if t["roofline_fraction"] is not None:
             line += f"; measured latency {time_to_string(report.latency_ms)} ({100 * t['roofline_fraction']:.1f}% of it is the bound)"
         lines.append(line)
+        if t.get("predicted_ms") is not None:
+            how = report.hardware.calibration
+            line = (f"predicted {time_to_string(t['predicted_ms'])} forward (calibrated with {how.get('engine', '?')} "
+                    f"on {how.get('date', '?')})")
+            if t["predicted_error"] is not None:
+                line += f"; measured {time_to_string(report.latency_ms)}: {100 * t['predicted_error']:+.1f}% off"
+            lines.append(line)
     m = report.memory
     if m.predicted_peak is not None or m.measured_peak is not None:
         line = (f"memory: params {bytes_to_string(m.parameter_bytes)}, buffers {bytes_to_string(m.buffer_bytes)}, "

@@ -1,0 +1,103 @@
+"""Calibrated profiles: time predicted from measurements, not from the datasheet alone.
+
+``flopcount calibrate`` times ops of every class (GEMMs, convolutions, attention, elementwise,
+norms, reductions, pooling) at several sizes on one engine, and keeps, per class, each op's
+measured time against its roofline time on the base profile. A prediction for any op is that
+curve read at the op's own roofline time, interpolated in log-log: small ops take what the
+smallest measured ones took (launch and dispatch overhead), large ops the efficiency the
+largest reached. The profile is saved as JSON in the user's cache folder and named by
+``--hardware`` like a shipped one (or given as a path).
+
+    >>> curve = ((1e-6, 2e-5), (1e-3, 2e-3))
+    >>> round(read_curve(curve, 1e-9), 9), round(read_curve(curve, 1e-4), 6), round(read_curve(curve, 1e-2), 6)
+    (2e-05, 0.000431, 0.02)
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+
+import numpy as np
+
+from ..runtime.errors import FlopcountError
+from .profile import Profile
+
+# op types (as the counters name them) by class; anything else is "elementwise"
+CLASSES = {
+    "matmul": ("linear", "matmul", "bmm", "mm", "addmm", "baddbmm", "einsum", "gemm", "quantized_linear",
+               "MatMul", "Gemm", "grouped_mm"),
+    "conv": ("conv", "conv1d", "conv2d", "conv3d", "conv_transpose", "conv_transpose2d", "convolution", "Conv",
+             "ConvTranspose"),
+    "attention": ("scaled_dot_product_attention", "attention", "multi_head_attention"),
+    "norm": ("layer_norm", "batch_norm", "group_norm", "rms_norm", "instance_norm", "LayerNormalization",
+             "BatchNormalization"),
+    "reduction": ("softmax", "log_softmax", "sum", "mean", "max", "min", "amax", "var", "std", "cumsum",
+                  "Softmax", "ReduceMean", "ReduceSum"),
+    "pool": ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool", "max_pool2d", "avg_pool2d",
+             "adaptive_avg_pool2d", "adaptive_max_pool2d", "MaxPool",
+             "AveragePool", "GlobalAveragePool"),
+}
+_CLASS_OF = {op: cls for cls, ops in CLASSES.items() for op in ops}
+FALLBACK = "elementwise"
+VIEW = "view"   # ops that move nothing (reshape, permute, getitem): their measured cost, one number
+
+
+def op_class(op: str) -> str:
+    """The calibration class of an op type: ``"conv2d"`` -> ``"conv"``."""
+    return _CLASS_OF.get(op, _CLASS_OF.get(op.rsplit(".", 1)[-1].rsplit("::", 1)[-1], FALLBACK))
+
+
+def read_curve(curve, roofline_s: float) -> float:
+    """Measured seconds at ``roofline_s`` on ``curve`` ((roofline_s, measured_s), ...)."""
+    xs = np.log([max(p[0], 1e-15) for p in curve])
+    ys = np.log([p[1] for p in curve])
+    x = math.log(max(roofline_s, 1e-15))
+    if x <= xs[0]:
+        return float(math.exp(ys[0]))                        # the smallest ops' floor
+    if x >= xs[-1]:
+        return float(math.exp(ys[-1] + (x - xs[-1])))        # the largest ops' efficiency
+    return float(math.exp(np.interp(x, xs, ys)))
+
+
+def predict(profile: Profile, op: str, roofline_s: float) -> float | None:
+    """Seconds ``op`` is predicted to take on a calibrated ``profile`` (None if it is not one)."""
+    if not profile.curves:
+        return None
+    if roofline_s <= 0:
+        views = profile.curves.get(VIEW)
+        return float(np.median([p[1] for p in views])) if views else 0.0
+    curve = profile.curves.get(op_class(op)) or profile.curves.get(FALLBACK)
+    return None if not curve else read_curve(curve, roofline_s)
+
+
+def cache_folder() -> str:
+    """Where calibrated profiles are kept: ``$XDG_CACHE_HOME/flopcount/hardware``."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return os.path.join(base, "flopcount", "hardware")
+
+
+def path_of(name: str) -> str | None:
+    """The file of a calibrated profile given by path or by name, if there is one."""
+    if str(name).endswith(".json") and os.path.isfile(name):
+        return str(name)
+    candidate = os.path.join(cache_folder(), f"{name}.json")
+    return candidate if os.path.isfile(candidate) else None
+
+
+def load(path: str) -> Profile:
+    """A calibrated profile from its JSON file; a file that is not one is one FlopcountError."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            data = json.load(f)
+        curves = {str(k): tuple((float(a), float(b)) for a, b in v) for k, v in data.pop("curves").items()}
+        calibration = dict(data.pop("calibration"))
+        data["peak_flops"] = {str(k): float(v) for k, v in data["peak_flops"].items()}
+        profile = Profile(**data, curves=curves, calibration=calibration)
+    except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:
+        raise FlopcountError(f"{path}: not a calibrated hardware profile ({type(exc).__name__}: "
+                             f"{' '.join(str(exc).split())[:200]}); write one with flopcount calibrate") from None
+    if not curves or any(not c or any(a < 0 or b <= 0 for a, b in c) for c in curves.values()):
+        raise FlopcountError(f"{path}: a calibrated profile needs positive (roofline, measured) points in every curve")
+    return profile
