@@ -84,11 +84,17 @@ OPTIONS = [
 ]
 
 
-def run_options(func):
-    """Decorate a command with :data:`OPTIONS`."""
-    for option in reversed(OPTIONS):
-        func = option(func)
-    return func
+def with_options(options: list):
+    """A decorator that adds ``options`` (click decorators) to a command, in their order."""
+    def decorate(func):
+        for option in reversed(options):
+            func = option(func)
+        return func
+
+    return decorate
+
+
+run_options = with_options(OPTIONS)   # every profiling command's options
 
 
 def params() -> list:

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import json
 import math
-import os
 
 import click
 
 from ..report.units import bytes_to_string
 from ..runtime.errors import FlopcountError
+from .options import with_options
 
 FORMATS = ("table", "json")
 
@@ -82,10 +82,7 @@ SERVE_OPTIONS = [
 ]
 
 
-def serve_options(func):
-    for option in reversed(SERVE_OPTIONS):
-        func = option(func)
-    return func
+serve_options = with_options(SERVE_OPTIONS)
 
 
 def render(result, fmt: str) -> str:
@@ -126,6 +123,8 @@ def plot(result, path: str) -> None:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    from ..report.plot import write_figure
+
     x = [p.output_tokens_per_s for p in result.points]
     figure, axes = plt.subplots(1, 2, figsize=(10, 4))
     for ax, name in zip(axes, ("ttft", "tpot")):
@@ -139,11 +138,7 @@ def plot(result, path: str) -> None:
     figure.suptitle(f"{result.model} on {result.tp} x {result.hardware}: rates "
                     + ", ".join(f"{p.rate:g}" for p in result.points) + " /s")
     figure.tight_layout()
-    tmp = f"{path}.partial{os.path.splitext(path)[1]}"
     try:
-        figure.savefig(tmp)
-        os.replace(tmp, path)
+        write_figure(figure, path)
     finally:
         plt.close(figure)
-        if os.path.exists(tmp):
-            os.remove(tmp)

@@ -16,6 +16,7 @@ from ..sweeps.grid import AXES, PHASES
 from ..sweeps.plot import swept_axis
 from . import progress
 from .inputs import parse_factory_arg
+from .options import with_options
 from .render import check_output_path, emit
 
 
@@ -83,10 +84,7 @@ SWEEP_OPTIONS = [
 ]
 
 
-def sweep_options(func):
-    for option in reversed(SWEEP_OPTIONS):
-        func = option(func)
-    return func
+sweep_options = with_options(SWEEP_OPTIONS)
 
 
 def run_sweep(models: tuple, o: dict) -> None:

@@ -69,11 +69,11 @@ def plot(report, kind: str = "overview", depth: int = 1, top: int | None = None,
                     f"{flops_to_string(report.flops)}, {params_to_string(report.params)} params "
                     f"({report.mode} view, {report.convention} convention)")
     if path is not None:
-        _write(figure, path)
+        write_figure(figure, path)
     return figure
 
 
-def _write(figure, path: str) -> None:
+def write_figure(figure, path: str) -> None:
     """The figure into ``path`` atomically: drawn in memory first, so a failure leaves no
     half-written file."""
     from ..io_utils import atomic_write

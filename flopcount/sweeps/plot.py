@@ -3,9 +3,7 @@ the other axes that vary), drawn with matplotlib."""
 
 from __future__ import annotations
 
-import os
-
-from ..report.plot import check_path
+from ..report.plot import check_path, write_figure
 from .cell import CELL_COLUMNS, TOTAL
 from .grid import AXES, SweepError
 
@@ -55,11 +53,7 @@ def plot_curves(rows: list, path: str, metric: str = "macs", x: str | None = Non
     axes.legend(fontsize="small")
     axes.set_title(f"{metric} by {x}")
     figure.tight_layout()
-    tmp = f"{path}.partial{os.path.splitext(path)[1]}"
     try:
-        figure.savefig(tmp)
-        os.replace(tmp, path)
+        write_figure(figure, path)
     finally:
         plt.close(figure)
-        if os.path.exists(tmp):
-            os.remove(tmp)
