@@ -10,6 +10,9 @@
   estimate; under the roofs of the report's hardware profile (``profile(hardware=...)``), or
   of this CPU measured (``hardware.get("cpu")``) when the report has none.
 * ``kind="overview"`` (the default): both, the bars above the roofline.
+* ``kind="prediction"``: with a calibrated profile and measured times, every forward op's
+  predicted time against its measured time (and its roofline time), on log axes around the
+  diagonal where prediction equals measurement.
 
     >>> import flopcount
     >>> figure = flopcount.profile("resnet18").plot(kind="layers")   # doctest: +SKIP
@@ -25,7 +28,7 @@ from ..runtime.errors import FlopcountError
 from .units import flops_to_string, macs_to_string, params_to_string, time_to_string
 from .views import tree_rows
 
-KINDS = ("overview", "layers", "roofline")
+KINDS = ("overview", "layers", "roofline", "prediction")
 FORMATS = (".svg", ".png", ".pdf")
 BAR_COLORS = {"MACs": "#4C72B0", "Params": "#55A868", "Latency": "#C44E52"}
 MAX_OP_COLORS = 8  # the most frequent op types get a color each, the rest are grey
@@ -53,7 +56,13 @@ def plot(report, kind: str = "overview", depth: int = 1, top: int | None = None,
     if path is not None:
         check_path(path)
     Figure = _matplotlib()
-    layers = _layer_rows(report, depth, top) if kind != "roofline" else []
+    if kind == "prediction":
+        figure = Figure(figsize=(7, 6), layout="constrained")
+        _draw_prediction(figure.add_subplot(), report)
+        if path is not None:
+            write_figure(figure, path)
+        return figure
+    layers = _layer_rows(report, depth, top) if kind not in ("roofline", "prediction") else []
     bar_height = 0.8 + 0.24 * len(layers)
     height = {"layers": bar_height, "roofline": 5.0, "overview": bar_height + 5.5}[kind]
     figure = Figure(figsize=(11, height), layout="constrained")
@@ -71,6 +80,29 @@ def plot(report, kind: str = "overview", depth: int = 1, top: int | None = None,
     if path is not None:
         write_figure(figure, path)
     return figure
+
+
+def _draw_prediction(ax, report) -> None:
+    """Predicted and roofline time against measured time, one point per timed op."""
+    ops = [o for o in report.by_op("forward") if o.latency_ms and o.predicted_ms is not None]
+    if not ops:
+        raise FlopcountError("plot kind 'prediction' needs measured times (latency=True) and a calibrated "
+                             "profile (hardware=<a flopcount calibrate profile>)")
+    measured = [o.latency_ms for o in ops]
+    ax.scatter(measured, [o.predicted_ms for o in ops], s=14, label="predicted (calibrated)", color="#4C72B0")
+    ax.scatter(measured, [max(o.roofline_ms, 1e-6) for o in ops], s=10, marker="x", label="roofline",
+               color="#C44E52", alpha=0.6)
+    low, high = min(measured) / 2, max(measured) * 2
+    ax.plot([low, high], [low, high], color="grey", linewidth=1, label="equal")
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlabel("measured (ms)")
+    ax.set_ylabel("predicted (ms)")
+    t = report.totals
+    ax.set_title(f"{report.model}: predicted {time_to_string(t['predicted_ms'])}, measured "
+                 f"{time_to_string(report.latency_ms)} ({100 * t['predicted_error']:+.0f}%)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
 
 
 def write_figure(figure, path: str) -> None:

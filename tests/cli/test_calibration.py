@@ -80,3 +80,15 @@ def test_the_command_shows_predictions_and_refuses_bad_files(calibrated, tmp_pat
     assert made.exit_code == 0, made.stderr
     assert f"use --hardware {out}" in made.stdout and load(str(out)).curves
     assert_bad_input(runner.invoke(main, ["calibrate", "--device", "cuda"]), "device 'cuda' is not calibrated yet")
+
+
+def test_the_prediction_plot_needs_times_and_a_calibration(calibrated, tmp_path):
+    profile, _ = calibrated
+    import flopcount.runtime as rt
+    net = rt.nn.Sequential(rt.nn.Linear(64, 64), rt.nn.ReLU(), rt.nn.Linear(64, 8))
+    report = flopcount.profile(net, rt.randn(4, 64), latency=True, repeat=1, hardware=profile)
+    figure = report.plot(kind="prediction", path=str(tmp_path / "prediction.png"))
+    assert (tmp_path / "prediction.png").read_bytes()[:4] == b"\x89PNG"
+    assert len(figure.axes[0].collections[0].get_offsets()) == len(report.by_op("forward"))
+    with pytest.raises(flopcount.FlopcountError, match="needs measured times"):
+        flopcount.profile(net, rt.randn(4, 64), hardware=profile).plot(kind="prediction")
