@@ -61,9 +61,13 @@ def _suite(quick: bool) -> list:
     for b, m, k in pick([(4, 32, 64), (16, 128, 64), (32, 256, 128)]):
         cases.append(Case("matmul", f"bmm {b}x{m}x{k}", lambda fw, b=b, m=m, k=k: (
             _binary(fw, "matmul"), [fw[0].randn(b, m, k), fw[0].randn(b, k, m)])))
+    for c, h, n in pick([(16, 56, 1), (64, 28, 1), (128, 28, 1), (256, 14, 1), (64, 56, 4), (256, 28, 4)]):
+        cases.append(Case("conv", f"conv3x3 {n}x{c}@{h}", lambda fw, c=c, h=h, n=n: (
+            fw[1].Conv2d(c, c, 3, padding=1), [fw[0].randn(n, c, h, h)])))
+    for c, h, g in pick([(64, 56, 4), (128, 28, 8), (256, 14, 16), (512, 7, 32)]):
+        cases.append(Case("conv", f"grouped {c}/{g}@{h}", lambda fw, c=c, h=h, g=g: (
+            fw[1].Conv2d(c, c, 3, padding=1, groups=g), [fw[0].randn(1, c, h, h)])))
     for c, h in pick([(16, 56), (64, 28), (128, 28), (256, 14)]):
-        cases.append(Case("conv", f"conv3x3 {c}@{h}", lambda fw, c=c, h=h: (
-            fw[1].Conv2d(c, c, 3, padding=1), [fw[0].randn(1, c, h, h)])))
         cases.append(Case("conv", f"depthwise {c}@{h}", lambda fw, c=c, h=h: (
             fw[1].Conv2d(c, c, 3, padding=1, groups=c), [fw[0].randn(1, c, h, h)])))
         cases.append(Case("conv", f"1x1/2 {c}@{h}", lambda fw, c=c, h=h: (
@@ -137,7 +141,7 @@ def calibrate(*, engine: str = "flopcount", device: str = "cpu", base: str | Non
                              engine=engine, device=device)
         for record in report.by_op("forward"):
             if record.latency_ms and record.roofline_ms is not None:
-                kind = op_class(record.op) if record.roofline_ms > 0 else VIEW
+                kind = op_class(record.op, record.input_shapes) if record.roofline_ms > 0 else VIEW
                 points.setdefault(kind, []).append((record.roofline_ms / 1e3, record.latency_ms / 1e3))
     curves = {kind: _curve(p) for kind, p in points.items()}
     if FALLBACK not in curves:

@@ -44,9 +44,20 @@ FALLBACK = "elementwise"
 VIEW = "view"   # ops that move nothing (reshape, permute, getitem): their measured cost, one number
 
 
-def op_class(op: str) -> str:
-    """The calibration class of an op type: ``"conv2d"`` -> ``"conv"``."""
-    return _CLASS_OF.get(op, _CLASS_OF.get(op.rsplit(".", 1)[-1].rsplit("::", 1)[-1], FALLBACK))
+def op_class(op: str, input_shapes=None) -> str:
+    """The calibration class of an op type: ``"conv2d"`` -> ``"conv"``. With the op's input
+    shapes, a convolution is ``conv_depthwise`` (a group per channel) or ``conv_grouped``
+    (several channels per group), whose kernels reach very different speeds at the same cost.
+
+    >>> op_class("conv", [(1, 32, 112, 112), (32, 1, 3, 3)]), op_class("linear")
+    ('conv_depthwise', 'matmul')
+    """
+    kind = _CLASS_OF.get(op, _CLASS_OF.get(op.rsplit(".", 1)[-1].rsplit("::", 1)[-1], FALLBACK))
+    if kind == "conv" and input_shapes and len(input_shapes) > 1 and input_shapes[0] and input_shapes[1]:
+        channels, per_group = input_shapes[0][1], input_shapes[1][1]
+        if per_group and channels > per_group:
+            return "conv_depthwise" if per_group == 1 else "conv_grouped"
+    return kind
 
 
 def read_curve(curve, roofline_s: float) -> float:
@@ -61,14 +72,15 @@ def read_curve(curve, roofline_s: float) -> float:
     return float(math.exp(np.interp(x, xs, ys)))
 
 
-def predict(profile: Profile, op: str, roofline_s: float) -> float | None:
+def predict(profile: Profile, op: str, roofline_s: float, input_shapes=None) -> float | None:
     """Seconds ``op`` is predicted to take on a calibrated ``profile`` (None if it is not one)."""
     if not profile.curves:
         return None
     if roofline_s <= 0:
         views = profile.curves.get(VIEW)
         return float(np.median([p[1] for p in views])) if views else 0.0
-    curve = profile.curves.get(op_class(op)) or profile.curves.get(FALLBACK)
+    kind = op_class(op, input_shapes)
+    curve = profile.curves.get(kind) or profile.curves.get(kind.split("_")[0]) or profile.curves.get(FALLBACK)
     return None if not curve else read_curve(curve, roofline_s)
 
 

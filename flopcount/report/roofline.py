@@ -33,7 +33,7 @@ def add_roofline(report, profile) -> None:
     for record in report.by_op("forward"):
         r = _hw.roofline(record, profile, record.mac_dtype or _hw.compute_dtype(record.input_dtypes))
         record.roofline_ms, record.bound = r.time_s * 1e3, r.bound
-        predicted = predict(profile, record.op, r.time_s)
+        predicted = predict(profile, record.op, r.time_s, record.input_shapes)
         record.predicted_ms = None if predicted is None else predicted * 1e3
         by_record[record.name] = record
         slot = 0 if r.bound == "compute" else 1
