@@ -34,6 +34,10 @@ def models(engine: str, batch: int):
             yield name, name, {"batch": batch}
         return
     import torch
+
+    from flopcount.runtime.torch.environment import prepare
+
+    prepare()   # PyPI's CUDA-built torchvision beside a CPU torch: declare its ops first
     import torchvision
 
     for name in TORCHVISION:
