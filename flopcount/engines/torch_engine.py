@@ -30,6 +30,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..runtime import errors
+from .native_stderr import without_lines
 
 NAME = "torch"
 
@@ -157,11 +158,17 @@ def time_ops(module, args: tuple, kwargs: dict, *, repeat: int = 5):
     try:
         with torch.no_grad():
             run(False)   # warm: the node-by-node path's first call
-            with torch.profiler.profile(activities=activities) as prof:
+            prof = torch.profiler.profile(activities=activities)
+            with without_lines("USDT:"):   # the profiler's own start and stop lines, from C++
+                prof.start()
+            try:
                 for _ in range(repeat):
                     run(True)
                     if cuda:
                         torch.cuda.synchronize()
+            finally:
+                with without_lines("USDT:"):
+                    prof.stop()
     except Exception as exc:
         return f"running its ATen graph node by node failed ({type(exc).__name__})"
     samples: dict = {}

@@ -101,3 +101,29 @@ def test_engine_torch_needs_a_pytorch_model_with_weights():
         flopcount.profile(Net(), torch.randn(1, 3, 16, 16), engine="tvm")
     with pytest.raises(FlopcountError, match=r"engine 'torch' times the PyTorch model as it is.*dtype='bfloat16'"):
         flopcount.profile(Net(), torch.randn(1, 3, 16, 16), engine="torch", dtype="bf16")
+
+
+def test_the_profilers_own_lines_do_not_reach_the_user(tmp_path):
+    # PyTorch's profiler prints 'USDT:... profiler_start/stop' from C++ on fd 2; a fresh process
+    # shows what a user's terminal would
+    import subprocess
+    import sys
+
+    source = tmp_path / "net.py"
+    source.write_text("import torch\n\ndef build():\n    return torch.nn.Sequential(torch.nn.Linear(8, 8))\n")
+    done = subprocess.run([sys.executable, "-m", "flopcount", f"{source}:build", "-i", "2x8", "--latency",
+                           "--engine", "torch", "--repeat", "2", "--by", "op", "-q"],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert "USDT" not in done.stderr and "USDT" not in done.stdout
+    assert "linear" in done.stdout
+
+
+def test_lines_kept_from_stderr_are_only_the_named_ones(capfd):
+    import os
+
+    from flopcount.engines.native_stderr import without_lines
+
+    with without_lines("USDT:"):
+        os.write(2, b"USDT:2026 profiler_start\nsomething else\n")
+    assert capfd.readouterr().err == "something else\n"
