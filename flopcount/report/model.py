@@ -492,7 +492,24 @@ class Report:
 
         return chrome_trace(self)
 
-    def _repr_html_(self) -> str:
-        from .html import to_html
+    def to_html(self, path=None, timeline: bool | None = None) -> str:
+        """The report as one self-contained page (module tree, op graph, roofline, timeline:
+        :mod:`flopcount.report.page`), written atomically to ``path`` when given; returns its text.
+        ``timeline``: None draws one when the report was timed, True insists (an error without
+        measured times), False leaves it out.
 
-        return to_html(self)
+        >>> import flopcount
+        >>> flopcount.profile("resnet18").to_html("resnet18.html")     # doctest: +SKIP
+        """
+        from .page import report_page, write_page
+
+        text = report_page(self, timeline=timeline)
+        if path is not None:
+            write_page(text, path)
+        return text
+
+    def _repr_html_(self) -> str:
+        """A notebook's rich display: the page of :meth:`to_html` in an iframe."""
+        from .page import iframe
+
+        return iframe(self.to_html())
