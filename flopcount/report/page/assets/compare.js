@@ -60,7 +60,7 @@ FC.makeCompare = function (host, a, b, matches, statusA, statusB) {
     });
     return FC.el("div", { class: "scroll" }, table);
   };
-  host.appendChild(FC.el("div", { class: "stack", style: { display: "grid", gridTemplateColumns: "1fr 1fr", gap: "12px" } }, make("a"), make("b")));
+  host.appendChild(FC.el("div", { class: "compare" }, make("a"), make("b")));
   function statusOf(which, name) {
     const k = (which === "a" ? statusA : statusB).get(name);
     return k === undefined ? ["same", -1] : [matches.status[k], k];

@@ -91,6 +91,7 @@ FC.bootDocument = function (data) {
   for (const k of Object.keys(doc)) if (!parts.includes(k)) summary[k] = doc[k];
   document.getElementById("summary").replaceChildren(FC.el("div", { class: "note", text: data.what === "plan" ?
     "A training plan: per stage and rank" : "An LLM phase: per step, group and op" }));
-  FC.addTab("summary", "Summary", (host) => host.appendChild(section(data.what === "plan" ? "plan" : String(doc.phase || "phase"), summary, "doc-summary")));
-  for (const k of parts) FC.addTab("doc-" + k, k.replace(/_/g, " "), (host) => host.appendChild(section(k, doc[k], "doc-" + k)));
+  FC.addTab("summary", "Summary", (host) => host.appendChild(FC.el("div", { class: "scroll" },
+    section(data.what === "plan" ? "plan" : String(doc.phase || "phase"), summary, "doc-summary"))));
+  for (const k of parts) FC.addTab("doc-" + k, k.replace(/_/g, " "), (host) => host.appendChild(FC.el("div", { class: "scroll" }, section(k, doc[k], "doc-" + k))));
 };
