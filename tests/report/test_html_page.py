@@ -3,8 +3,8 @@ protocol (``headless_chromium.py``), with no network. One browser for the module
 goes through the page as a reader uses it (real clicks and keystrokes), and the numbers it shows
 are compared with the JSON report's. Skipped where no Chromium is installed.
 
-``FLOPCOUNT_SCREENSHOTS=docs pytest tests/report/test_html_page.py`` also saves the README's
-screenshots into docs/."""
+``FLOPCOUNT_SCREENSHOTS=docs/images pytest tests/report/test_html_page.py`` also saves the README's
+screenshots there."""
 
 from __future__ import annotations
 
