@@ -128,8 +128,10 @@ def test_csv_one_row_per_layer(eager):
     assert len(ops) == 1 + len(eager.ops)
 
 
-def test_html(eager):
-    html = eager._repr_html_()
+def test_html_table(eager):
+    from flopcount.report.html import to_html
+
+    html = to_html(eager)
     assert html.startswith("<div class=\"flopcount-report\">") and "<th>MACs</th>" in html and "Net" in html
 
 

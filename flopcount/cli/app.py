@@ -39,8 +39,12 @@ executed, and pickled checkpoints (.pt, .pth, .bin from torch.save) are refused,
 """
 
 
-def _check_needs(latency: bool, hardware, sort, fmt: str, plot_path) -> None:
+def _check_needs(latency: bool, hardware, sort, fmt: str, plot_path, timeline: bool = False) -> None:
     """Options that need another one, refused before anything runs."""
+    if timeline and fmt != "html":
+        raise CliError(f"--timeline draws a timeline in the html page: add --format html (not {fmt})")
+    if timeline and not latency:
+        raise CliError("--timeline needs measured times: add --latency (this run would have none to draw)")
     if sort == "latency" and not latency:
         raise CliError("--sort latency needs measured times: add --latency")
     if fmt == "trace" and not (latency or hardware):
@@ -137,15 +141,18 @@ def main() -> None:
               help="Rows: the module tree, every op, or one row per op type.")
 @click.option("-f", "--format", "fmt", type=click.Choice(render.FORMATS), default="table", show_default=True,
               help="json, csv and trace (Chrome/Perfetto; needs --latency, or --hardware for a roofline "
-                   "layout) hold every row and go to stdout clean.")
+                   "layout) hold every row and go to stdout clean; html is one self-contained page to "
+                   "explore: module tree, op graph, roofline, timeline.")
+@click.option("--timeline", is_flag=True,
+              help="With --format html: insist on the timeline tab (needs --latency; a timed report has one anyway).")
 @click.option("--plot", "plot_path", type=click.Path(dir_okay=False), metavar="FILE.svg|png",
               help="Also draw the layers (MACs, params, latency) and a roofline of every op to this file "
                    "(needs matplotlib).")
 @phase_options
 @plan_options
 @click.pass_context
-def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefill, decode, context, generate,
-                    moe_routing, kv_dtype, fit, plan_text, **kwargs) -> None:
+def profile_command(ctx, model: str, depth, top, sort, by, fmt, timeline, plot_path, prefill, decode, context,
+                    generate, moe_routing, kv_dtype, fit, plan_text, **kwargs) -> None:
     """Profile MODEL: its cost per layer, then the totals and the counting convention.
 
     This is also what 'flopcount MODEL' runs.
@@ -160,6 +167,7 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefi
       flopcount vit_b_16 --backward
       flopcount gpt2 -i 1x512 --format csv -o gpt2.csv
       flopcount resnet50 --latency --format trace -o trace.json   open in Perfetto or chrome://tracing
+      flopcount resnet50 --hardware a100-80gb --format html -o resnet50.html   a page to explore
       flopcount model.onnx -i input_ids=1x128 -i attention_mask=1x128 --dtype int64
       flopcount ./net.py:make_model --factory-arg width=64 -i 1,3,32,32
       flopcount llama2_7b -i 1x1 --dtype bf16 --weights int4 --hardware h100-sxm
@@ -176,12 +184,14 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefi
     _start(ctx, kwargs["debug"], output)
     plan = {name: kwargs.pop(name) for name in PLAN_ONLY}
     refuse_mixed(ctx, given, planning=plan_text is not None)
+    if timeline and (plan_text is not None or fit or chosen_phase(prefill, decode, context, generate) is not None):
+        raise CliError("--timeline goes with a profile's html page, not with --plan, --fit or an LLM phase")
     if plan_text is not None:
         text = run_plan(model, plan_text, shapes=list(kwargs["input_shape"]), dtypes=kwargs["dtype"],
                         factory_args=kwargs["factory_args"], hardware=kwargs["hardware"], fmt=fmt, options=plan)
         _finish(text, output, quiet)
         return
-    _check_needs(kwargs["latency"], kwargs["hardware"], sort, fmt, plot_path)
+    _check_needs(kwargs["latency"], kwargs["hardware"], sort, fmt, plot_path, timeline)
     options = profile_options(ctx, kwargs)
     if fit:
         if prefill is not None or decode or generate is not None:
@@ -207,7 +217,8 @@ def profile_command(ctx, model: str, depth, top, sort, by, fmt, plot_path, prefi
     if fmt == "table" and output is None and render.stdout_is_terminal():
         report.print(depth=depth, top=top, sort=sort, by=by)
         return
-    _finish(render.report_pieces(report, fmt, depth=depth, top=top, sort=sort, by=by), output, quiet)
+    _finish(render.report_pieces(report, fmt, depth=depth, top=top, sort=sort, by=by, timeline=timeline or None),
+            output, quiet)
 
 
 @main.command("check", context_settings=CONTEXT, epilog=MODEL_HELP)
@@ -454,6 +465,7 @@ def diff_command(ctx, model_a: str, model_b: str, by, every, fmt, **kwargs) -> N
       flopcount diff model.onnx model_qdq.onnx --by op     float against quantized
       flopcount diff resnet50 resnet101                     the layers one adds
       flopcount diff a.onnx b.onnx --latency --format json
+      flopcount diff resnet50 resnet101 --format html -o diff.html   the two trees side by side
     """
     from ..report.diff import diff
 

@@ -13,13 +13,17 @@ import json
 
 from .render import rich_text
 
-FORMATS = ("table", "markdown", "json", "csv")
+FORMATS = ("table", "markdown", "json", "csv", "html")
 
 
 def render(diff, fmt: str, every: bool = False, rich: bool = False):
     """The diff in ``fmt`` (text), or a rich renderable for a terminal when ``rich``."""
     if fmt == "json":
         return json.dumps(diff.to_dict(), indent=2) + "\n"
+    if fmt == "html":
+        from ..report.page import diff_page
+
+        return diff_page(diff)
     if fmt == "csv":
         rows = [r.to_dict() for r in diff.rows if every or r.status != "same"]
         buffer = io.StringIO()

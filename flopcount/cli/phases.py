@@ -61,12 +61,16 @@ def run_phase(model: str, phase, options: dict, fmt: str, moe_routing=None, kv_d
                       ("--backward", "backward", False), ("--weights", "weights", None), ("--mode", "mode", "graph")],
             "an LLM phase (--prefill, --decode, --generate): the phase sets the inputs and is counted on the traced "
             "decoder")
-    _check_format(fmt, "an LLM phase")
+    _check_format(fmt, "an LLM phase", html=True)
     dtype = _model_dtype(options)
     report = llm.profile(model, phase, batch=options["batch"] or 1, dtype=dtype, hardware=options["hardware"],
                          moe_routing=moe_routing or "balanced", kv_dtype=_dtype_name(kv_dtype))
     if fmt == "json":
         return json.dumps(report.to_dict(), indent=2) + "\n"
+    if fmt == "html":
+        from ..report.page import document_page
+
+        return document_page("phase", report.to_dict(), f"{report.model}, {report.phase}: flopcount LLM phase")
     return report.table(FORMATS[fmt]).rstrip("\n") + "\n"
 
 
@@ -89,9 +93,10 @@ def run_fit(model: str, options: dict, fmt: str, context=None, kv_dtype=None) ->
     return render_fit(result, label) + "\n"
 
 
-def _check_format(fmt: str, what: str) -> None:
-    if fmt not in FORMATS and fmt != "json":
-        raise FlopcountError(f"--format {fmt} is not available for {what}; use table, markdown or json")
+def _check_format(fmt: str, what: str, html: bool = False) -> None:
+    if fmt not in FORMATS and fmt != "json" and not (html and fmt == "html"):
+        choices = "table, markdown, json or html" if html else "table, markdown or json"
+        raise FlopcountError(f"--format {fmt} is not available for {what}; use {choices}")
 
 
 def _model_dtype(options: dict):

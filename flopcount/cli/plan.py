@@ -19,7 +19,7 @@ from ..runtime.errors import FlopcountError, ShapeError
 from .inputs import parse_dtype, parse_factory_arg, parse_shape
 
 RECOMPUTE = ("none", "selective", "full")
-PLAN_FORMATS = ("table", "json")
+PLAN_FORMATS = ("table", "json", "html")
 # the options only a training plan takes (``flopcount MODEL`` refuses them without --plan)
 PLAN_ONLY = ("micro_batch", "global_batch", "zero", "sequence_parallel", "recompute", "step_time", "attention")
 # the profiling options a plan has no use for (``flopcount MODEL --plan`` refuses them)
@@ -100,10 +100,14 @@ def plan_target(spec: str, shapes, factory_args) -> tuple:
 
 def _check_format(fmt: str) -> None:
     if fmt not in PLAN_FORMATS:
-        raise FlopcountError(f"--format {fmt}: a plan prints as table or json")
+        raise FlopcountError(f"--format {fmt}: a plan prints as table, json or html")
 
 
-def _formatted(report_or_result, doc: dict, fmt: str) -> str:
+def _formatted(report_or_result, doc: dict, fmt: str, title: str = "flopcount training plans") -> str:
+    if fmt == "html":
+        from ..report.page import document_page
+
+        return document_page("plan", doc, title)
     return json.dumps(doc, indent=2) + "\n" if fmt == "json" else str(report_or_result) + "\n"
 
 
@@ -120,7 +124,7 @@ def run_plan(model: str, plan_text: str, *, shapes, dtypes, factory_args, hardwa
                                recompute=options["recompute"], dtype=dtype)
     report = parallel.estimate(target, plan, input_shape=sample, input_dtype=input_dtype, hardware=hardware,
                                step_time=seconds, attention=options["attention"])
-    return _formatted(report, report.to_dict(), fmt)
+    return _formatted(report, report.to_dict(), fmt, f"{model}, {plan_text}: flopcount training plan")
 
 
 def run_search(model: str, gpus: int, *, shapes, dtypes, factory_args, hardware, global_batch, top: int,

@@ -1,7 +1,8 @@
 """A Report (or any rows of cells) in the format the command line asks for, and where it goes.
 
 Human formats (table, markdown) honour depth, top, sort and view; machine formats (json, csv,
-trace) carry every row with raw integers. Text goes to stdout untouched, or atomically to a file.
+trace) carry every row with raw integers; html is one self-contained page to explore
+(``flopcount.report.page``). Text goes to stdout untouched, or atomically to a file.
 """
 
 from __future__ import annotations
@@ -16,7 +17,7 @@ from ..io_utils import atomic_write
 from ..report.table import table_pieces, without_trailing_blanks
 from ..runtime import errors
 
-FORMATS = ("table", "markdown", "json", "csv", "trace")
+FORMATS = ("table", "markdown", "json", "csv", "trace", "html")
 MACHINE_FORMATS = ("json", "csv", "trace")
 TEXT_WIDTH = 1000
 WRITE_CHUNK = 1 << 20  # characters
@@ -42,9 +43,10 @@ def render_report(report, fmt: str, *, depth=None, top=None, sort=None, by: str 
     return "".join(report_pieces(report, fmt, depth=depth, top=top, sort=sort, by=by))
 
 
-def report_pieces(report, fmt: str, *, depth=None, top=None, sort=None, by: str = "module"):
+def report_pieces(report, fmt: str, *, depth=None, top=None, sort=None, by: str = "module", timeline=None):
     """:func:`render_report` as pieces of text to write one after another: a table of many rows
-    comes a line at a time, so its text is never held whole (see :func:`emit`)."""
+    comes a line at a time, so its text is never held whole (see :func:`emit`). ``timeline``:
+    html only (see ``Report.to_html``)."""
     if fmt == "table":
         # wide enough that no column is squeezed (long op scopes); trailing blanks are stripped
         return table_pieces(report, depth=depth, top=top, sort=sort, by=by, width=TEXT_WIDTH, trailing_blanks=False)
@@ -56,6 +58,8 @@ def report_pieces(report, fmt: str, *, depth=None, top=None, sort=None, by: str 
         text = op_type_csv(report) if by == "op-type" else report.to_csv(by=by)
     elif fmt == "trace":
         text = json.dumps(report.chrome_trace()) + "\n"
+    elif fmt == "html":
+        text = report.to_html(timeline=timeline)
     else:
         raise ValueError(f"unknown format {fmt!r}; choose one of {', '.join(FORMATS)}")
     return iter([text])

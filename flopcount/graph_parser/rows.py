@@ -332,6 +332,10 @@ class NodeRows:
                    cost is not None)
             extras.append(kinds.setdefault(key, key))
         sources = [n.source for n in self.graph.nodes]
+        # the op graph: the value names each node reads and makes, and its attrs (the node's own
+        # dict and the graph's own name strings, so the graph itself can go)
+        wiring = [(tuple(None if v is None else v.name for v in n.inputs), tuple(v.name for v in n.outputs), n.attrs)
+                  for n in self.graph.nodes]
         op_rows = self.op_rows
         backward = list(backward_records or [])
 
@@ -339,13 +343,15 @@ class NodeRows:
             out = []
             for i, row in enumerate(op_rows):
                 param_bytes, input_dtypes, output_dtypes, macs_in, counted = extras[i]
+                reads, makes, attrs = wiring[i]
                 out.append(OpRecord(
                     name=row.name, op=row.type, scope=row.parent, phase="forward", macs=row.macs, flops=row.flops,
                     bytes_read=row.bytes_read, bytes_written=row.bytes_written, params=row.params,
                     param_bytes=param_bytes, input_shapes=row.input_shapes, input_dtypes=input_dtypes,
                     output_shapes=row.output_shapes, output_dtypes=output_dtypes, counted=counted,
                     latency_ms=latency[i] if latency is not None else None,
-                    start_ms=starts[i] if starts is not None else None, source=sources[i], mac_dtype=macs_in))
+                    start_ms=starts[i] if starts is not None else None, source=sources[i], mac_dtype=macs_in,
+                    inputs=reads, outputs=makes, attrs=attrs))
             return out + backward
 
         return build

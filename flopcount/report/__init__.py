@@ -7,7 +7,8 @@
 | ``units.py`` | human units (GMac, MFLOPs, MB, ms) |
 | ``table.py`` | rich tree table, tabulate (plain, github, grid, markdown) |
 | ``export.py`` | JSON (schema in its docstring) and CSV |
-| ``html.py`` | ``_repr_html_`` for notebooks |
+| ``html.py`` | the module table as HTML (a static table page) |
+| ``page/`` | the explorable page: ``to_html``, ``--format html``, a notebook's ``_repr_html_`` |
 | ``trace.py`` | Chrome trace with onnxruntime's profiler field names |
 """
 

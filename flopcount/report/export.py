@@ -55,7 +55,10 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
          "counted": bool, "latency_ms": float | null, "start_ms": float | null,
          "source": str,                  # the ONNX or torch.export node it came from ("" if traced)
          "roofline_ms": float | null, "bound": "compute" | "memory" | null,   # with hardware
-         "roofline_fraction": float | null}
+         "roofline_fraction": float | null, "mac_dtype": str | null,
+         # the op graph (graph view; empty for eager ops): the values read and made, by name
+         # (an edge joins the op that makes a value to every op that reads it), and the attrs
+         "inputs": [str | null], "outputs": [str], "attrs": {str: JSON value}}
       ],
       "by_op_type": [{"op": str, "calls": int, "macs": int, "flops": int, "bytes_read": int,
                       "bytes_written": int, "counted_calls": int, "latency_ms": float | null,
@@ -71,7 +74,9 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
       "warnings": [str],                 # spread-out timings, training-mode counts
       "engine_nodes": [{"name", "op_type", "provider", "latency_ms", "sources": [str], "macs",
                         "flops", "bytes_read", "bytes_written", "flops_per_second",
-                        "bytes_per_second"}]  # engine "onnxruntime" only (else [])
+                        "bytes_per_second"}],  # engine "onnxruntime" only (else [])
+      "hardware": {"name", "title", "peak_flops": {dtype: float}, "vector_flops", "memory_bandwidth",
+                   "memory_bytes", ...} | null   # the profile the rooflines were priced on
     }
 """
 
@@ -119,6 +124,7 @@ def to_dict(report) -> dict:
         "warnings": report.warnings,
         # engine "onnxruntime": its optimized graph's nodes, timed, with the counts joined to them
         "engine_nodes": [n.to_dict() for n in report.engine_nodes],
+        "hardware": None if report.hardware is None else report.hardware.to_dict(),
     }
 
 

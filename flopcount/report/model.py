@@ -8,9 +8,30 @@ way every row has ``name``, ``type``, ``depth``, ``parent``, ``macs``, ``flops``
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, fields
 
 from .shared import no_macs
+
+
+def plain(value):
+    """``value`` as JSON's types: tuples as lists, keys as strings, anything else (a dtype, a
+    slice, an array) as its text. An op's attrs are mostly ints, lists and strings already.
+
+    >>> plain({"kernel_size": (3, 3), "dim": -1, "slice": slice(0, 2)})
+    {'kernel_size': [3, 3], 'dim': -1, 'slice': 'slice(0, 2, None)'}
+    """
+    if value is None or isinstance(value, (bool, int, str)):
+        return value
+    if isinstance(value, float):
+        return value if math.isfinite(value) else str(value)  # JSON has no inf or nan
+    if isinstance(value, (list, tuple)):
+        return [plain(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): plain(v) for k, v in value.items()}
+    if hasattr(value, "item") and getattr(value, "ndim", None) == 0:
+        return plain(value.item())   # a numpy scalar
+    return str(value)
 
 
 def _fields_with_listed_shapes(record) -> dict:
@@ -110,7 +131,9 @@ class OpRecord:
 
     ``counted`` says whether the op's cost is part of the report's total (an op inside a module
     with a module rule is covered by that rule; under ``ptflops`` eager, functional ops are seen
-    but not counted).
+    but not counted). A graph node's record also names the values it reads and makes
+    (``inputs``, ``outputs``: the graph's value names, None for an absent optional input), so
+    the records are the op graph itself, and its ``attrs``; an eager op's have none.
     """
 
     name: str
@@ -135,6 +158,9 @@ class OpRecord:
     predicted_ms: float | None = None  # with a calibrated profile: its class's measured curve, read here
     bound: str | None = None          # "compute" or "memory"
     mac_dtype: str | None = None      # the dtype its MACs run in (None: no MACs)
+    inputs: tuple = ()                # graph nodes: the value names read (None: an absent input)
+    outputs: tuple = ()               # graph nodes: the value names made
+    attrs: dict | None = None         # graph nodes: the op's attributes, the node's own dict
 
     @property
     def output_bytes(self) -> int:
@@ -147,6 +173,8 @@ class OpRecord:
 
     def to_dict(self) -> dict:
         out = _fields_with_listed_shapes(self)
+        out["inputs"], out["outputs"] = list(self.inputs), list(self.outputs)
+        out["attrs"] = plain(self.attrs or {})
         out["roofline_fraction"] = self.roofline_fraction
         return out
 
@@ -469,7 +497,24 @@ class Report:
 
         return chrome_trace(self)
 
-    def _repr_html_(self) -> str:
-        from .html import to_html
+    def to_html(self, path=None, timeline: bool | None = None) -> str:
+        """The report as one self-contained page (module tree, op graph, roofline, timeline:
+        :mod:`flopcount.report.page`), written atomically to ``path`` when given; returns its text.
+        ``timeline``: None draws one when the report was timed, True insists (an error without
+        measured times), False leaves it out.
 
-        return to_html(self)
+        >>> import flopcount
+        >>> flopcount.profile("resnet18").to_html("resnet18.html")     # doctest: +SKIP
+        """
+        from .page import report_page, write_page
+
+        text = report_page(self, timeline=timeline)
+        if path is not None:
+            write_page(text, path)
+        return text
+
+    def _repr_html_(self) -> str:
+        """A notebook's rich display: the page of :meth:`to_html` in an iframe."""
+        from .page import iframe
+
+        return iframe(self.to_html())

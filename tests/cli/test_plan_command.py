@@ -97,7 +97,7 @@ def test_plan_search_lists_plans_that_fit_fastest_first(run, tmp_path):
     (["gpt2", "--plan", "dp=2", "--global-batch", "3"], ["global batch 3"]),
     (["gpt2", "--plan", "dp=2", "--step-time", "fast"], ["--step-time", "fast"]),
     (["gpt2", "--plan", "dp=2", "--hardware", "h900"], ["h900"]),
-    (["gpt2", "--plan", "dp=2", "-f", "csv"], ["csv", "table or json"]),
+    (["gpt2", "--plan", "dp=2", "-f", "csv"], ["csv", "table, json or html"]),
     (["plan", "gpt2", "--gpus", "8"], ["--hardware"]),
     (["plan", "gpt_nine", "--gpus", "8", "--hardware", "h100-sxm"], ["gpt_nine"]),
 ])
