@@ -1,0 +1,203 @@
+"""A captured jaxpr (``capture.Captured``) as an ordinary runtime Graph.
+
+The jaxpr's equations are walked in order under the graph tracer: each primitive goes to its
+converter (``converters/``), which calls runtime ops that the tracer records in the equation's
+scope, so every count, view and report afterwards is the same code path as for the zoo's
+models. Calls (``jit``, ``custom_jvp_call``, ``checkpoint``...) and ``scan`` bodies are
+converted in place, in the scope of the call plus their own.
+
+* Parameters and buffers keep their variable-tree names and hold the arrays' data.
+* Scopes come from each equation's ``source_info.name_stack`` (``Model/Dense_0`` becomes
+  ``Dense_0``: the root module's name is dropped, as a module's own path is empty).
+* A primitive without a converter becomes an ``opaque`` op with the output shapes JAX states:
+  listed as unsupported, counted as zero.
+* Every converted value is checked against the shape JAX states for it, so a converter that
+  disagrees with JAX fails at import, naming the primitive.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+from ..dispatch import named_scope
+from ..errors import FlopcountError, ShapeError
+from ..factories import empty
+from ..graph.ir import Graph
+from ..graph.trace import Tracer
+from ..nn.parameter import Parameter
+from ..ops.elementwise import cast
+from ..ops.opaque import opaque
+from ..tensor import Tensor, tensor
+from .converters import CONVERTERS, EqnContext, constant, dtype_of
+
+
+class _JaxTracer(Tracer):
+    """The graph tracer, with inputs named as the model's arguments and the model's parameters
+    registered under their tree paths before the trace starts."""
+
+    def __init__(self, fn, input_names: list, params: dict):
+        super().__init__(fn)
+        self.input_names = input_names
+        for name, (t, kind) in params.items():
+            self.known[id(t)] = self.graph.add_parameter(name, t, kind)
+
+    def _arg_names(self, args: tuple, kwargs: dict) -> list:
+        return list(self.input_names)
+
+
+class _Walk:
+    """Runs the jaxpr's equations through their converters (the function the tracer traces)."""
+
+    def __init__(self, captured, params: dict):
+        self.captured = captured
+        self.params = params          # leaf name -> runtime tensor (parameters, buffers)
+        self.unsupported: Counter = Counter()
+        self.notes: list = []
+        self.module_types = captured.module_types
+
+    def note(self, text: str) -> None:
+        if text not in self.notes:
+            self.notes.append(text)
+
+    def __call__(self, *inputs):
+        closed = self.captured.jaxpr
+        given = iter(inputs)
+        values = [next(given) if leaf.kind == "input" else self.params[leaf.name] for leaf in self.captured.leaves]
+        outs = self.run_jaxpr(closed.jaxpr, values, "", [self.params.get(f"const_{i}") for i in range(len(closed.consts))]
+                              if closed.consts else None, closed.consts)
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    # --- one jaxpr ----------------------------------------------------------------------------
+    def run_jaxpr(self, jaxpr, inputs: list, prefix: str, consts=None, const_values=()) -> list:
+        """Convert ``jaxpr`` (open or closed) on ``inputs`` in scope ``prefix``; its outputs."""
+        if hasattr(jaxpr, "consts") and hasattr(jaxpr, "jaxpr"):   # a ClosedJaxpr
+            const_values, jaxpr = jaxpr.consts, jaxpr.jaxpr
+        env: dict = {}
+        if len(inputs) != len(jaxpr.invars):
+            raise FlopcountError(f"JAX jaxpr takes {len(jaxpr.invars)} inputs, got {len(inputs)}")
+        env.update(zip(jaxpr.invars, inputs))
+        for i, (var, value) in enumerate(zip(jaxpr.constvars, const_values)):
+            given = consts[i] if consts is not None and i < len(consts) else None
+            env[var] = given if given is not None else constant(_numpy(value))
+        for eqn in jaxpr.eqns:
+            ins = [self._read(v, env) for v in eqn.invars]
+            outs = self._convert(eqn, ins, prefix)
+            for var, out in zip(eqn.outvars, outs):
+                if type(var).__name__ != "DropVar":
+                    env[var] = out
+        return [self._read(v, env) for v in jaxpr.outvars]
+
+    def _read(self, var, env):
+        if type(var).__name__ == "Literal":
+            return constant(_numpy(var.val), dtype_of(var.aval.dtype))
+        return env[var]
+
+    def _convert(self, eqn, ins: list, prefix: str) -> list:
+        scope = _join(prefix, self._stack(eqn))
+        ctx = EqnContext(eqn, self, scope)
+        convert = CONVERTERS.get(eqn.primitive.name)
+        recorded = self.tracer.graph.nodes
+        first = len(recorded)
+        try:
+            with named_scope(scope) if scope else _nothing():
+                result = convert(ctx, *ins) if convert is not None else self._opaque(ctx, ins)
+        except FlopcountError as exc:
+            if str(exc).startswith("JAX "):
+                raise
+            raise type(exc)(f"{ctx.where}: {exc}") from exc
+        outs = list(result) if isinstance(result, (list, tuple)) else [result]
+        for n in recorded[first:]:
+            n.module_type = n.module_type or self._module_type(n.scope)
+            n.source = eqn.primitive.name
+        return [self._checked(ctx, out, var.aval) for out, var in zip(outs, eqn.outvars)]
+
+    def _stack(self, eqn) -> str:
+        """The equation's name stack as a dotted scope, without transform markers or the root."""
+        stack = str(getattr(eqn.source_info, "name_stack", "") or "")
+        parts = [p for p in stack.split("/") if p and "(" not in p]
+        root = self.captured.root_scope
+        if root and parts and parts[0] == root:
+            parts = parts[1:]
+        return ".".join(parts)
+
+    def _module_type(self, scope: str) -> str:
+        while scope:
+            if scope in self.module_types:
+                return self.module_types[scope]
+            scope = scope.rpartition(".")[0]
+        return ""
+
+    def _opaque(self, ctx, ins: list):
+        """A primitive no converter knows: an ``opaque`` op with the shapes JAX states."""
+        self.unsupported[ctx.primitive] += 1
+        outputs = [(tuple(a.shape), dtype_of(a.dtype).name) for a in ctx.out_avals]
+        y = opaque(*[t for t in ins if isinstance(t, Tensor)], label=f"JAX {ctx.primitive}",
+                   node=ctx.scope or ctx.primitive, outputs=outputs)
+        return list(y) if isinstance(y, tuple) else [y]
+
+    def _checked(self, ctx, out, aval):
+        if not isinstance(out, Tensor):
+            out = constant(out, dtype_of(aval.dtype))
+        if tuple(out.shape) != tuple(aval.shape):
+            raise ShapeError(f"{ctx.where}: converted to shape {list(out.shape)}, but JAX states {list(aval.shape)}")
+        want = dtype_of(aval.dtype)
+        return out if out.dtype is want else cast(out, want)
+
+
+class _nothing:
+    def __enter__(self):
+        return None
+
+    def __exit__(self, *exc):
+        return False
+
+
+def _join(prefix: str, scope: str) -> str:
+    return ".".join(p for p in (prefix, scope) if p)
+
+
+def _numpy(value):
+    import numpy as np
+
+    return np.asarray(value)
+
+
+def _parameters(captured) -> dict:
+    """{leaf name: (runtime tensor, kind)} of the model's parameters, buffers and captured
+    constant arrays (a closure's weights), which become parameters named ``const_i``."""
+    params = {}
+    for leaf in captured.leaves:
+        if leaf.kind != "input":
+            t = tensor(leaf.array, dtype=dtype_of(leaf.array.dtype), device="cpu")
+            params[leaf.name] = (Parameter(t) if leaf.kind == "param" and t.dtype.is_floating_point else t,
+                                 leaf.kind if leaf.kind == "buffer" or t.dtype.is_floating_point else "buffer")
+    for i, value in enumerate(captured.jaxpr.consts):
+        array = _numpy(value)
+        if array.ndim > 0 and array.dtype.kind == "f":
+            params[f"const_{i}"] = (Parameter(tensor(array, dtype=dtype_of(array.dtype), device="cpu")), "param")
+    return params
+
+
+def convert(captured, name: str | None = None) -> Graph:
+    """The Graph of a captured jaxpr; ``graph.notes`` names the primitives without a converter
+    and what the converters noted (loops not counted, the branch of a ``cond`` counted)."""
+    params = _parameters(captured)
+    walk = _Walk(captured, {k: t for k, (t, _) in params.items()})
+    inputs = [leaf for leaf in captured.leaves if leaf.kind == "input"]
+    tracer = _JaxTracer(walk, [leaf.name for leaf in inputs], params)
+    walk.tracer = tracer
+    avals = [v.aval for v, leaf in zip(captured.jaxpr.jaxpr.invars, captured.leaves) if leaf.kind == "input"]
+    examples = tuple(empty(*a.shape, dtype=dtype_of(a.dtype), device="meta") for a in avals)
+    graph = tracer.run(examples, {})
+    walk.tracer = None
+    graph.name = name or captured.name
+    graph.module_types = {scope: kind for scope, kind in captured.module_types.items()}
+    notes = list(walk.notes)
+    if walk.unsupported:
+        listed = ", ".join(f"{op} ({n} call{'s' if n != 1 else ''})" for op, n in sorted(walk.unsupported.items()))
+        notes.append(f"no flopcount mapping for JAX primitive(s) {listed}: counted as 0")
+    graph.notes = notes
+    return graph
+
+
+__all__ = ["convert"]
