@@ -185,12 +185,15 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
             device=None, latency: bool = False, repeat: int = 5, warmup: int = 1, backward: bool = False,
             measure_memory: bool = False, convention: str = "flopcount", strict: bool = False,
             factory_args: dict | None = None, hardware=None, dtype=None, weights=None, engine: str = "flopcount",
-            input_values: dict | None = None, threads: int | None = None,
+            input_values: dict | None = None, threads: int | None = None, framework: str | None = None,
             progress: Callable[[str], None] | None = None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
-    ``model`` is a Module (``rt.Graph(module)`` counts as its module), a Graph, a zoo name
-    (``"resnet50"``) or a model file: ``.onnx``, a
+    ``model`` is a Module (``rt.Graph(module)`` counts as its module), a Graph, a JAX model
+    (a plain or jitted function, a Flax ``nnx.Module``, or ``(linen_module, variables)``, traced
+    on ``inputs``: arrays or ``jax.ShapeDtypeStruct``; ``framework="jax"`` when a plain function
+    is not recognised, and for a ``file.py:factory`` returning ``(model, example_args)``; see
+    :mod:`flopcount.jax_loading`), a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
     native file, or ``file.py:factory`` (which RUNS that Python file and calls
     ``factory(**factory_args)``; model files are only read). A bare name that is both a zoo
     model and an existing path means the path (``"zoo:name"`` is the zoo model, and a note says
@@ -280,11 +283,11 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     if isinstance(model, (str, os.PathLike)):
         say(f"loading {os.fspath(model)}")
     target = loading.load(model, device, zoo_device=zoo_device, given=given, batch=batch,
-                          factory_args=factory_args, values=values or None)
-    if mode == "eager" and isinstance(target.model, Graph):
+                          factory_args=factory_args, values=values or None, framework=framework)
+    if mode == "eager" and (isinstance(target.model, Graph) or target.kind == loading.JAX):
         raise option_error(errors.FlopcountError, Option("mode", "eager"), f" runs a model's Python modules; "
                            f"{target.name} is a graph (a model file), profile it with ", Option("mode", "graph"))
-    if target.kind == loading.TORCH and (inputs or named_inputs):
+    if target.kind in (loading.TORCH, loading.JAX) and (inputs or named_inputs):
         # captured for the inputs given, the graph then takes inputs made from their shapes
         target = loading.specialize(target, examples=(inputs, named_inputs), train=backward)
         inputs, named_inputs = (), {}

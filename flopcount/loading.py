@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from .inputs import InputSpec
 from .options import Option, option_error
-from .target import FACTORY, HF, NATIVE, OBJECT, ONNX, PT2, TORCH, ZOO, Target, graph_inputs  # noqa: F401
+from .target import FACTORY, HF, JAX, NATIVE, OBJECT, ONNX, PT2, TORCH, ZOO, Target, graph_inputs  # noqa: F401
 from .runtime import errors
 from .runtime.dtypes import get_dtype
 from .runtime.dispatch import default_device
@@ -63,16 +63,23 @@ def kind_of(spec: str) -> str:
 
 
 def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = None,
-         factory_args: dict | None = None, values: dict | None = None) -> Target:
-    """The Target named by ``spec`` (a Module, a Graph, a path or a zoo name). Zoo models are
-    built on ``zoo_device`` (the meta device when only counting), models from files on
+         factory_args: dict | None = None, values: dict | None = None, framework: str | None = None) -> Target:
+    """The Target named by ``spec`` (a Module, a Graph, a JAX model, a path or a zoo name). Zoo
+    models are built on ``zoo_device`` (the meta device when only counting), models from files on
     ``device``; an ONNX file's symbolic dims are bound from ``given`` [(name or None, dims)]
     and ``batch``, and the inputs that carry shapes (a Reshape target, TopK's k) from
-    ``values`` {name: array}."""
+    ``values`` {name: array}. ``framework="jax"`` says the model (or what a ``file.py:factory``
+    returns) is a JAX one (see ``jax_loading.py``; detected from its type otherwise)."""
+    if framework is not None and framework not in jax_loading_names():
+        raise errors.FlopcountError(f"framework must be one of {', '.join(jax_loading_names())}, got {framework!r}")
     if rt_torch.is_module(spec):
         if factory_args:
             raise errors.FlopcountError("factory_args apply to 'file.py:factory' models, not to a model object")
         return torch_loading().load_module(spec)
+    if not isinstance(spec, (Module, Graph, str, os.PathLike)) and jax_loading().is_model(spec, framework):
+        if factory_args:
+            raise errors.FlopcountError("factory_args apply to 'file.py:factory' models, not to a model object")
+        return jax_loading().load_model(spec)
     if isinstance(spec, (Module, Graph)):
         if factory_args:
             raise errors.FlopcountError("factory_args apply to 'file.py:factory' models, not to a model object")
@@ -86,7 +93,7 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
                         f"got {type(spec).__name__}")
     kind = kind_of(spec)
     if kind == FACTORY:
-        return load_factory(spec, device, factory_args or {})
+        return load_factory(spec, device, factory_args or {}, framework)
     if factory_args:
         raise option_error(errors.FlopcountError, Option("factory_args"), f" applies to file.py:factory models, "
                            f"not to {spec}")
@@ -124,9 +131,23 @@ def torch_loading():
     return module
 
 
+def jax_loading():
+    """``flopcount.jax_loading`` (JAX functions and Flax modules; jax itself imported only to trace)."""
+    from . import jax_loading as module
+
+    return module
+
+
+def jax_loading_names() -> tuple:
+    """The frameworks ``framework=`` names."""
+    return jax_loading().FRAMEWORKS
+
+
 def specialize(target: Target, specs: list | None = None, **options) -> Target:
-    """A PyTorch module's Target captured for its inputs (see ``torch_loading.specialize``);
-    any other Target as it is."""
+    """A PyTorch module's Target captured for its inputs (see ``torch_loading.specialize``), a
+    JAX model's traced for them (``jax_loading.specialize``); any other Target as it is."""
+    if target.kind == JAX:
+        return jax_loading().specialize(target, specs, **options)
     if target.kind != TORCH:
         return target
     return torch_loading().specialize(target, specs, **options)
@@ -168,7 +189,7 @@ def _module_to_change(target: Target, what: str, why_not: str):
     """The Module that ``in_dtype``/``with_weights`` may convert: a copy of one the caller handed
     in (theirs stays as it is), the one built here otherwise; a graph is refused with ``why_not``."""
     model = target.model
-    if isinstance(model, Graph) or target.kind in (TORCH, PT2):
+    if isinstance(model, Graph) or target.kind in (TORCH, PT2, JAX):
         raise errors.FlopcountError(f"{what}: {target.label or 'this model'} is a graph, {why_not}")
     if target.kind == OBJECT:
         import copy
@@ -404,9 +425,10 @@ def onnx_binding(path: str, given: list, batch: int | None):
 
 # --- file.py:factory -------------------------------------------------------------------------
 
-def load_factory(spec: str, device, factory_args: dict) -> Target:
+def load_factory(spec: str, device, factory_args: dict, framework: str | None = None) -> Target:
     """Run ``file.py`` (as ``python file.py`` would, its directory importable) and call the
-    factory. Whatever goes wrong in the user's code comes back as one ModelFileError."""
+    factory. Whatever goes wrong in the user's code comes back as one ModelFileError. With
+    ``framework="jax"`` the factory returns ``(function or Flax module, example_args)``."""
     path, _, attr = spec.rpartition(":") if ".py:" in spec else (spec, "", "")
     if not attr:
         raise errors.ModelFileError(f"{spec}: name the function that builds the model, e.g. {spec}:make_model")
@@ -433,6 +455,8 @@ def load_factory(spec: str, device, factory_args: dict) -> Target:
     except (Exception, SystemExit) as exc:
         raise errors.ModelFileError(f"{spec} raised {_describe(exc)}") from exc
     label = f"{os.path.basename(path)}:{attr}"
+    if framework == "jax" or (isinstance(model, tuple) and model and jax_loading().is_model(model[0])):
+        return jax_loading().from_factory(model, spec, label)
     if rt_torch.is_module(model):
         return torch_loading().load_module(model, label)
     if isinstance(model, Graph):

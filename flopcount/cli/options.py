@@ -13,7 +13,7 @@ import re
 
 import click
 
-from .. import api, conventions, engines
+from .. import api, conventions, engines, jax_loading
 from ..inputs import format_shape
 from ..options import Option
 from .inputs import parse_dtype, parse_factory_arg, parse_shape, parse_value
@@ -75,6 +75,9 @@ OPTIONS = [
     click.option("--factory-arg", "factory_args", multiple=True, metavar="KEY=VALUE",
                  help="Keyword argument for FILE.py:FACTORY; the value is a Python literal (64, 0.5, "
                       "'relu', (3, 3)) or else a string."),
+    click.option("--framework", type=click.Choice(jax_loading.FRAMEWORKS),
+                 help="The framework of a FILE.py:FACTORY model that is not detected: jax (the factory returns "
+                      "(function or Flax module, example_args), or ((linen_module, variables), example_args))."),
     click.option("--strict", is_flag=True, help="Fail (exit 2) when an op or module has no rule in the "
                  "convention, instead of counting it as 0."),
     click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) "

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import sys
 
-INSTALL = "pip install 'flopcount[jax]'"
+from .capture import INSTALL
 
 
 def _from_jax(cls) -> bool:

@@ -24,7 +24,8 @@ import inspect
 from dataclasses import dataclass, field
 
 from ..errors import FlopcountError
-from . import INSTALL
+
+INSTALL = "pip install 'flopcount[jax]'"
 
 
 @dataclass
