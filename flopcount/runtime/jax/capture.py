@@ -43,6 +43,7 @@ class Captured:
     leaves: list                      # a Leaf per jaxpr invar, in order
     name: str
     root_scope: str = ""              # Linen's root module name, stripped from name stacks
+    absolute_scopes: bool = False     # each name-stack entry is a full module path (nnx, as pushed here)
     module_types: dict = field(default_factory=dict)   # scope -> module class name
     notes: list = field(default_factory=list)
 
@@ -136,7 +137,7 @@ def _capture_nnx(jax, model, args) -> Captured:
     leaves = (_state_leaves(jax, params, lambda n: (n, "param")) + _state_leaves(jax, rest, lambda n: (n, "buffer"))
               + _input_leaves(jax, type(model).__call__, args, skip=1))
     closed = _trace(jax, call, (params, rest) + tuple(args), name)
-    return Captured(closed, leaves, name, module_types=types, notes=_xla_flops(jax, call, (params, rest) + tuple(args)))
+    return Captured(closed, leaves, name, absolute_scopes=True, module_types=types, notes=_xla_flops(jax, call, (params, rest) + tuple(args)))
 
 
 @contextlib.contextmanager

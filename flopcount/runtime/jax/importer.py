@@ -93,7 +93,8 @@ class _Walk:
         return env[var]
 
     def _convert(self, eqn, ins: list, prefix: str) -> list:
-        scope = _join(prefix, self._stack(eqn))
+        stack = self._stack(eqn)
+        scope = stack if stack and self.captured.absolute_scopes else _join(prefix, stack)
         ctx = EqnContext(eqn, self, scope)
         convert = CONVERTERS.get(eqn.primitive.name)
         recorded = self.tracer.graph.nodes
@@ -115,6 +116,8 @@ class _Walk:
         """The equation's name stack as a dotted scope, without transform markers or the root."""
         stack = str(getattr(eqn.source_info, "name_stack", "") or "")
         parts = [p for p in stack.split("/") if p and "(" not in p]
+        if self.captured.absolute_scopes:   # nested full paths: the innermost is the module
+            return parts[-1] if parts else ""
         root = self.captured.root_scope
         if root and parts and parts[0] == root:
             parts = parts[1:]

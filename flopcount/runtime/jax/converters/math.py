@@ -149,14 +149,19 @@ def _equation(na: int, nb: int, ca, cb, ba, bb) -> str:
 
 # --- reductions ------------------------------------------------------------------------------
 
+def _axes(ctx) -> tuple:
+    return tuple(int(a) for a in ctx.params["axes"])
+
+
 @converter("reduce_sum")
 def reduce_sum(ctx, x):
-    return reduction.sum(x, dim=tuple(ctx.params["axes"])) if ctx.params["axes"] else x
+    axes = _axes(ctx)
+    return reduction.sum(x, dim=axes) if axes else x
 
 
 @converter("reduce_max", "reduce_min")
 def reduce_extreme(ctx, x):
-    axes = tuple(ctx.params["axes"])
+    axes = _axes(ctx)
     if not axes:
         return x
     return (reduction.amax if ctx.primitive == "reduce_max" else reduction.amin)(x, dim=axes)
@@ -165,13 +170,13 @@ def reduce_extreme(ctx, x):
 @converter("reduce_prod")
 def reduce_prod(ctx, x):
     y = x
-    for axis in sorted(ctx.params["axes"], reverse=True):
+    for axis in sorted(_axes(ctx), reverse=True):
         y = reduction.prod(y, dim=axis)
     return y
 
 
 @converter("argmax", "argmin")
 def arg_extreme(ctx, x):
-    (axis,) = ctx.params["axes"]
+    (axis,) = _axes(ctx)
     fn = reduction.argmax if ctx.primitive == "argmax" else reduction.argmin
     return cast(fn(x, dim=axis), ctx.out_dtype)

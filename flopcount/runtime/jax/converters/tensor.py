@@ -19,29 +19,29 @@ from ._base import constant, converter, dtype_of
 def reshape(ctx, x, *dynamic):
     if ctx.params.get("dimensions") not in (None, ()):
         raise ctx.unsupported("reshape with 'dimensions' (a transpose first) is not supported")
-    return movement.reshape(x, tuple(ctx.params["new_sizes"]))
+    return movement.reshape(x, tuple(int(n) for n in ctx.params["new_sizes"]))
 
 
 @converter("transpose")
 def transpose(ctx, x):
-    return movement.permute(x, tuple(ctx.params["permutation"]))
+    return movement.permute(x, tuple(int(d) for d in ctx.params["permutation"]))
 
 
 @converter("squeeze")
 def squeeze(ctx, x):
-    dims = set(ctx.params["dimensions"])
+    dims = {int(d) for d in ctx.params["dimensions"]}
     return movement.reshape(x, tuple(n for i, n in enumerate(x.shape) if i not in dims))
 
 
 @converter("expand_dims")
 def expand_dims(ctx, x):
-    return movement.reshape(x, tuple(ctx.out_avals[0].shape))
+    return movement.reshape(x, tuple(int(n) for n in ctx.out_avals[0].shape))
 
 
 @converter("broadcast_in_dim")
 def broadcast_in_dim(ctx, x, *dynamic):
-    shape = tuple(ctx.params["shape"])
-    kept = tuple(ctx.params["broadcast_dimensions"])
+    shape = tuple(int(n) for n in ctx.params["shape"])
+    kept = tuple(int(d) for d in ctx.params["broadcast_dimensions"])
     lifted = [1] * len(shape)
     for i, d in enumerate(kept):
         lifted[d] = x.shape[i]
