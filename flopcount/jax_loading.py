@@ -72,7 +72,7 @@ def specialize(target: Target, specs: list | None = None, *, given: list = (), e
 
         jax = import_jax()
         args = tuple(jax.ShapeDtypeStruct(tuple(s.shape), s.dtype) for s in specs)
-    graph = rt_jax.to_graph(target.model, *args, name=name)
+    graph = rt_jax.to_graph(target.model, *args, name=_name_of(target.model))
     return Target(graph, target.label, JAX, graph_inputs(graph), fixed=True,
                   notes=list(target.notes) + list(graph.notes), path=target.path)
 

@@ -97,6 +97,9 @@ def load(spec, device="cpu", *, zoo_device=None, given=(), batch: int | None = N
     if factory_args:
         raise option_error(errors.FlopcountError, Option("factory_args"), f" applies to file.py:factory models, "
                            f"not to {spec}")
+    if framework is not None:
+        raise option_error(errors.FlopcountError, Option("framework", framework), f" applies to file.py:factory "
+                           f"models and model objects, not to {spec}")
     if kind == ONNX:
         return load_onnx(spec, device, list(given), batch, values)
     if kind == PT2:
