@@ -10,7 +10,7 @@ import numpy as np
 
 from ...ops import activations as act
 from ...ops import elementwise as ew
-from ...ops import linalg, reduction
+from ...ops import linalg, movement, reduction
 from ...ops.elementwise import cast
 from ._base import constant, converter
 
@@ -180,3 +180,16 @@ def arg_extreme(ctx, x):
     (axis,) = _axes(ctx)
     fn = reduction.argmax if ctx.primitive == "argmax" else reduction.argmin
     return cast(fn(x, dim=axis), ctx.out_dtype)
+
+
+@converter("cumsum")
+def cumsum(ctx, x):
+    axis = int(ctx.params["axis"])
+    if ctx.params.get("reverse"):
+        return movement.flip(reduction.cumsum(movement.flip(x, (axis,)), dim=axis), (axis,))
+    return reduction.cumsum(x, dim=axis)
+
+
+@converter("is_finite")
+def is_finite(ctx, x):
+    return ew.logical_or(x.isinf(), x.isnan()).logical_not()

@@ -13,7 +13,7 @@ import numpy as np
 
 from ...dispatch import apply
 from ...ops import movement
-from ...ops.conv import Conv
+from ...ops.conv import Conv, ConvTranspose
 from ...ops.pooling import AvgPool, MaxPool
 from ._base import converter
 
@@ -37,8 +37,7 @@ def conv_general_dilated(ctx, x, w):
     dn = p["dimension_numbers"]
     lhs, rhs, out = tuple(dn.lhs_spec), tuple(dn.rhs_spec), tuple(dn.out_spec)
     nd = x.ndim - 2
-    if any(d != 1 for d in p["lhs_dilation"]):
-        raise ctx.unsupported(f"lhs_dilation {tuple(p['lhs_dilation'])} (a transposed convolution) is not supported")
+    dilated = any(d != 1 for d in p["lhs_dilation"])
     if p["batch_group_count"] != 1:
         raise ctx.unsupported(f"batch_group_count {p['batch_group_count']} is not supported")
     pairs = [tuple(int(v) for v in pair) for pair in p["padding"]]
@@ -46,6 +45,8 @@ def conv_general_dilated(ctx, x, w):
         raise ctx.unsupported(f"negative padding {pairs} is not supported")
     x = movement.permute(x, lhs)      # (N, C, *spatial)
     w = movement.permute(w, rhs)      # (O, I, *kernel)
+    if dilated:
+        return movement.permute(_transposed(ctx, x, w, pairs), _inverse(out))
     if all(lo == hi for lo, hi in pairs):
         padding = tuple(lo for lo, _ in pairs)
     else:
@@ -53,6 +54,44 @@ def conv_general_dilated(ctx, x, w):
     y = apply(Conv, x, w, None, stride=tuple(int(s) for s in p["window_strides"]), padding=padding,
               dilation=tuple(int(d) for d in p["rhs_dilation"]), groups=int(p["feature_group_count"]))
     return movement.permute(y, _inverse(out))
+
+
+def _transposed(ctx, x, w, pairs):
+    """A convolution of the input dilated by ``lhs_dilation`` (Flax's ConvTranspose,
+    ``lax.conv_transpose``) as the runtime's ``conv_transpose``, which never multiplies the
+    inserted zeros. With the kernel flipped and its channels swapped, the transposed conv
+    without padding sums x[i]·w[j] into position m = i·s + j·d of a full output of length
+    F = (n-1)·s + (k-1)·d + 1, and the dilated form's output o is m = o + p, p = (k-1)·d - lo.
+    The transposed conv's padding q (it crops q at both ends) is as much of p as keeps every
+    position read; the rest is zeros added or positions cropped at the ends: no arithmetic."""
+    from ...ops import indexing
+
+    p = ctx.params
+    stride = tuple(int(s) for s in p["lhs_dilation"])
+    dilation = tuple(int(d) for d in p["rhs_dilation"])
+    if any(int(s) != 1 for s in p["window_strides"]) or int(p["feature_group_count"]) != 1:
+        raise ctx.unsupported(f"lhs_dilation {stride} with window strides {tuple(p['window_strides'])} or "
+                              f"{p['feature_group_count']} feature groups is not supported")
+    kernel, sizes = tuple(w.shape[2:]), tuple(x.shape[2:])
+    full = tuple((n - 1) * s + (k - 1) * d + 1 for n, s, k, d in zip(sizes, stride, kernel, dilation))
+    want = tuple((n - 1) * s + 1 + lo + hi - (k - 1) * d      # the dilated form's output length
+                 for n, s, (lo, hi), k, d in zip(sizes, stride, pairs, kernel, dilation))
+    shift = tuple((k - 1) * d - lo for k, d, (lo, _) in zip(kernel, dilation, pairs))
+    crop = tuple(max(0, min(t, f - m - t)) for t, f, m in zip(shift, full, want))
+    spatial = tuple(range(2, w.ndim))
+    flipped = movement.permute(movement.flip(w, spatial), (1, 0) + spatial)   # (I, O, *kernel)
+    y = apply(ConvTranspose, x, flipped, None, stride=stride, padding=crop, output_padding=(0,) * len(stride),
+              dilation=dilation, groups=1)
+    offset = tuple(t - q for t, q in zip(shift, crop))   # y's position of the output's first
+    if any(o < 0 for o in offset):
+        y = _pad_pairs(y, [(max(-o, 0), 0) for o in offset], 0.0)
+        offset = tuple(max(o, 0) for o in offset)
+    lengths = tuple(n - o for n, o in zip(y.shape[2:], offset))
+    if any(m > n for m, n in zip(want, lengths)):
+        y = _pad_pairs(y, [(0, max(m - n, 0)) for m, n in zip(want, lengths)], 0.0)
+    if any(offset) or any(m < n for m, n in zip(want, lengths)):
+        y = indexing.getitem(y, (slice(None), slice(None)) + tuple(slice(o, o + m) for o, m in zip(offset, want)))
+    return y
 
 
 @converter("reduce_window_max", "reduce_window_sum")

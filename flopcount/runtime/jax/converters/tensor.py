@@ -126,3 +126,15 @@ def gather(ctx, operand, indices):
         return embedding(ids, operand)
     flat = movement.reshape(operand, (operand.shape[0], math.prod(operand.shape[1:])))
     return movement.reshape(embedding(ids, flat), tuple(ids.shape) + tuple(operand.shape[1:]))
+
+
+@converter("split")
+def split(ctx, x):
+    axis, sizes = int(ctx.params["axis"]), [int(s) for s in ctx.params["sizes"]]
+    starts = np.cumsum([0] + sizes[:-1])
+    return [indexing.getitem(x, (slice(None),) * axis + (slice(int(s), int(s) + n),)) for s, n in zip(starts, sizes)]
+
+
+@converter("rev")
+def rev(ctx, x):
+    return movement.flip(x, tuple(int(d) for d in ctx.params["dimensions"]))
