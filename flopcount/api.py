@@ -19,7 +19,7 @@ from typing import Callable, Iterator
 import numpy as np
 
 from . import conventions, loading
-from .engines import ENGINES, onnxruntime_engine, torch_engine
+from .engines import ENGINES, jax_engine, onnxruntime_engine, torch_engine
 from .hardware import get as hardware_profile
 from .runtime.quantization import weight_format as rt_weight_format
 from .eager_hooks import profile_eager
@@ -240,6 +240,8 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     flopcount's counts of the file's nodes it computes: ``report.engine_nodes`` (achieved FLOP/s
     and bytes/s per node; ``onnxruntime_engine.by_op_type`` sums them per op type), the rows' ``latency_ms``, and notes
     on what could not be joined (see :mod:`flopcount.engines.onnxruntime_engine`).
+    ``engine="jax"`` times a JAX model's jitted call with JAX (the whole call: XLA fuses its ops;
+    see :mod:`flopcount.engines.jax_engine`).
 
     >>> import flopcount, flopcount.runtime as rt
     >>> report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))
@@ -318,7 +320,11 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     timed = latency or engine != "flopcount"
     # spinning thread pools on busy cores time the machine's load, not the model: on the CPU a
     # timed run takes its threads from the cores free now unless told (runtime/threads.py)
-    choice = rt_threads.choose(threads) if timed and _on_cpu(device) else None
+    if engine == jax_engine.NAME and threads is not None:
+        raise option_error(errors.FlopcountError, Option("threads", threads), " applies to engines that flopcount "
+                           "can limit; engine 'jax' runs on XLA's own thread pool")
+    # (XLA's thread pool is its own: a JAX run is not limited, nor said to be)
+    choice = rt_threads.choose(threads) if timed and _on_cpu(device) and engine != jax_engine.NAME else None
     say((f"timing {warmup} warm-up + {repeat} runs" + (f" on {choice.threads} thread(s)" if choice else ""))
         if timed else "counting")
     try:
@@ -357,6 +363,9 @@ def check_engine(engine: str, target) -> None:
     if engine == torch_engine.NAME and target.torch_call is None:
         raise errors.FlopcountError(f"engine 'torch' times a PyTorch model; {target.name} is not one "
                                     f"(a {target.kind} model runs on flopcount's runtime: engine 'flopcount')")
+    if engine == jax_engine.NAME and target.jax_call is None:
+        raise errors.FlopcountError(f"engine 'jax' times a JAX model; {target.name} is not one "
+                                    f"(a {target.kind} model runs on flopcount's runtime: engine 'flopcount')")
     if engine == onnxruntime_engine.NAME and target.kind != loading.ONNX:
         raise errors.FlopcountError(f"engine 'onnxruntime' times an ONNX file; {target.name} is not one "
                                     f"(a {target.kind} model runs on flopcount's runtime: engine 'flopcount')")
@@ -371,6 +380,9 @@ def run_engine(report: Report, engine: str, target, warmup: int, repeat: int, in
         module, args, kwargs = target.torch_call
         times = torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat)
         torch_engine.join(report, times, torch_engine.time_ops(module, args, kwargs, repeat=repeat))
+    elif engine == jax_engine.NAME:
+        model, args = target.jax_call
+        jax_engine.join(report, jax_engine.time_call(model, args, warmup=warmup, repeat=repeat))
     elif engine == onnxruntime_engine.NAME:
         from .runtime.host_memory import check_fits
         from .runtime.onnx.importer import read_model

@@ -74,7 +74,7 @@ def specialize(target: Target, specs: list | None = None, *, given: list = (), e
         args = tuple(jax.ShapeDtypeStruct(tuple(s.shape), s.dtype) for s in specs)
     graph = rt_jax.to_graph(target.model, *args, name=_name_of(target.model))
     return Target(graph, target.label, JAX, graph_inputs(graph), fixed=True,
-                  notes=list(target.notes) + list(graph.notes), path=target.path)
+                  notes=list(target.notes) + list(graph.notes), path=target.path, jax_call=(target.model, tuple(args)))
 
 
 def _name_of(model) -> str:

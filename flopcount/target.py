@@ -26,7 +26,8 @@ class Target:
     ``device``, when set, is where its inputs must be made whatever was asked (``"meta"`` for
     a file saved without weights); ``notes`` are remarks for the user; ``path`` is the model
     file's path (ONNX and native files); ``torch_call`` is the PyTorch module a Graph was
-    captured from and the inputs it was captured on (``engine="torch"`` times that call).
+    captured from and the inputs it was captured on (``engine="torch"`` times that call);
+    ``jax_call`` likewise for a JAX model (``engine="jax"``).
     """
 
     model: object
@@ -38,6 +39,7 @@ class Target:
     device: str | None = None
     path: str = ""
     torch_call: tuple | None = None   # a captured PyTorch model: (module, args, kwargs) it was captured on
+    jax_call: tuple | None = None     # a traced JAX model: (model, args) it was traced on
 
     @property
     def name(self) -> str:

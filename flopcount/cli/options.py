@@ -58,7 +58,8 @@ OPTIONS = [
     click.option("--engine", type=click.Choice(engines.ENGINES), default="flopcount", show_default=True,
                  help="Who runs the model for its latency: flopcount's runtime (with --latency); torch: "
                       "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module; onnxruntime: an "
-                      "ONNX file timed by onnxruntime's profiler node by node, joined with the counts."),
+                      "ONNX file timed by onnxruntime's profiler node by node, joined with the counts; jax: "
+                      "a JAX model's jitted call timed by JAX as a whole."),
     click.option("--threads", type=click.IntRange(min=1), help="Threads of a timed run on the CPU, in "
                  "every engine (BLAS, flopcount's kernels, PyTorch, onnxruntime).  [default: the cores free "
                  "when timing begins: usable cores less those other processes keep busy]"),

@@ -84,6 +84,21 @@ def capture(model, example_args: tuple) -> Captured:
     return Captured(closed, leaves, name, notes=_xla_flops(jax, model, example_args))
 
 
+def pure_call(model) -> tuple:
+    """(function, leading arguments) that compute ``model(*args)`` as ``function(*leading,
+    *args)``, pure for ``jax.jit``: a Linen module applied to its variables, an nnx module
+    merged from its state, a function as it is."""
+    if isinstance(model, tuple):
+        module, variables = model
+        return (lambda variables, *inputs: module.apply(variables, *inputs)), (variables,)
+    if _is_nnx(model):
+        from flax import nnx
+
+        graphdef, state = nnx.split(model)
+        return (lambda state, *inputs: nnx.merge(graphdef, state)(*inputs)), (state,)
+    return model, ()
+
+
 def _trace(jax, fn, args, name):
     try:
         return jax.make_jaxpr(fn)(*args)
@@ -223,4 +238,4 @@ def _xla_flops(jax, fn, args) -> list:
     return [f"XLA cost_analysis: {int(flops)} flops (XLA's own count of the compiled function, for comparison)"]
 
 
-__all__ = ["Captured", "Leaf", "capture", "path_name"]
+__all__ = ["Captured", "Leaf", "capture", "path_name", "pure_call", "import_jax"]
