@@ -130,7 +130,12 @@ def _input_leaves(jax, fn, args, skip: int = 0) -> list:
 def _state_leaves(jax, tree, kind_of) -> list:
     import numpy as np
 
-    return [Leaf(*kind_of(path_name(p)), np.asarray(v)) for p, v in jax.tree_util.tree_flatten_with_path(tree)[0]]
+    def data(value):   # a PRNG key as its key data (the importer's layout of key values)
+        if jax.dtypes.issubdtype(getattr(value, "dtype", None), jax.dtypes.prng_key):
+            value = jax.random.key_data(value)
+        return np.asarray(value)
+
+    return [Leaf(*kind_of(path_name(p)), data(v)) for p, v in jax.tree_util.tree_flatten_with_path(tree)[0]]
 
 
 def _is_nnx(model) -> bool:

@@ -28,7 +28,7 @@ from ..nn.parameter import Parameter
 from ..ops.elementwise import cast
 from ..ops.opaque import opaque
 from ..tensor import Tensor, tensor
-from .converters import CONVERTERS, EqnContext, constant, dtype_of
+from .converters import CONVERTERS, EqnContext, constant, dtype_of, spec_of
 
 
 class _JaxTracer(Tracer):
@@ -116,7 +116,7 @@ class _Walk:
         outs = list(result) if isinstance(result, (list, tuple)) else [result]
         for n in recorded[first:]:
             n.module_type = n.module_type or self._module_type(n.scope)
-            n.source = eqn.primitive.name
+            n.source = n.source or eqn.primitive.name   # an inlined call's nodes keep their own
         return [self._checked(ctx, out, var.aval) for out, var in zip(outs, eqn.outvars)]
 
     def _stack(self, eqn) -> str:
@@ -140,17 +140,17 @@ class _Walk:
     def _opaque(self, ctx, ins: list):
         """A primitive no converter knows: an ``opaque`` op with the shapes JAX states."""
         self.unsupported[ctx.primitive] += 1
-        outputs = [(tuple(a.shape), dtype_of(a.dtype).name) for a in ctx.out_avals]
+        outputs = [(shape, dtype.name) for shape, dtype in map(spec_of, ctx.out_avals)]
         y = opaque(*[t for t in ins if isinstance(t, Tensor)], label=f"JAX {ctx.primitive}",
                    node=ctx.scope or ctx.primitive, outputs=outputs)
         return list(y) if isinstance(y, tuple) else [y]
 
     def _checked(self, ctx, out, aval):
+        shape, want = spec_of(aval)
         if not isinstance(out, Tensor):
-            out = constant(out, dtype_of(aval.dtype))
-        if tuple(out.shape) != tuple(aval.shape):
-            raise ShapeError(f"{ctx.where}: converted to shape {list(out.shape)}, but JAX states {list(aval.shape)}")
-        want = dtype_of(aval.dtype)
+            out = constant(out, want)
+        if tuple(out.shape) != shape:
+            raise ShapeError(f"{ctx.where}: converted to shape {list(out.shape)}, but JAX states {list(shape)}")
         return out if out.dtype is want else cast(out, want)
 
 
@@ -197,7 +197,7 @@ def convert(captured, name: str | None = None) -> Graph:
     tracer = _JaxTracer(walk, [leaf.name for leaf in inputs], params)
     walk.tracer = tracer
     avals = [v.aval for v, leaf in zip(captured.jaxpr.jaxpr.invars, captured.leaves) if leaf.kind == "input"]
-    examples = tuple(empty(*a.shape, dtype=dtype_of(a.dtype), device="meta") for a in avals)
+    examples = tuple(empty(*shape, dtype=dtype, device="meta") for shape, dtype in map(spec_of, avals))
     graph = tracer.run(examples, {})
     walk.tracer = None
     graph.name = name or captured.name

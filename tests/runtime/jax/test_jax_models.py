@@ -190,3 +190,29 @@ def test_scanned_layers_count_every_step():
     graph = rt.jax.to_graph((model, variables), x)
     np.testing.assert_allclose(_run(graph, x), np.asarray(model.apply(variables, x)), rtol=1e-4, atol=1e-5)
     assert math.isclose(report.flops, graph.cost().flops)
+
+
+# --- state beyond parameters: batch statistics, dropout's PRNG key (nnx) ------------------------------
+
+class Regularized(nnx.Module):
+    def __init__(self, rngs):
+        self.linear = nnx.Linear(4, 8, rngs=rngs)
+        self.bn = nnx.BatchNorm(8, rngs=rngs)
+        self.drop = nnx.Dropout(0.1, rngs=rngs)
+
+    def __call__(self, x):
+        return self.drop(self.bn(self.linear(x)))
+
+
+def test_batch_statistics_are_buffers_and_dropouts_key_is_its_key_data():
+    model, x = Regularized(nnx.Rngs(0)), _normal(2, 4)
+    model.eval()
+    graph = rt.jax.to_graph(model, x)
+    assert graph.tensors["drop.rngs.key"].dtype.name == "uint32"   # threefry's two words
+    report = flopcount.profile(model, x)
+    assert report.params == _tree_size(nnx.state(model, nnx.Param)) == 4 * 8 + 8 + 2 * 8  # not mean, var
+    np.testing.assert_allclose(_run(graph, x), np.asarray(model(x)), rtol=1e-4, atol=1e-5)
+    model.train()    # dropout draws random bits: the draw is listed, the rest counted
+    report = flopcount.profile(model, x)
+    assert {"JAX random_bits"} <= {u.name for u in report.unsupported}
+    assert report.macs == 2 * 4 * 8

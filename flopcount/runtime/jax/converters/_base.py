@@ -81,6 +81,24 @@ def dtype_of(np_dtype):
     return _dt.get_dtype(np.dtype(np_dtype))
 
 
+def is_key(dtype) -> bool:
+    """Whether ``dtype`` is a PRNG key type (``key<fry>``), which has no numpy dtype."""
+    import jax
+
+    return jax.dtypes.issubdtype(dtype, jax.dtypes.prng_key)
+
+
+def spec_of(aval) -> tuple:
+    """(shape, runtime dtype) of a JAX value: a PRNG key is its key data (``uint32[..., 2]``
+    for threefry), as ``jax.random.key_data`` lays it out."""
+    if is_key(aval.dtype):
+        import jax
+
+        data = jax.eval_shape(jax.random.key_data, jax.ShapeDtypeStruct(aval.shape, aval.dtype))
+        return tuple(int(n) for n in data.shape), dtype_of(data.dtype)
+    return tuple(int(n) for n in aval.shape), dtype_of(aval.dtype)
+
+
 def constant(array, dtype=None) -> Tensor:
     """A CPU tensor holding ``array`` (the tracer keeps it as a graph constant)."""
     from ...tensor import tensor

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from ...ops import indexing, movement
 from ...ops.opaque import opaque
-from ._base import converter, dtype_of
+from ._base import converter, spec_of
 
 
 def _inner(ctx):
@@ -95,6 +95,6 @@ def while_loop(ctx, *inputs):
     ctx.walk.unsupported["while"] += 1
     ctx.note(f"while_loop{_at(ctx)}: the trip count is not static, so the loop is not counted "
              f"(its body: {flops} FLOPs per iteration)")
-    outputs = [(tuple(a.shape), dtype_of(a.dtype).name) for a in ctx.out_avals]
+    outputs = [(shape, dtype.name) for shape, dtype in map(spec_of, ctx.out_avals)]
     y = opaque(*[t for t in inputs if t is not None], label="JAX while", node=ctx.scope or "while", outputs=outputs)
     return list(y) if isinstance(y, tuple) else [y]

@@ -10,9 +10,9 @@ import numpy as np
 
 from ...ops import activations as act
 from ...ops import elementwise as ew
-from ...ops import linalg, movement, reduction
+from ...ops import bitwise, linalg, movement, reduction
 from ...ops.elementwise import cast
-from ._base import constant, converter
+from ._base import constant, converter, dtype_of
 
 _BINARY = {
     "add": ew.add, "sub": ew.sub, "mul": ew.mul, "max": ew.maximum, "min": ew.minimum,
@@ -24,7 +24,7 @@ _UNARY = {
     "tanh": lambda x: x.tanh(), "logistic": act.sigmoid, "rsqrt": lambda x: x.rsqrt(),
     "sqrt": lambda x: x.sqrt(), "erf": lambda x: x.erf(), "abs": lambda x: x.abs(),
     "sign": lambda x: x.sign(), "floor": lambda x: x.floor(), "ceil": lambda x: x.ceil(),
-    "sin": lambda x: x.sin(), "cos": lambda x: x.cos(), "not": lambda x: x.logical_not(),
+    "sin": lambda x: x.sin(), "cos": lambda x: x.cos(),
 }
 
 
@@ -64,10 +64,33 @@ def rem(ctx, a, b):
 
 @converter("and", "or", "xor")
 def logical(ctx, a, b):
-    fn = {"and": ew.logical_and, "or": ew.logical_or, "xor": ew.logical_xor}[ctx.primitive]
-    if a.dtype.name != "bool":
-        raise ctx.unsupported(f"bitwise {ctx.primitive} on {a.dtype.name} is not supported")
+    if a.dtype.name == "bool":
+        fn = {"and": ew.logical_and, "or": ew.logical_or, "xor": ew.logical_xor}[ctx.primitive]
+    else:
+        fn = {"and": bitwise.bitwise_and, "or": bitwise.bitwise_or, "xor": bitwise.bitwise_xor}[ctx.primitive]
     return fn(a, b)
+
+
+@converter("not")
+def not_(ctx, x):
+    return x.logical_not() if x.dtype.name == "bool" else bitwise.bitwise_not(x)
+
+
+@converter("shift_left", "shift_right_logical", "shift_right_arithmetic")
+def shift(ctx, a, b):
+    unsigned = a.dtype.name.startswith("uint")
+    if ctx.primitive != "shift_left" and unsigned != (ctx.primitive == "shift_right_logical"):
+        # numpy shifts an unsigned integer logically and a signed one arithmetically
+        raise ctx.unsupported(f"{ctx.primitive} on {a.dtype.name} is not supported")
+    return bitwise.bitshift(a, b, "left" if ctx.primitive == "shift_left" else "right")
+
+
+@converter("bitcast_convert_type")
+def bitcast_convert_type(ctx, x):
+    want = dtype_of(ctx.params["new_dtype"])
+    if want.itemsize != x.dtype.itemsize:
+        raise ctx.unsupported(f"a bitcast from {x.dtype.name} to {want.name} (another width) is not supported")
+    return bitwise.bitcast(x, want)
 
 
 @converter("integer_pow")
