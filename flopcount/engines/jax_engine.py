@@ -42,9 +42,9 @@ def time_call(model, args: tuple, *, warmup: int = 1, repeat: int = 5) -> tuple:
     from ..runtime.jax.capture import import_jax, pure_call
 
     jax = import_jax()
-    fn, leading = pure_call(model)
+    fn, inputs = pure_call(model, args)
     call = jax.jit(fn)
-    inputs = leading + _concrete(jax, args)
+    inputs = _concrete(jax, inputs)
     jax.block_until_ready(call(*inputs))   # compiles
     for _ in range(warmup):
         jax.block_until_ready(call(*inputs))

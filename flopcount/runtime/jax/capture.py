@@ -72,31 +72,54 @@ def path_name(path) -> str:
 
 
 def capture(model, example_args: tuple) -> Captured:
-    """The closed jaxpr of ``model`` on ``example_args`` and what its inputs are."""
+    """The closed jaxpr of ``model`` on ``example_args`` and what its inputs are. Arguments
+    that are Python bools, ints, strings or None are static (baked into the trace, as
+    ``jax.jit``'s ``static_argnums`` would: ``deterministic=True``, a loop's bound)."""
     jax = import_jax()
+    dynamic, full = _static_split(example_args)
     if isinstance(model, tuple):
-        return _capture_linen(jax, *model, example_args)
+        return _capture_linen(jax, *model, example_args, dynamic, full)
     if _is_nnx(model):
-        return _capture_nnx(jax, model, example_args)
+        return _capture_nnx(jax, model, example_args, dynamic, full)
     name = getattr(model, "__name__", None) or getattr(getattr(model, "__wrapped__", None), "__name__", "jax_fn")
+
+    def call(*inputs):
+        return model(*full(inputs))
+
     leaves = _input_leaves(jax, model, example_args)
-    closed = _trace(jax, model, example_args, name)
-    return Captured(closed, leaves, name, notes=_xla_flops(jax, model, example_args))
+    closed = _trace(jax, call, dynamic, name)
+    return Captured(closed, leaves, name, notes=_xla_flops(jax, call, dynamic))
 
 
-def pure_call(model) -> tuple:
-    """(function, leading arguments) that compute ``model(*args)`` as ``function(*leading,
-    *args)``, pure for ``jax.jit``: a Linen module applied to its variables, an nnx module
-    merged from its state, a function as it is."""
+def _is_static(value) -> bool:
+    return value is None or isinstance(value, (bool, int, str))
+
+
+def _static_split(args: tuple) -> tuple:
+    """(the traced arguments, a function giving back all of them from those)."""
+    dynamic = tuple(a for a in args if not _is_static(a))
+
+    def full(inputs) -> tuple:
+        given = iter(inputs)
+        return tuple(a if _is_static(a) else next(given) for a in args)
+
+    return dynamic, full
+
+
+def pure_call(model, args: tuple) -> tuple:
+    """(function, its arguments) that compute ``model(*args)``, pure for ``jax.jit``: a Linen
+    module applied to its variables, an nnx module merged from its state, a function as it is;
+    static arguments (see :func:`capture`) bound into the function."""
+    dynamic, full = _static_split(args)
     if isinstance(model, tuple):
         module, variables = model
-        return (lambda variables, *inputs: module.apply(variables, *inputs)), (variables,)
+        return (lambda variables, *inputs: module.apply(variables, *full(inputs))), (variables,) + dynamic
     if _is_nnx(model):
         from flax import nnx
 
         graphdef, state = nnx.split(model)
-        return (lambda state, *inputs: nnx.merge(graphdef, state)(*inputs)), (state,)
-    return model, ()
+        return (lambda state, *inputs: nnx.merge(graphdef, state)(*full(inputs))), (state,) + dynamic
+    return (lambda *inputs: model(*full(inputs))), dynamic
 
 
 def _trace(jax, fn, args, name):
@@ -118,6 +141,8 @@ def _input_leaves(jax, fn, args, skip: int = 0) -> list:
         params = []
     leaves = []
     for i, arg in enumerate(args):
+        if _is_static(arg):
+            continue
         base = params[i] if i < len(params) else f"input_{i}"
         flat = jax.tree_util.tree_flatten_with_path(arg)[0]
         if len(flat) == 1 and not flat[0][0]:
@@ -142,7 +167,7 @@ def _is_nnx(model) -> bool:
     return any(c.__module__.startswith("flax.nnx") and c.__name__ == "Module" for c in type(model).__mro__)
 
 
-def _capture_nnx(jax, model, args) -> Captured:
+def _capture_nnx(jax, model, args, dynamic, full) -> Captured:
     from flax import nnx
 
     graphdef, params, rest = nnx.split(model, nnx.Param, ...)
@@ -151,13 +176,14 @@ def _capture_nnx(jax, model, args) -> Captured:
     def call(params, rest, *inputs):
         merged = nnx.merge(graphdef, params, rest)
         with _nnx_scopes(nnx, merged, types):
-            return merged(*inputs)
+            return merged(*full(inputs))
 
     name = type(model).__name__
     leaves = (_state_leaves(jax, params, lambda n: (n, "param")) + _state_leaves(jax, rest, lambda n: (n, "buffer"))
               + _input_leaves(jax, type(model).__call__, args, skip=1))
-    closed = _trace(jax, call, (params, rest) + tuple(args), name)
-    return Captured(closed, leaves, name, absolute_scopes=True, module_types=types, notes=_xla_flops(jax, call, (params, rest) + tuple(args)))
+    closed = _trace(jax, call, (params, rest) + dynamic, name)
+    return Captured(closed, leaves, name, absolute_scopes=True, module_types=types,
+                    notes=_xla_flops(jax, call, (params, rest) + dynamic))
 
 
 @contextlib.contextmanager
@@ -202,7 +228,7 @@ def _iter_modules(nnx, root):
     return list(root.iter_modules())
 
 
-def _capture_linen(jax, module, variables, args) -> Captured:
+def _capture_linen(jax, module, variables, args, dynamic, full) -> Captured:
     from flax import linen
 
     types: dict = {}
@@ -216,7 +242,7 @@ def _capture_linen(jax, module, variables, args) -> Captured:
 
     def apply(variables, *inputs):
         with linen.intercept_methods(record):
-            return module.apply(variables, *inputs)
+            return module.apply(variables, *full(inputs))
 
     def kind_of(name: str):
         collection, _, rest = name.partition(".")
@@ -224,9 +250,9 @@ def _capture_linen(jax, module, variables, args) -> Captured:
 
     name = type(module).__name__
     leaves = _state_leaves(jax, variables, kind_of) + _input_leaves(jax, type(module).__call__, args, skip=1)
-    closed = _trace(jax, apply, (variables,) + tuple(args), name)
+    closed = _trace(jax, apply, (variables,) + dynamic, name)
     return Captured(closed, leaves, name, root_scope=name, module_types=types,
-                    notes=_xla_flops(jax, apply, (variables,) + tuple(args)))
+                    notes=_xla_flops(jax, apply, (variables,) + dynamic))
 
 
 def _xla_flops(jax, fn, args) -> list:

@@ -78,3 +78,14 @@ def test_profiling_does_not_import_jax_for_other_models():
     import subprocess
 
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_python_bools_and_ints_are_static_arguments():
+    def steps(x, w, n, relu):      # n bounds the loop: static, so a scan of n steps
+        h = lax.fori_loop(0, n, lambda i, h: h @ w, x)
+        return jnp.maximum(h, 0.0) if relu else h
+
+    report = flopcount.profile(steps, _spec(2, 4), _spec(4, 4), 3, True, engine="jax", warmup=0, repeat=1)
+    assert report.macs == 3 * 2 * 4 * 4
+    assert [v.name for v in rt.jax.to_graph(steps, np.ones((2, 4), np.float32), np.eye(4, dtype=np.float32), 3,
+                                            False).inputs] == ["x", "w"]
