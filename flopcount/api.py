@@ -287,8 +287,9 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     target = loading.load(model, device, zoo_device=zoo_device, given=given, batch=batch,
                           factory_args=factory_args, values=values or None, framework=framework)
     if mode == "eager" and (isinstance(target.model, Graph) or target.kind == loading.JAX):
+        what = "a JAX model, traced into a graph" if target.kind == loading.JAX else "a graph (a model file)"
         raise option_error(errors.FlopcountError, Option("mode", "eager"), f" runs a model's Python modules; "
-                           f"{target.name} is a graph (a model file), profile it with ", Option("mode", "graph"))
+                           f"{target.name} is {what}, profile it with ", Option("mode", "graph"))
     if target.kind in (loading.TORCH, loading.JAX) and (inputs or named_inputs):
         # captured for the inputs given, the graph then takes inputs made from their shapes
         target = loading.specialize(target, examples=(inputs, named_inputs), train=backward)

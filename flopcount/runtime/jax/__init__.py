@@ -17,6 +17,7 @@ flopcount.runtime`` does not need them. Without them they raise one line saying 
 from __future__ import annotations
 
 import sys
+from collections.abc import Mapping
 
 from .capture import INSTALL
 
@@ -31,7 +32,7 @@ def is_model(obj) -> bool:
     importing jax. (A plain Python function is JAX when its example arguments are: see
     :func:`is_example`.)"""
     if isinstance(obj, tuple) and len(obj) == 2 and not isinstance(obj[0], type):
-        return _from_jax(type(obj[0])) and callable(obj[0]) and isinstance(obj[1], dict)
+        return _from_jax(type(obj[0])) and callable(obj[0]) and isinstance(obj[1], Mapping)
     return not isinstance(obj, type) and callable(obj) and _from_jax(type(obj))
 
 

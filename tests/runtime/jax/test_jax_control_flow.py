@@ -89,3 +89,8 @@ def test_python_bools_and_ints_are_static_arguments():
     assert report.macs == 3 * 2 * 4 * 4
     assert [v.name for v in rt.jax.to_graph(steps, np.ones((2, 4), np.float32), np.eye(4, dtype=np.float32), 3,
                                             False).inputs] == ["x", "w"]
+
+
+def test_eager_mode_is_refused_for_a_jax_model():
+    with pytest.raises(flopcount.FlopcountError, match="a JAX model, traced into a graph"):
+        flopcount.profile(lambda x: jnp.tanh(x), _spec(2, 4), mode="eager")
