@@ -90,3 +90,27 @@ def test_a_case_the_converter_does_not_take_stays_as_an_unsupported_op():
     report = flopcount.profile(f, jax.ShapeDtypeStruct((1, 6, 3), jnp.float32), jax.ShapeDtypeStruct((3, 3, 2), jnp.float32))
     assert [u.name for u in report.unsupported] == ["JAX conv_general_dilated"]
     assert any("lhs_dilation (2,) with window strides (2,)" in n for n in report.notes)
+
+
+def test_activations_and_rounding_run_as_jax_does():
+    def f(x):
+        return (jax.nn.log_softmax(x) + jax.nn.silu(x) + jax.nn.softplus(x) + jax.nn.gelu(x, approximate=False)
+                + jnp.std(x, axis=-1, keepdims=True) + jnp.round(x * 3) + lax.round(x * 2.5) + jnp.arctan(x))
+
+    x = _normal(2, 3, 8)
+    _same_as_jax(rt.jax.to_graph(f, x), f, x)
+
+
+def test_same_padding_at_stride_two_pads_one_side():
+    class Stem(nn.Module):       # a ResNet stem: SAME at stride 2 pads (2, 3) and (0, 1)
+        @nn.compact
+        def __call__(self, x):
+            x = nn.BatchNorm(use_running_average=True)(nn.Conv(8, (7, 7), strides=2, padding="SAME")(x))
+            return nn.max_pool(nn.relu(x), (3, 3), strides=(2, 2), padding="SAME")
+
+    model, x = Stem(), _normal(2, 16, 16, 3)
+    variables = model.init(jax.random.key(0), x)
+    graph = rt.jax.to_graph((model, variables), x)
+    assert graph.cost().macs == 2 * 8 * 8 * 8 * 7 * 7 * 3
+    _same_as_jax(graph, lambda x: model.apply(variables, x), x)
+    assert flopcount.profile((model, variables), x).params == 7 * 7 * 3 * 8 + 8 + 2 * 8   # batch stats are buffers

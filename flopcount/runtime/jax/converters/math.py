@@ -11,6 +11,7 @@ import numpy as np
 from ...ops import activations as act
 from ...ops import elementwise as ew
 from ...ops import bitwise, linalg, movement, reduction
+from ...ops import trigonometric as trig
 from ...ops.elementwise import cast
 from ._base import constant, converter, dtype_of
 
@@ -25,6 +26,7 @@ _UNARY = {
     "sqrt": lambda x: x.sqrt(), "erf": lambda x: x.erf(), "abs": lambda x: x.abs(),
     "sign": lambda x: x.sign(), "floor": lambda x: x.floor(), "ceil": lambda x: x.ceil(),
     "sin": lambda x: x.sin(), "cos": lambda x: x.cos(),
+    **{name: getattr(trig, name) for name in trig.__all__},   # tan, asin, ..., atanh
 }
 
 
@@ -117,6 +119,19 @@ def log1p(ctx, x):
 @converter("expm1")
 def expm1(ctx, x):
     return ew.sub(x.exp(), constant(np.array(1, x.dtype.np)))
+
+
+@converter("erfc")
+def erfc(ctx, x):
+    return ew.sub(constant(np.array(1, x.dtype.np)), x.erf())
+
+
+@converter("round")
+def round_(ctx, x):
+    # numpy rounds half to even; XLA's default (method 0) rounds half away from zero
+    if int(ctx.params.get("rounding_method", 0)) == 1:
+        return x.round()
+    return ew.mul(x.sign(), ew.add(x.abs(), constant(np.array(0.5, x.dtype.np))).floor())
 
 
 @converter("clamp")
