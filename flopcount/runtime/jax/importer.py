@@ -63,8 +63,8 @@ class _Walk:
         closed = self.captured.jaxpr
         given = iter(inputs)
         values = [next(given) if leaf.kind == "input" else self.params[leaf.name] for leaf in self.captured.leaves]
-        outs = self.run_jaxpr(closed.jaxpr, values, "", [self.params.get(f"const_{i}") for i in range(len(closed.consts))]
-                              if closed.consts else None, closed.consts)
+        consts = [self.params.get(f"const_{i}") for i in range(len(closed.consts))]   # None: a plain constant
+        outs = self.run_jaxpr(closed.jaxpr, values, "", consts, closed.consts)
         return outs[0] if len(outs) == 1 else tuple(outs)
 
     # --- one jaxpr ----------------------------------------------------------------------------

@@ -85,9 +85,11 @@ def test_views_scans_and_selections_run_as_jax_does():
 
 def test_a_case_the_converter_does_not_take_stays_as_an_unsupported_op():
     def f(x, w):   # a strided convolution of a dilated input: no runtime op computes it
-        return lax.conv_general_dilated(x, w, (2,), ((1, 1),), lhs_dilation=(2,), dimension_numbers=("NWC", "WIO", "NWC"))
+        return lax.conv_general_dilated(x, w, (2,), ((1, 1),), lhs_dilation=(2,),
+                                        dimension_numbers=("NWC", "WIO", "NWC"))
 
-    report = flopcount.profile(f, jax.ShapeDtypeStruct((1, 6, 3), jnp.float32), jax.ShapeDtypeStruct((3, 3, 2), jnp.float32))
+    report = flopcount.profile(f, jax.ShapeDtypeStruct((1, 6, 3), jnp.float32),
+                               jax.ShapeDtypeStruct((3, 3, 2), jnp.float32))
     assert [u.name for u in report.unsupported] == ["JAX conv_general_dilated"]
     assert any("lhs_dilation (2,) with window strides (2,)" in n for n in report.notes)
 

@@ -12,9 +12,11 @@
 
 from __future__ import annotations
 
+import numpy as np
+
 from ...ops import indexing, movement
 from ...ops.opaque import opaque
-from ._base import converter, spec_of
+from ._base import constant, converter, spec_of
 
 
 def _inner(ctx):
@@ -47,11 +49,9 @@ def scan(ctx, *inputs):
 
 
 def _empty(ctx, k: int):
-    from ._base import constant
-    import numpy as np
-
-    aval = ctx.out_avals[k]
-    return constant(np.zeros(aval.shape, np.dtype(aval.dtype)))
+    """The stacked outputs of a scan of length 0: empty."""
+    shape, dtype = spec_of(ctx.out_avals[k])
+    return constant(np.zeros(shape, dtype.np))
 
 
 def _at(ctx) -> str:

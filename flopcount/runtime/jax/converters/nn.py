@@ -111,7 +111,8 @@ def reduce_window(ctx, x):
     moved = movement.permute(x, order)
     lead = tuple(moved.shape[:len(others)])
     # the pool's (N, C, *spatial): as it is when two dims are not pooled (NHWC), else in one plane axis
-    planes = moved if len(others) == 2 else movement.reshape(moved, (1, math.prod(lead)) + tuple(moved.shape[len(others):]))
+    planes = moved if len(others) == 2 else \
+        movement.reshape(moved, (1, math.prod(lead)) + tuple(moved.shape[len(others):]))
     kernel = tuple(window[i] for i in pooled)
     stride = tuple(strides[i] for i in pooled)
     dilation = tuple(int(p["window_dilation"][i]) for i in pooled)
