@@ -97,7 +97,7 @@ def test_engine_torch_needs_a_pytorch_model_with_weights():
         model = Net()
     with pytest.raises(DeviceError, match=r"is on torch's meta device"):
         flopcount.profile(model, input_shape=(1, 3, 16, 16), engine="torch")
-    with pytest.raises(FlopcountError, match=r"engine must be one of flopcount, torch, onnxruntime, got 'tvm'"):
+    with pytest.raises(FlopcountError, match=r"engine must be one of flopcount, torch, onnxruntime, jax, got 'tvm'"):
         flopcount.profile(Net(), torch.randn(1, 3, 16, 16), engine="tvm")
     with pytest.raises(FlopcountError, match=r"engine 'torch' times the PyTorch model as it is.*dtype='bfloat16'"):
         flopcount.profile(Net(), torch.randn(1, 3, 16, 16), engine="torch", dtype="bf16")
