@@ -29,8 +29,7 @@ from ._hf_architectures import ARCHITECTURES, TEXT, NotNative
 from ._hf_folder import Folder, default_inputs, materialize_buffers
 
 # GGUF's architecture name -> the Hugging Face class built natively for it
-ARCHITECTURE_CLASSES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "gemma": "GemmaForCausalLM",
-                        "phi3": "Phi3ForCausalLM"}
+ARCHITECTURE_CLASSES = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "gemma": "GemmaForCausalLM"}
 
 
 def config_of(f: gguf.GGUFFile) -> dict:
@@ -58,8 +57,8 @@ def config_of(f: gguf.GGUFFile) -> dict:
         "tie_word_embeddings": f.tensor("output.weight") is None,
         "rope_parameters": {"rope_type": "default", "rope_theta": key("rope.freq_base", 10000.0)},
     }
-    if key("attention.key_length") is not None:
-        data["head_dim"] = key("attention.key_length")
+    if heads and data["hidden_size"]:   # llama.cpp writes key_length where it is not hidden / heads
+        data["head_dim"] = key("attention.key_length", data["hidden_size"] // heads)
     scaling = key("rope.scaling.type")
     if scaling not in (None, "none"):
         data["rope_parameters"].update(rope_type=scaling, factor=key("rope.scaling.factor", 1.0))

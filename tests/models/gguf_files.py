@@ -82,8 +82,8 @@ def write(path, arch: str = "llama", types: dict | None = None, tied: bool = Fal
 
 def hf_config(arch: str = "llama", tied: bool = False) -> dict:
     """The config.json a Hugging Face folder of the same model has."""
-    name = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM"}[arch]
+    name = {"llama": "LlamaForCausalLM", "qwen2": "Qwen2ForCausalLM", "gemma": "GemmaForCausalLM"}[arch]
     return {"architectures": [name], "model_type": arch, "hidden_size": HIDDEN, "num_hidden_layers": LAYERS,
             "intermediate_size": FF, "num_attention_heads": HEADS, "num_key_value_heads": KV_HEADS,
-            "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "vocab_size": VOCAB, "rope_theta": 10000.0,
+            "head_dim": HEAD_DIM, "max_position_embeddings": 2048, "rms_norm_eps": 1e-5, "vocab_size": VOCAB, "rope_theta": 10000.0,
             "tie_word_embeddings": tied, "hidden_act": "silu", "torch_dtype": "float32"}

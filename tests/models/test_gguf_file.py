@@ -67,12 +67,15 @@ def test_parameters_and_bytes_are_the_tensor_table(which, request):
     assert report.memory.parameters == by_type
 
 
-@pytest.mark.parametrize("arch, which, tied", [("llama", "llama_file", False), ("qwen2", "qwen_file", True)])
+@pytest.mark.parametrize("arch, which, tied", [("llama", "llama_file", False), ("qwen2", "qwen_file", True),
+                                               ("gemma", None, True)])
 def test_macs_are_the_hugging_face_folders(arch, which, tied, request, tmp_path):
     folder = tmp_path / arch
     folder.mkdir()
     (folder / "config.json").write_text(json.dumps(files.hf_config(arch, tied)))
-    from_file = flopcount.profile(request.getfixturevalue(which))
+    if which is None:
+        files.write(tmp_path / f"{arch}.gguf", arch, {"attn": Q.Q4_K, "ffn": Q.Q8_0}, tied=tied)
+    from_file = flopcount.profile(request.getfixturevalue(which) if which else str(tmp_path / f"{arch}.gguf"))
     from_folder = flopcount.profile(str(folder))
     assert from_file.totals["macs"] == from_folder.totals["macs"]
     tokens = 128
