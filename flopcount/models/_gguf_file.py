@@ -24,7 +24,6 @@ from ..runtime.device import CPU
 from ..runtime.dtypes import BlockDType
 from ..runtime.nn.modules.linear import Linear
 from ..runtime.nn.modules.quantized import QuantizedLinear
-from ..runtime.nn.parameter import Parameter
 from ._hf_architectures import ARCHITECTURES, TEXT, NotNative
 from ._hf_folder import Folder, default_inputs, materialize_buffers
 
