@@ -17,7 +17,6 @@ import argparse
 import os
 
 os.environ["BENCH_THREADS"] = "1"  # one thread each
-import cpu_common  # noqa: E402  (sets the BLAS threads before numpy loads)
 from cpu_common import Row, check_close, interleaved, median_ms, paired_ratio, report  # noqa: E402
 
 import numpy as np  # noqa: E402

@@ -32,7 +32,6 @@ import sys
 import tempfile
 import time
 
-import cpu_common
 from cpu_common import Row, report
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
@@ -72,7 +71,6 @@ def child_torch(folder: str, phase: str) -> dict:
         model = transformers.AutoModelForCausalLM.from_config(config).eval()
     cache = transformers.DynamicCache(config=config)
     ids = torch.zeros(1, TOKENS if phase == "prefill" else 1, dtype=torch.long, device="meta")
-    built = time.perf_counter()
     fill = 0.0
     with torch.no_grad():
         if phase == "decode":

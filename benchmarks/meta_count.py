@@ -30,7 +30,6 @@ import subprocess
 import sys
 import time
 
-import cpu_common
 from cpu_common import Row, report
 
 SHAPE = dict(n_embd=12288, n_head=96, n_positions=2048)

@@ -22,7 +22,6 @@ import sys
 import time
 
 os.environ["BENCH_THREADS"] = "1"  # one thread each, as the issue measures
-import cpu_common  # noqa: E402  (sets the BLAS threads before numpy loads)
 from cpu_common import Row, check_close, interleaved, median_ms, paired_ratio, report  # noqa: E402
 
 import numpy as np  # noqa: E402

@@ -3,7 +3,8 @@ hardware profile (see :mod:`flopcount.hardware.calibrated`).
 
 The suite covers every op class at several sizes: GEMMs and batched GEMMs, dense, depthwise and
 strided convolutions, attention, elementwise ops, norms, reductions and pooling. Each case is a
-small model profiled with ``latency=True`` on the engine asked for; every timed op gives one
+small model profiled with ``latency=True`` on the engine asked for (for onnxruntime, the model
+exported to an ONNX file first, as onnxruntime takes it); every timed op gives one
 point, its measured time against its roofline time on the base profile (``cpu``: this machine,
 measured). The curves are what later predictions read.
 
@@ -18,6 +19,7 @@ import datetime
 import json
 import os
 import platform
+import tempfile
 from dataclasses import dataclass
 from typing import Callable
 
@@ -29,7 +31,7 @@ from .hardware.calibrated import FALLBACK, VIEW, cache_folder, op_class
 from .io_utils import atomic_write
 from .runtime.errors import FlopcountError
 
-ENGINES = ("flopcount", "torch")
+ENGINES = ("flopcount", "torch", "onnxruntime")
 
 
 @dataclass(frozen=True)
@@ -42,6 +44,7 @@ class Case:
 
 
 def _frameworks(engine: str):
+    # onnxruntime runs the flopcount models' ONNX exports
     if engine == "torch":
         import torch
 
@@ -125,24 +128,19 @@ def calibrate(*, engine: str = "flopcount", device: str = "cpu", base: str | Non
               repeat: int = 5, progress: Callable[[int, int, str], None] | None = None):
     """Run the suite on ``engine`` and return the calibrated profile (not saved)."""
     if engine not in ENGINES:
-        raise FlopcountError(f"calibrate: engine must be one of {', '.join(ENGINES)} (onnxruntime is not "
-                             f"calibrated yet), got {engine!r}")
+        raise FlopcountError(f"calibrate: engine must be one of {', '.join(ENGINES)}, got {engine!r}")
     if device != "cpu":
         raise FlopcountError(f"calibrate: device {device!r} is not calibrated yet; run it on the CPU (cpu)")
     fw = _frameworks(engine)
     profile = hardware_profile(base or device)
     cases = _suite(quick)
     points: dict = {}
-    for i, case in enumerate(cases):
-        if progress is not None:
-            progress(i, len(cases), case.label)
-        module, inputs = case.build(fw)
-        report = api.profile(module.eval(), *inputs, latency=True, repeat=repeat, warmup=1, hardware=profile,
-                             engine=engine, device=device)
-        for record in report.by_op("forward"):
-            if record.latency_ms and record.roofline_ms is not None:
-                kind = op_class(record.op, record.input_shapes) if record.roofline_ms > 0 else VIEW
-                points.setdefault(kind, []).append((record.roofline_ms / 1e3, record.latency_ms / 1e3))
+    with tempfile.TemporaryDirectory(prefix="flopcount-calibrate-") as folder:
+        for i, case in enumerate(cases):
+            if progress is not None:
+                progress(i, len(cases), case.label)
+            report = _timed(case, fw, engine, folder, repeat=repeat, hardware=profile, device=device)
+            _add_points(points, report)
     curves = {kind: _curve(p) for kind, p in points.items()}
     if FALLBACK not in curves:
         raise FlopcountError("calibrate: no elementwise op was timed; the suite did not run")
@@ -153,6 +151,27 @@ def calibrate(*, engine: str = "flopcount", device: str = "cpu", base: str | Non
     name = f"{profile.name}-{engine}"
     return profile.with_(name=name, title=f"{profile.title}, calibrated with {engine}", curves=curves,
                          calibration=meta)
+
+
+def _timed(case: Case, fw, engine: str, folder: str, **options):
+    """The case's report with per-op times on ``engine``; onnxruntime times the case's ONNX export."""
+    module, inputs = case.build(fw)
+    module = module.eval()
+    if engine == "onnxruntime":
+        from .runtime import onnx as onnx_io
+
+        path = os.path.join(folder, f"case-{abs(hash(case.label))}.onnx")
+        onnx_io.export(module, path, *inputs)
+        return api.profile(path, *inputs, latency=True, warmup=1, engine=engine, **options)
+    return api.profile(module, *inputs, latency=True, warmup=1, engine=engine, **options)
+
+
+def _add_points(points: dict, report) -> None:
+    """(roofline seconds, measured seconds) of every timed op, by op class."""
+    for record in report.by_op("forward"):
+        if record.latency_ms and record.roofline_ms is not None:
+            kind = op_class(record.op, record.input_shapes) if record.roofline_ms > 0 else VIEW
+            points.setdefault(kind, []).append((record.roofline_ms / 1e3, record.latency_ms / 1e3))
 
 
 def _curve(points: list) -> tuple:
@@ -169,6 +188,10 @@ def _versions(engine: str) -> dict:
         import torch
 
         out["torch"] = torch.__version__
+    if engine == "onnxruntime":
+        import onnxruntime
+
+        out["onnxruntime"] = onnxruntime.__version__
     return out
 
 

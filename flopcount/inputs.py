@@ -22,7 +22,7 @@ from math import prod
 from numbers import Integral
 from .options import Option, option_error
 from .runtime.dtypes import get_dtype
-from .runtime.errors import FlopcountError, ShapeError
+from .runtime.errors import ShapeError
 from .runtime.graph import Graph
 from .runtime.graph.tree import unflatten
 from .runtime.nn.modules.module import Module

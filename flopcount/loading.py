@@ -29,7 +29,7 @@ from dataclasses import replace
 
 from .inputs import InputSpec
 from .options import Option, option_error
-from .target import FACTORY, HF, JAX, NATIVE, OBJECT, ONNX, PT2, TORCH, ZOO, Target, graph_inputs  # noqa: F401
+from .target import FACTORY, GGUF, HF, JAX, NATIVE, OBJECT, ONNX, PT2, TORCH, ZOO, Target, graph_inputs  # noqa: F401
 from .runtime import errors
 from .runtime.dtypes import get_dtype
 from .runtime.dispatch import default_device
@@ -291,6 +291,8 @@ def load_native(path: str, device, zoo_device=None) -> Target:
         torch_loading().refuse_pickle(path, kind)
     if kind == sniff.PT2:
         return torch_loading().load_pt2(path, device, [])
+    if kind == sniff.GGUF:
+        return load_gguf(path, zoo_device or device)
     if kind == sniff.SAFETENSORS and sniff.safetensors_metadata(path).get("format") not in (None, "flopcount"):
         return _weights_file(path, device, zoo_device)
     graph = load_graph(path)
@@ -325,6 +327,19 @@ def load_hf_folder(path: str, device) -> Target:
         return target
     target = Target(folder.model, label, HF, expected, notes=list(folder.notes), path=path)
     if any(p.data is None for p in folder.model.parameters()):
+        target.device = "meta"
+    return target
+
+
+def load_gguf(path: str, device) -> Target:
+    """A GGUF file (see ``models/_gguf_file.py``): its decoder built natively on meta to count
+    (``device="meta"``: header and tensor table only), its weights mapped from the file otherwise."""
+    from .models import _gguf_file
+
+    built = _gguf_file.load(path, weights=str(device) != "meta")
+    expected = [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in built.inputs]
+    target = Target(built.model, os.path.basename(path), GGUF, expected, notes=list(built.notes), path=path)
+    if any(p.data is None for p in built.model.parameters()):
         target.device = "meta"
     return target
 

@@ -14,6 +14,7 @@ from .runtime.graph import Graph
 OBJECT, FACTORY, ONNX, NATIVE, ZOO = "object", "factory", "onnx", "native", "zoo"
 TORCH, PT2 = "torch", "pt2"   # a torch.nn.Module (see torch_loading.py), a torch.export archive
 HF = "hf"                     # a Hugging Face model folder (config.json, *.safetensors)
+GGUF = "gguf"                 # a GGUF file (llama.cpp): the same decoders, weights in the file's formats
 JAX = "jax"                   # a JAX function or Flax module (see jax_loading.py)
 
 

@@ -2,8 +2,6 @@
 Conv, Gemm and MatMul; a deeper ResNet adds exactly its extra blocks; renamed layers pair by
 position and type (the command line: tests/cli/test_diff_command.py)."""
 
-import json
-import os
 
 import numpy as np
 import pytest

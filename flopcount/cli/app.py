@@ -321,8 +321,9 @@ def serve_command(ctx, model: str, hardware, rates, prompt, output_lengths, dtyp
 
 
 @main.command("calibrate", context_settings=CONTEXT)
-@click.option("--engine", type=click.Choice(["flopcount", "torch"]), default="flopcount", show_default=True,
-              help="Who runs the ops: flopcount's runtime, or PyTorch (pip install torch).")
+@click.option("--engine", type=click.Choice(["flopcount", "torch", "onnxruntime"]), default="flopcount",
+              show_default=True, help="Who runs the ops: flopcount's runtime, PyTorch (pip install torch), or "
+                                      "onnxruntime on the suite's ONNX exports (pip install onnxruntime).")
 @click.option("--device", default="cpu", show_default=True, metavar="cpu", help="The device to calibrate.")
 @click.option("--quick", is_flag=True, help="Half the sizes (a few seconds; for a first look).")
 @click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Timed runs per case.")
@@ -342,6 +343,7 @@ def calibrate_command(ctx, engine, device, quick, repeat, name, output, quiet, d
       flopcount calibrate                                  saved as cpu-flopcount
       flopcount resnet50 --hardware cpu-flopcount --latency  predicted beside measured
       flopcount calibrate --engine torch                   saved as cpu-torch
+      flopcount calibrate --engine onnxruntime             saved as cpu-onnxruntime
     """
     from .. import calibrate as calibration
 

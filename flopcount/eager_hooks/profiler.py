@@ -62,9 +62,10 @@ def _dtype_of(model, args) -> str:
     for t in tensor_leaves(list(args)):
         if t.dtype.is_floating_point:
             return t.dtype.name
-    for p in model.parameters():
-        return p.dtype.name
-    return ""
+    params = list(model.parameters())
+    # a floating parameter's dtype is the activations'; weights in a narrow or block format are not
+    return next((p.dtype.name for p in params if p.dtype.is_floating_point),
+                params[0].dtype.name if params else "")
 
 
 def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention="flopcount",

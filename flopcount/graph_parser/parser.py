@@ -108,8 +108,11 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
     report_rows = rows.rows(node_ms, per_node_bwd, bwd_ms, node_min)
     records = rows.records(node_ms, starts, bwd_records)
     inputs = tensor_leaves((args, kwargs))
+    params = [v for v in graph.parameters.values() if v.kind == "param"]
+    # a floating parameter's dtype is the activations'; weights in a narrow or block format are not
     dtype = next((t.dtype.name for t in inputs if t.dtype.is_floating_point),
-                 next((v.dtype.name for v in graph.parameters.values() if v.kind == "param"), ""))
+                 next((v.dtype.name for v in params if v.dtype.is_floating_point),
+                      params[0].dtype.name if params else ""))
     return Report(report_rows, convention=conv.name, mode="graph", device=str(device), dtype=dtype,
                   input_shapes=[tuple(t.shape) for t in inputs], ops=records,
                   unsupported=rows.unsupported(node_ms), memory=memory, latency_ms=whole[0],

@@ -88,7 +88,8 @@ def fit_on(decoder, hardware, *, weights=None, kv_dtype=None, batch: int = 1, co
     per_sequence = cache_bytes(layers, context, 1, nbytes)
     largest = int(free // per_sequence) if free > 0 and per_sequence else 0
     return Fit(device=profile.name, memory_bytes=int(profile.memory_bytes),
-               weight_format=str(weights) if weights is not None else decoder.dtype.name,
+               weight_format=str(weights) if weights is not None else getattr(decoder, "weight_format",
+                                                                                 decoder.dtype.name),
                weight_bytes=weight_bytes, kv_dtype=cache_dtype.name,
                kv_bytes_per_token=bytes_per_token(layers, nbytes), state_bytes=state_bytes(layers),
                batch=batch, context=context, longest_context=longest, context_limit=limit, largest_batch=largest)

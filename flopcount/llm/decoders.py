@@ -50,6 +50,7 @@ class NativeDecoder:
         self.dtype = next((p.dtype for p in net.parameters() if p.dtype.is_floating_point), rt.float32)
         self.params = sum(p.numel() for p in net.parameters())
         self.weight_bytes = sum(p.dtype.nbytes(p.numel()) for p in net.parameters())
+        self.weight_format = _weight_format(net, self.dtype)
         self.layers = from_layout(kv_cache_layout(net))
         self.moe = moe_summary(net)
         self.layer_path = layer_list(net)
@@ -104,6 +105,17 @@ class NativeDecoder:
             return StepGraph(rt.trace(self.net, **phase.step_inputs(self.net, batch, self.dtype)))
         finally:
             self.net.train(training)
+
+
+def _weight_format(net: Module, dtype) -> str:
+    """The dtype the weights are stored in; a file's block formats (a GGUF's Q4_K and Q6_K) by
+    the bytes they take, most first."""
+    by_format: dict = {}
+    for p in {id(p): p for p in net.parameters()}.values():
+        by_format[p.dtype] = by_format.get(p.dtype, 0) + p.dtype.nbytes(p.numel())
+    if not any(isinstance(d, rt.BlockDType) for d in by_format):
+        return dtype.name
+    return "+".join(d.name for d in sorted(by_format, key=by_format.get, reverse=True))
 
 
 def load(model, dtype=None, routing: str = "balanced"):

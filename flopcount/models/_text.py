@@ -24,7 +24,6 @@ from dataclasses import fields
 from typing import Iterator
 
 import ml_dtypes
-import numpy as np
 
 from .. import runtime as rt
 from ..runtime import nn

@@ -12,6 +12,7 @@ module hooks.
 from .dtypes import (DType, bool_, uint8, int8, int16, int32, int64, uint16, uint32, uint64, int4,
                      uint4, float16, bfloat16, float32, float64, float8_e4m3fn, float8_e5m2,
                      float8_e4m3fnuz, float8_e5m2fnuz, float4_e2m1fn, float8_e8m0fnu, int2, uint2, get_dtype)
+from .dtypes import BlockDType, block_dtype
 from .dtypes import promote as promote_types
 from .device import Device, device
 from .errors import DeviceError, FlopcountError, ModelFileError, ShapeError, UnsupportedOpError

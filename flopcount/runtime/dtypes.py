@@ -108,6 +108,60 @@ NUMPY_DTYPES = frozenset(_BY_NP)  # the numpy dtypes that hold a runtime dtype
 default_float = float32
 
 
+class BlockDType(DType):
+    """Weights stored in blocks: every ``block`` consecutive elements of a row take
+    ``block_bytes`` bytes, their scales (and mins) inside, as GGUF's formats store them (Q4_K:
+    256 weights in 144 bytes). A tensor of it has its logical shape (out, in); its array holds
+    the raw blocks, (out, in / block * block_bytes) bytes, and ``decode`` turns such an array
+    into float32 (out, in). ``bits`` is the bits per weight, scales included.
+
+    >>> q = block_dtype("q4_k", 256, 144)
+    >>> q.bits, q.nbytes(4096 * 4096)
+    (4.5, 9437184)
+    """
+
+    __slots__ = ("block", "block_bytes", "decode")
+
+    def __init__(self, name: str, block: int, block_bytes: int, decode=None):
+        super().__init__(name, np.uint8, INTEGER, promotes="self")
+        self.bits = 8 * block_bytes / block
+        self.block, self.block_bytes, self.decode = block, block_bytes, decode
+        self.is_signed = False
+
+    def nbytes(self, numel: int) -> int:
+        return -(-numel // self.block) * self.block_bytes
+
+    def decoded(self, raw):
+        """float32 elements of ``raw`` blocks (last axis: a row's bytes), on the host: decoders
+        are numpy code (a device array is copied over first)."""
+        if self.decode is None:
+            raise ShapeError(f"{self.name}: no decoder for this block format is loaded (the reader of its "
+                             f"file format registers one)")
+        return self.decode(raw.get() if hasattr(raw, "get") else raw)
+
+    def row_bytes(self, columns: int) -> int:
+        """Bytes of one row of ``columns`` elements (a whole number of blocks)."""
+        if columns % self.block:
+            raise ShapeError(f"{self.name}: a row of {columns} elements is not a whole number of "
+                             f"{self.block}-element blocks")
+        return columns // self.block * self.block_bytes
+
+
+def block_dtype(name: str, block: int, block_bytes: int, decode=None) -> BlockDType:
+    """The block format ``name`` (registered on first use, so ``get_dtype(name)`` finds it); a
+    name taken by another format is a TypeError."""
+    known = _BY_NAME.get(name)
+    if known is not None:
+        if not (isinstance(known, BlockDType) and (known.block, known.block_bytes) == (block, block_bytes)):
+            raise TypeError(f"dtype {name!r} is already defined otherwise")
+        if decode is not None and known.decode is None:
+            known.decode = decode
+        return known
+    made = BlockDType(name, block, block_bytes, decode)
+    _BY_NAME[name] = made
+    return made
+
+
 def names() -> list[str]:
     """Every dtype name ``get_dtype`` takes, aliases included."""
     return sorted(_BY_NAME)

@@ -58,7 +58,7 @@ def numel(spec) -> int:
 
 def nbytes(spec) -> int:
     """Bytes of a tensor or spec at its dtype's element size in bits (int4: half a byte)."""
-    return (prod(spec.shape) * spec.dtype.bits + 7) // 8
+    return spec.dtype.nbytes(prod(spec.shape))
 
 
 class Cost:
@@ -94,13 +94,13 @@ def io_cost(out, inputs: Iterable, macs: int = 0, flops: int = 0) -> Cost:
     read = 0
     for t in inputs:
         if t is not None:
-            read += (prod(t.shape) * t.dtype.bits + 7) // 8
+            read += t.dtype.nbytes(prod(t.shape))
     if isinstance(out, (tuple, list)):
         written = 0
         for o in out:
-            written += (prod(o.shape) * o.dtype.bits + 7) // 8
+            written += o.dtype.nbytes(prod(o.shape))
     else:
-        written = (prod(out.shape) * out.dtype.bits + 7) // 8
+        written = out.dtype.nbytes(prod(out.shape))
     return Cost(macs, flops, read, written)
 
 

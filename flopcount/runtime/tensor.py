@@ -755,7 +755,6 @@ def tensor(data, dtype=None, device=None, requires_grad: bool = False) -> Tensor
         else:
             dtype = _dt.get_dtype(arr.dtype)
     dtype = _dt.get_dtype(dtype)
-    shape = tuple(np.shape(data)) if not hasattr(data, "shape") else tuple(data.shape)
     if dev.type == "meta":
         # A meta tensor may carry a small constant value for the tracer; it is never computed on.
         arr = np.array(data.get() if hasattr(data, "get") else data, dtype=dtype.np, copy=True)

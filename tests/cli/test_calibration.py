@@ -93,3 +93,27 @@ def test_the_prediction_plot_needs_times_and_a_calibration(calibrated, tmp_path)
     assert len(figure.axes[0].collections[0].get_offsets()) == len(report.by_op("forward"))
     with pytest.raises(flopcount.FlopcountError, match="needs measured times"):
         flopcount.profile(net, rt.randn(4, 64), hardware=profile).plot(kind="prediction")
+
+
+def test_onnxruntime_calibrates_on_the_suites_exports_and_predicts_an_onnx_file(tmp_path):
+    pytest.importorskip("onnxruntime")
+    import flopcount.runtime as rt
+
+    profile = calibrate(engine="onnxruntime", quick=True, repeat=1)
+    assert {"matmul", "conv", "elementwise", "norm"} <= set(profile.curves)
+    assert profile.calibration["engine"] == "onnxruntime" and profile.calibration["versions"]["onnxruntime"]
+    net = rt.nn.Sequential(rt.nn.Conv2d(3, 8, 3, padding=1), rt.nn.ReLU(), rt.nn.Flatten(), rt.nn.Linear(8 * 16 * 16, 10))
+    path = str(tmp_path / "net.onnx")
+    rt.onnx.export(net.eval(), path, rt.randn(1, 3, 16, 16))
+    report = flopcount.profile(path, latency=True, repeat=2, engine="onnxruntime", hardware=profile)
+    timed = [r for r in report.by_op("forward") if r.latency_ms]
+    assert timed and all(r.predicted_ms is not None and r.roofline_ms is not None for r in timed)
+    for record in timed:
+        if record.roofline_ms > 0:
+            kind = op_class(record.op, record.input_shapes)
+            curve = profile.curves.get(kind) or profile.curves.get(kind.split("_")[0]) or profile.curves[FALLBACK]
+            assert record.predicted_ms == pytest.approx(read_curve(curve, record.roofline_ms / 1e3) * 1e3, rel=1e-12)
+    result = make_runner().invoke(main, ["calibrate", "--engine", "onnxruntime", "--quick", "--repeat", "1", "-q",
+                                         "-o", str(tmp_path / "ort.json")])
+    assert result.exit_code == 0 and "use --hardware" in result.output
+    assert json.loads((tmp_path / "ort.json").read_text())["calibration"]["engine"] == "onnxruntime"

@@ -1,7 +1,6 @@
 """Ops on the GPU against PyTorch on the same weights (PyTorch's CUDA build when it has one,
 its CPU otherwise), forward and input gradients, float32 within 1e-4 relative."""
 
-import math
 
 import numpy as np
 import pytest

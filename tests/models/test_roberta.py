@@ -2,7 +2,6 @@
 against transformers on the same weights (the folder tests, test_hf_folders.py, cover more)."""
 
 import numpy as np
-import pytest
 
 import flopcount.runtime as rt
 from flopcount import models

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import inspect
 
-from ..device import CPU, META
-from ..dispatch import apply, state
+from ..device import META
+from ..dispatch import state
 from ..errors import DeviceError, FlopcountError
 from ..tensor import Tensor
 from .folding import fold

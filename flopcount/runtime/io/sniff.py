@@ -7,7 +7,7 @@ running or unpickling anything.
 
 Kinds: ``torch-pickle`` (``torch.save``'s zip), ``pickle`` (a raw pickle stream: ``torch.save``
 with the legacy format, ``pickle.dump``), ``pt2``, ``safetensors``, ``zip`` (another zip) and
-``unknown``.
+``gguf`` (llama.cpp's format: its magic) and ``unknown``.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from .files import open_model_file
 from .json_text import parse_json
 
 TORCH_PICKLE, PICKLE, PT2, SAFETENSORS, ZIP, UNKNOWN = "torch-pickle", "pickle", "pt2", "safetensors", "zip", "unknown"
+GGUF = "gguf"
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _HEADER_LIMIT = 100 << 20   # a safetensors header larger than this is not one
@@ -31,6 +32,8 @@ def sniff(path: str) -> str:
         head = f.read(9)
     if head.startswith(_ZIP_MAGIC):
         return _zip_kind(path)
+    if head.startswith(b"GGUF"):
+        return GGUF
     if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
         return PICKLE   # PROTO opcode with protocol 2..5: how every pickle since Python 2.3 starts
     if len(head) == 9 and head[8:9] == b"{":
@@ -68,4 +71,4 @@ def safetensors_metadata(path: str) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-__all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "ZIP", "UNKNOWN"]
+__all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "ZIP", "GGUF", "UNKNOWN"]

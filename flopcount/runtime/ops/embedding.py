@@ -1,7 +1,9 @@
 """Embedding lookup and one_hot.
 
 Cost: a lookup does no arithmetic; it reads the gathered rows and the ids (not the whole
-table) and writes the rows. Its gradient is a scatter-add into a zero table: one add per
+table) and writes the rows. A table in a block format (GGUF's Q4_K, Q6_K...: ``block_format``)
+is read at its bytes per row and its rows come out decoded, in float32 as llama.cpp's get_rows
+gives them. Its gradient is a scatter-add into a zero table: one add per
 element of the incoming gradient.
 
 SBP: the ids' dims split the output; the table's columns split the output's last dim; the
@@ -33,13 +35,16 @@ class Embedding(Op):
     """Rows of ``weight`` (num_embeddings, embedding_dim) picked by integer ``ids``."""
     computes = False  # moves or selects elements: runs on any dtype's storage
 
-    def shape(weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None):
+    def shape(weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None, block_format=None):
         if weight.ndim != 2:
             raise ShapeError(f"embedding: weight must be 2-d (num_embeddings, embedding_dim), got {weight.shape}")
         _check_ids("embedding", ids)
-        return Spec(tuple(ids.shape) + (weight.shape[1],), weight.dtype, weight.device)
+        dtype = _dt.float32 if block_format is not None else weight.dtype
+        return Spec(tuple(ids.shape) + (weight.shape[1],), dtype, weight.device)
 
-    def forward(xp, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None):
+    def forward(xp, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None, block_format=None):
+        if block_format is not None:   # the raw blocks of the picked rows, decoded
+            return xp.asarray(_dt.get_dtype(block_format).decoded(weight[ids]))
         if offset is not None:  # one shard of the rows: the ids it does not hold give zeros
             local, held = _shard_ids(xp, ids, offset, weight.shape[0])
             return weight[local] * held[..., None].astype(weight.dtype)
@@ -50,17 +55,18 @@ class Embedding(Op):
 
     kernels = {"cuda": cuda_kernels.embedding(forward)}
 
-    def vjp(g, out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None):
+    def vjp(g, out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None, block_format=None):
         extra = {} if offset is None else {"offset": offset}
         gw = apply(EmbeddingBackward, g, ids, num_weights=weight.shape[0], padding_idx=padding_idx,
                    scale_grad_by_freq=scale_grad_by_freq, **extra)
         return gw, None
 
-    def cost(out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None):
-        # a gather: reads the picked rows and the ids, writes the rows, computes nothing
-        return Cost(bytes_read=nbytes(out) + nbytes(ids), bytes_written=nbytes(out))
+    def cost(out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None, block_format=None):
+        # a gather: reads the picked rows (at the table's format) and the ids, writes the rows
+        rows = weight.dtype.nbytes(numel(out))
+        return Cost(bytes_read=rows + nbytes(ids), bytes_written=nbytes(out))
 
-    def sbp(out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None):
+    def sbp(out, weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None, block_format=None):
         sigs = [Signature((S(0), B), (P,), contiguous=True), Signature((S(1), B), (S(out.ndim - 1),))]
         return sigs + [Signature((B, S(d)), (S(d),)) for d in range(ids.ndim) if ids.shape[d] > 1]
 
@@ -157,8 +163,9 @@ def embedding(input, weight, padding_idx: int | None = None, max_norm: float | N
         if not -n <= padding_idx < n:
             raise ShapeError(f"embedding: padding_idx {padding_idx} must be within num_embeddings {n}")
         padding_idx = int(padding_idx) % n
+    block = {"block_format": weight.dtype.name} if isinstance(weight.dtype, _dt.BlockDType) else {}
     return apply(Embedding, weight, input, padding_idx=padding_idx,
-                 scale_grad_by_freq=bool(scale_grad_by_freq))
+                 scale_grad_by_freq=bool(scale_grad_by_freq), **block)
 
 
 def one_hot(tensor, num_classes: int = -1):

@@ -4,12 +4,14 @@ A quantized weight is ``q`` (out, in) in int8, int4/uint4 or a float8 type, with
 (out or 1, in / group) in a floating type: element (o, i) stands for ``q[o, i] * scale[o, i //
 group]``, where ``group = in / scale.shape[1]`` (one scale per row: per output channel; a
 (1, 1) scale: per tensor). Symmetric, as AWQ/GPTQ-style int4 kernels and FP8 serving store it
-without zero points.
+without zero points. Or ``q`` is in a block format (``dtypes.BlockDType``: GGUF's Q4_K, Q6_K,
+IQ2_XXS...), whose scales sit inside its blocks, and ``scale`` is None.
 
 ``quantized_linear`` is what fused weight-only kernels (W4A16, W8A16, FP8 weights) do: read the
 narrow weight and its scales, dequantize in registers, multiply in the activations' dtype. Its
 cost reads the weight at its element size (4 bits for int4: ``DType.bits``) plus the scales, so
-int4 weights with a float16 scale per 128 cost 4.125 bits each; MACs are those of the linear
+int4 weights with a float16 scale per 128 cost 4.125 bits each (a block format: its bytes, Q4_K
+4.5 bits a weight); MACs are those of the linear
 layer, and one FLOP per weight element dequantizes it.
 """
 
@@ -29,6 +31,14 @@ QUANTIZED_DTYPES = (_dt.int8, _dt.int4, _dt.uint4) + _dt.FLOAT8
 
 
 def _check_weight(op: str, q, scale) -> None:
+    if isinstance(q.dtype, _dt.BlockDType):
+        if q.ndim != 2 or scale is not None:
+            raise ShapeError(f"{op}: a {q.dtype.name} weight is 2-d with its scales in its blocks, got shape "
+                             f"{q.shape} and a scale {None if scale is None else scale.shape}")
+        q.dtype.row_bytes(q.shape[1])   # whole blocks, or a ShapeError saying so
+        return
+    if scale is None:
+        raise ShapeError(f"{op}: a {q.dtype.name} weight needs its scale")
     if q.ndim != 2 or scale.ndim != 2:
         raise ShapeError(f"{op}: weight {q.shape} and scale {scale.shape} must be 2-d")
     if q.dtype not in QUANTIZED_DTYPES:
@@ -42,8 +52,11 @@ def _check_weight(op: str, q, scale) -> None:
                          f"(expects ({out} or 1, {cols} / group size))")
 
 
-def _dequantized(xp, q, scale):
-    """float32 ``q`` times its block scales (the dispatcher has widened both already)."""
+def _dequantized(xp, q, scale, block_format=None):
+    """float32 ``q`` times its block scales (the dispatcher has widened both already); the raw
+    bytes of a block format (named by ``block_format``) decoded by it."""
+    if block_format is not None:
+        return xp.asarray(_dt.get_dtype(block_format).decoded(q))
     out, cols = q.shape
     groups = scale.shape[1]
     w = q.astype("float32").reshape(out, groups, cols // groups) * scale.astype("float32")[:, :, None]
@@ -54,16 +67,16 @@ def _dequantized(xp, q, scale):
 class Dequantize(Op):
     """The full-precision weight of ``q`` and ``scale``, in ``dtype``."""
 
-    def shape(q, scale, *, dtype):
+    def shape(q, scale, *, dtype, block_format=None):
         _check_weight("dequantize", q, scale)
         return Spec(tuple(q.shape), _dt.get_dtype(dtype), q.device)
 
-    def forward(xp, q, scale, *, dtype):
-        return _dequantized(xp, q, scale)
+    def forward(xp, q, scale, *, dtype, block_format=None):
+        return _dequantized(xp, q, scale, block_format)
 
     vjp = None  # quantized weights are frozen: nothing upstream of them learns
 
-    def cost(out, q, scale, *, dtype):
+    def cost(out, q, scale, *, dtype, block_format=None):
         return io_cost(out, (q, scale), flops=numel(q))  # one multiply per weight
 
 
@@ -71,7 +84,7 @@ class Dequantize(Op):
 class QuantizedLinear(Op):
     """x (..., in) @ (q · scale)ᵀ + bias, dequantizing inside the GEMM (nothing materialized)."""
 
-    def shape(x, q, scale, bias=None):
+    def shape(x, q, scale, bias=None, *, block_format=None):
         _check_weight("quantized_linear", q, scale)
         if x.ndim < 1 or x.shape[-1] != q.shape[1]:
             raise ShapeError(f"quantized_linear: input {x.shape} does not fit weight {q.shape} "
@@ -82,20 +95,20 @@ class QuantizedLinear(Op):
             raise ShapeError(f"quantized_linear: bias {bias.shape} does not fit weight {q.shape}")
         return Spec(x.shape[:-1] + (q.shape[0],), x.dtype, x.device)
 
-    def forward(xp, x, q, scale, bias=None):
-        out = gemm(xp, x, _dequantized(xp, q, scale).T)
+    def forward(xp, x, q, scale, bias=None, *, block_format=None):
+        out = gemm(xp, x, _dequantized(xp, q, scale, block_format).T)
         if bias is not None:
             out += bias
         return out
 
-    def vjp(g, out, x, q, scale, bias=None):
+    def vjp(g, out, x, q, scale, bias=None, *, block_format=None):
         from .reduction import sum as reduce_sum
 
         gx = matmul(g, dequantize(q, scale, g.dtype)) if x.requires_grad else None
         gb = reduce_sum(g, tuple(range(g.ndim - 1))) if bias is not None and bias.requires_grad else None
         return gx, None, None, gb
 
-    def cost(out, x, q, scale, bias=None):
+    def cost(out, x, q, scale, bias=None, *, block_format=None):
         macs = prod(x.shape[:-1]) * q.shape[1] * q.shape[0]
         flops = 2 * macs + numel(q) + (numel(out) if bias is not None else 0)
         return io_cost(out, (x, q, scale, bias), macs=macs, flops=flops)
@@ -104,10 +117,16 @@ class QuantizedLinear(Op):
 # --- functional API ----------------------------------------------------------------------------
 
 def dequantize(q, scale, dtype=_dt.float32):
-    """``q`` (out, in) times its block scales ``scale`` (out or 1, in / group), in ``dtype``."""
-    return apply(Dequantize, q, scale, dtype=_dt.get_dtype(dtype).name)
+    """``q`` (out, in) times its block scales ``scale`` (out or 1, in / group), in ``dtype``; a
+    block format's ``q`` (scale None) decoded."""
+    return apply(Dequantize, q, scale, dtype=_dt.get_dtype(dtype).name, **_block_format(q))
 
 
 def quantized_linear(x, q, scale, bias=None):
     """``linear(x, dequantize(q, scale), bias)`` as one op, in ``x``'s dtype."""
-    return apply(QuantizedLinear, x, q, scale, bias)
+    return apply(QuantizedLinear, x, q, scale, bias, **_block_format(q))
+
+
+def _block_format(q) -> dict:
+    # the kernel sees arrays only: a block format's name tells it how to decode the raw bytes
+    return {"block_format": q.dtype.name} if isinstance(q.dtype, _dt.BlockDType) else {}

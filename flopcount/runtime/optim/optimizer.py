@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import copy
 from collections import defaultdict
-from typing import Callable, Iterable
+from typing import Callable
 
 import numpy as np
 

@@ -29,7 +29,6 @@ def test_im2col_reference_matches_the_cpu_columns(geo, n, c):
     x = np.random.default_rng(0).standard_normal((n, c) + size)
     want = _window.im2col(np, x, kernel, out, stride, padding, dilation)     # (N, C, *K, *O)
     got = conv.im2col_reference(x, kernel, out, stride, padding, dilation)  # (C·K, N·P)
-    nd = len(size)
     want = want.reshape(n, c * np.prod(kernel), -1).transpose(1, 0, 2).reshape(got.shape)
     np.testing.assert_array_equal(got, want)
 

@@ -2,7 +2,6 @@
 
 import weakref
 
-import numpy as np
 
 import flopcount.runtime as rt
 from flopcount.runtime.graph import passes

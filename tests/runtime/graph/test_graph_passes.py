@@ -25,7 +25,7 @@ def test_dce_drops_unused_nodes_parameters_and_constants():
             self.unused = nn.Linear(3, 3)
 
         def forward(self, x):
-            dead = (x * 5.0).exp()  # computed, never returned
+            (x * 5.0).exp()  # computed, never returned: dead code for the pass
             return self.used(x)
 
     graph = rt.trace(Net(), rt.randn(2, 3))

@@ -4,7 +4,6 @@ runtime ops they are written with."""
 
 from __future__ import annotations
 
-import math
 
 import numpy as np
 import pytest

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import flopcount.runtime as rt
-from flopcount.runtime.ops.indexing import GetItemBackward, Index, IndexBackward, GatherBackward
+from flopcount.runtime.ops.indexing import GetItemBackward, IndexBackward, GatherBackward
 from opcheck import Example, check_op, randn, run_example
 
 X = randn(3, 4, 5)

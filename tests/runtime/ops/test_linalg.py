@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 import flopcount.runtime as rt
-from opcheck import Example, check_op, op_costs, randn, run_example
+from opcheck import Example, check_op, randn, run_example
 
 EXAMPLES = {
     # (2, 3, 4) @ (4, 5): batch·m·k·n = 2·3·4·5

@@ -1,4 +1,5 @@
-"""A linear layer whose weight is stored quantized (int8, int4, float8) with block scales."""
+"""A linear layer whose weight is stored quantized: int8, int4, float8 with block scales, or a
+block format holding its scales (GGUF's Q4_K...)."""
 
 from __future__ import annotations
 
@@ -11,13 +12,17 @@ __all__ = ["QuantizedLinear"]
 
 class QuantizedLinear(Module):
     """y = x (weight · scale)ᵀ + bias, with ``weight`` (out, in) in a narrow type and ``scale``
-    (out or 1, in / group); every tensor frozen. Made by ``rt.quantize_weights`` from a Linear."""
+    (out or 1, in / group), or ``weight`` in a block format and no scale; every tensor frozen.
+    Made by ``rt.quantize_weights`` from a Linear, and by a GGUF file's reader."""
 
-    def __init__(self, weight: Parameter, scale: Parameter, bias: Parameter | None = None):
+    def __init__(self, weight: Parameter, scale: Parameter | None, bias: Parameter | None = None):
         super().__init__()
         self.in_features, self.out_features = weight.shape[1], weight.shape[0]
         self.weight = weight
-        self.scale = scale
+        if scale is None:
+            self.register_parameter("scale", None)
+        else:
+            self.scale = scale
         if bias is None:
             self.register_parameter("bias", None)
         else:
@@ -25,6 +30,8 @@ class QuantizedLinear(Module):
 
     @property
     def group_size(self) -> int:
+        if self.scale is None:
+            return self.weight.dtype.block
         return self.in_features // self.scale.shape[1]
 
     def forward(self, x):
@@ -32,4 +39,5 @@ class QuantizedLinear(Module):
 
     def extra_repr(self) -> str:
         return (f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}, "
-                f"weight={self.weight.dtype.name}, group_size={self.group_size}, scale={self.scale.dtype.name}")
+                f"weight={self.weight.dtype.name}, group_size={self.group_size}, "
+                f"scale={'in blocks' if self.scale is None else self.scale.dtype.name}")
