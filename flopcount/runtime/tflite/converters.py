@@ -1,0 +1,293 @@
+"""The table ``builtin op -> converter`` of the TFLite importer. A converter is
+``fn(ctx, *inputs) -> Tensor``: ``inputs`` are runtime tensors (NHWC, as the file has them),
+``ctx`` the op's records (shapes, quantization, options).
+
+Convolutions and pooling reuse ONNX's converters, which take NCHW: the data is permuted to NCHW
+and back around them (views), the weights from OHWI (depthwise 1HW(C*M)) to OIHW. Float ops run
+as written. Quantized (int8) ops run as TFLite specifies: conv and fully connected layers in
+integers (zero points subtracted, int32 accumulation, bias added, requantized, clamped); the
+other ops on the dequantized values, quantized again to their output's scale and zero point
+(within one unit of TFLite's fixed-point kernels).
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from .. import dtypes as _dt
+from ..ops import activations as act
+from ..ops import elementwise as ew
+from ..ops import linalg, movement, reduction
+from ..onnx.converters._base import NodeContext
+from ..onnx.converters.nn import avg_pool, conv, max_pool
+from . import quantized as q
+
+CONVERTERS: dict[str, Callable] = {}
+# ops whose MACs run in their operands' quantized type when input and weight are int8
+WEIGHTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
+
+_TO_NCHW, _TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
+
+
+def converter(*names: str):
+    def decorate(fn):
+        for name in names:
+            CONVERTERS[name] = fn
+        return fn
+
+    return decorate
+
+
+class OpContext:
+    """One TFLite operator as its converter sees it."""
+
+    def __init__(self, record, tensors: list):
+        self.op = record.op
+        self.index = record.index
+        self.options = record.options
+        self.ins = [tensors[i] if i >= 0 else None for i in record.inputs]
+        self.outs = [tensors[i] for i in record.outputs]
+
+    @property
+    def where(self) -> str:
+        return f"TFLite {self.op} operator {self.index}"
+
+    @property
+    def out(self):
+        return self.outs[0]
+
+    def quantized(self) -> bool:
+        return q.is_quantized(self.ins[0]) and q.is_quantized(self.out)
+
+    def onnx(self, **attrs) -> NodeContext:
+        """A context for an ONNX converter, with the ONNX attributes that say the same."""
+        return NodeContext(self.op, str(self.index), 21, attrs)
+
+    def option(self, name: str, default=None):
+        getter = getattr(self.options, name, None)
+        return default if getter is None else getter()
+
+
+# --- fused activations -------------------------------------------------------------------------
+
+_ACTIVATIONS = {0: None, 1: act.relu, 2: act.relu6, 3: lambda x: act.hardtanh(x, -1.0, 1.0), 4: ew.tanh}
+
+
+def _activated(ctx, y):
+    """``y`` through the op's fused activation (float values)."""
+    code = ctx.option("FusedActivationFunction", 0)
+    if code not in _ACTIVATIONS:
+        raise ValueError(f"fused activation {code} (SIGN_BIT) is not supported")
+    fn = _ACTIVATIONS[code]
+    return y if fn is None else fn(y)
+
+
+def _clamp_quantized(ctx, y):
+    """An int8 result clamped to the range its fused activation leaves (in quantized units)."""
+    code = ctx.option("FusedActivationFunction", 0)
+    bounds = {0: None, 1: (0.0, None), 2: (0.0, 6.0), 3: (-1.0, 1.0)}
+    if code not in bounds:
+        raise ValueError(f"fused activation {code} on a quantized {ctx.op} is not supported")
+    if bounds[code] is None:
+        return y
+    scale, zero = float(ctx.out.quant.scale[0]), int(ctx.out.quant.zero_point[0])
+    info = np.iinfo(np.dtype(ctx.out.dtype))
+    low, high = bounds[code]
+    lo = max(int(info.min), zero + int(round(low / scale)))
+    hi = int(info.max) if high is None else min(int(info.max), zero + int(round(high / scale)))
+    return ew.clamp(y, lo, hi)
+
+
+def _float_then_quantized(fn):
+    """A converter from a float one: quantized inputs dequantized, the result quantized again."""
+    def convert(ctx, *inputs):
+        if not q.is_quantized(ctx.out):
+            return fn(ctx, *inputs)
+        floats = [q.dequantize(x, r) if q.is_quantized(r) else x for x, r in zip(inputs, ctx.ins)]
+        return q.quantize(fn(ctx, *floats), ctx.out)
+
+    convert.__name__ = fn.__name__
+    return convert
+
+
+# --- convolutions and fully connected layers ---------------------------------------------------
+
+def _padding(ctx) -> str:
+    return "SAME_UPPER" if ctx.option("Padding", 0) == 0 else "VALID"  # Padding.SAME is 0
+
+
+def _conv_nhwc(ctx, x, w_oihw, bias, groups: int):
+    attrs = {"strides": [ctx.option("StrideH", 1), ctx.option("StrideW", 1)],
+             "dilations": [ctx.option("DilationHFactor", 1), ctx.option("DilationWFactor", 1)],
+             "auto_pad": _padding(ctx), "group": groups}
+    if not ctx.quantized():
+        y = conv(ctx.onnx(**attrs), movement.permute(x, _TO_NCHW), w_oihw, bias)
+        return _activated(ctx, movement.permute(y, _TO_NHWC))
+    xs = q.minus_zero_point(movement.permute(x, _TO_NCHW), ctx.ins[0])
+    ws = q.minus_zero_point(w_oihw, ctx.ins[1])
+    acc = conv(ctx.onnx(**attrs), xs, ws, None if bias is None else ew.cast(bias, _dt.float64))
+    y = q.requantize(movement.permute(acc, _TO_NHWC), ctx.ins[0], ctx.ins[1], ctx.out)
+    return _clamp_quantized(ctx, y)
+
+
+@converter("CONV_2D")
+def conv_2d(ctx, x, w, bias=None):
+    groups = x.shape[3] // w.shape[3] if w.shape[3] else 1  # grouped convs: filter depth < input depth
+    return _conv_nhwc(ctx, x, movement.permute(w, (0, 3, 1, 2)), bias, groups)
+
+
+@converter("DEPTHWISE_CONV_2D")
+def depthwise_conv_2d(ctx, x, w, bias=None):
+    # filter (1, H, W, C * M): output channel c * M + m reads input channel c
+    return _conv_nhwc(ctx, x, movement.permute(w, (3, 0, 1, 2)), bias, x.shape[3])
+
+
+@converter("FULLY_CONNECTED")
+def fully_connected(ctx, x, w, bias=None):
+    depth = w.shape[1]
+    rows = movement.reshape(x, (-1, depth))
+    if not ctx.quantized():
+        return _activated(ctx, movement.reshape(linalg.linear(rows, w, bias), ctx.out.shape))
+    acc = linalg.linear(q.minus_zero_point(rows, ctx.ins[0]), q.minus_zero_point(w, ctx.ins[1]),
+                        None if bias is None else ew.cast(bias, _dt.float64))
+    y = q.requantize(acc, ctx.ins[0], ctx.ins[1], ctx.out)
+    return _clamp_quantized(ctx, movement.reshape(y, ctx.out.shape))
+
+
+# --- pooling -----------------------------------------------------------------------------------
+
+def _pool(ctx, x, onnx_pool):
+    attrs = {"kernel_shape": [ctx.option("FilterHeight", 1), ctx.option("FilterWidth", 1)],
+             "strides": [ctx.option("StrideH", 1), ctx.option("StrideW", 1)], "auto_pad": _padding(ctx)}
+    y = onnx_pool(ctx.onnx(**attrs), movement.permute(x, _TO_NCHW))
+    return movement.permute(y, _TO_NHWC)
+
+
+@converter("MAX_POOL_2D")
+def max_pool_2d(ctx, x):
+    if not ctx.quantized():
+        return _activated(ctx, _pool(ctx, x, max_pool))
+    # the largest quantized value is the largest value (input and output share their scale)
+    y = ew.cast(_pool(ctx, ew.cast(x, _dt.float32), max_pool), x.dtype)
+    return _clamp_quantized(ctx, y)
+
+
+@converter("AVERAGE_POOL_2D")
+def average_pool_2d(ctx, x):
+    if not ctx.quantized():
+        return _activated(ctx, _pool(ctx, x, avg_pool))
+    # TFLite: the int32 sum over the window's valid values divided by their count, rounded half away
+    mean = _pool(ctx, ew.cast(x, _dt.float32), avg_pool)
+    rounded = ew.mul(ew.sign(mean), ew.floor(ew.add(ew.abs(mean), 0.5)))
+    return _clamp_quantized(ctx, ew.cast(rounded, x.dtype))
+
+
+# --- elementwise -------------------------------------------------------------------------------
+
+@converter("ADD")
+@_float_then_quantized
+def add(ctx, a, b):
+    return _activated(ctx, ew.add(a, b))
+
+
+@converter("SUB")
+@_float_then_quantized
+def sub(ctx, a, b):
+    return _activated(ctx, ew.sub(a, b))
+
+
+@converter("MUL")
+@_float_then_quantized
+def mul(ctx, a, b):
+    return _activated(ctx, ew.mul(a, b))
+
+
+def _unary(fn):
+    return _float_then_quantized(lambda ctx, x: fn(x))
+
+
+converter("RELU")(_unary(act.relu))
+converter("RELU6")(_unary(act.relu6))
+converter("RELU_N1_TO_1")(_unary(lambda x: act.hardtanh(x, -1.0, 1.0)))
+converter("LOGISTIC")(_unary(act.sigmoid))
+converter("TANH")(_unary(ew.tanh))
+converter("HARD_SWISH")(_unary(act.hardswish))
+
+
+@converter("SOFTMAX")
+@_float_then_quantized
+def softmax(ctx, x):
+    beta = ctx.option("Beta", 1.0)
+    return act.softmax(x if beta == 1.0 else ew.mul(x, float(beta)), dim=-1)
+
+
+# --- shapes ------------------------------------------------------------------------------------
+
+@converter("RESHAPE", "SQUEEZE", "EXPAND_DIMS")
+def reshape(ctx, x, *_shape):
+    # the output's shape is declared in the file; a new shape input, if any, says the same
+    y = movement.reshape(x, ctx.out.shape)
+    if q.is_quantized(ctx.ins[0]) and q.is_quantized(ctx.out) and not _same_quantization(ctx.ins[0], ctx.out):
+        return q.quantize(q.dequantize(y, ctx.ins[0]), ctx.out)
+    return y
+
+
+def _same_quantization(a, b) -> bool:
+    return (a.quant is None) == (b.quant is None) and (
+        a.quant is None or (np.array_equal(a.quant.scale, b.quant.scale)
+                            and np.array_equal(a.quant.zero_point, b.quant.zero_point)))
+
+
+@converter("CONCATENATION")
+def concatenation(ctx, *xs):
+    axis = ctx.option("Axis", 0)
+    if q.is_quantized(ctx.out):
+        # inputs at another scale or zero point are requantized to the output's first
+        xs = [x if _same_quantization(r, ctx.out) else q.quantize(q.dequantize(x, r), ctx.out)
+              for x, r in zip(xs, ctx.ins)]
+        return _clamp_quantized(ctx, movement.cat(list(xs), dim=axis))
+    return _activated(ctx, movement.cat(list(xs), dim=axis))
+
+
+@converter("PAD", "PADV2")
+def pad(ctx, x, paddings, value=None):
+    pairs = np.asarray(paddings.data).reshape(-1, 2) if paddings.data is not None else None
+    if pairs is None:
+        raise ValueError("the paddings are not a constant of the file")
+    flat = []
+    for begin, end in reversed(pairs.tolist()):  # the runtime's pad lists the last dim first
+        flat += [int(begin), int(end)]
+    fill = 0.0
+    if value is not None and value.data is not None:
+        fill = float(np.asarray(value.data).reshape(-1)[0])
+    elif q.is_quantized(ctx.ins[0]):
+        fill = float(ctx.ins[0].quant.zero_point[0])  # real zero
+    return movement.pad(x, flat, value=fill)
+
+
+@converter("MEAN")
+@_float_then_quantized
+def mean(ctx, x, axes):
+    if axes.data is None:
+        raise ValueError("the axes are not a constant of the file")
+    dims = tuple(sorted({int(a) % x.ndim for a in np.asarray(axes.data).reshape(-1)}))
+    return reduction.mean(x, dims, keepdim=bool(ctx.option("KeepDims", False)))
+
+
+# --- quantization ------------------------------------------------------------------------------
+
+@converter("QUANTIZE")
+def quantize(ctx, x):
+    if q.is_quantized(ctx.ins[0]):  # requantize to another scale, zero point or type
+        x = q.dequantize(x, ctx.ins[0])
+    return q.quantize(x, ctx.out)
+
+
+@converter("DEQUANTIZE")
+def dequantize(ctx, x):
+    if not q.is_quantized(ctx.ins[0]):  # a float16 weight made float32
+        return ew.cast(x, _dt.get_dtype(ctx.out.dtype))
+    y = q.dequantize(x, ctx.ins[0])
+    return y if ctx.out.dtype == "float32" else ew.cast(y, _dt.get_dtype(ctx.out.dtype))
