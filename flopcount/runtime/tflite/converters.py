@@ -72,14 +72,15 @@ class OpContext:
 
 # --- fused activations -------------------------------------------------------------------------
 
-_ACTIVATIONS = {0: None, 1: act.relu, 2: act.relu6, 3: lambda x: act.hardtanh(x, -1.0, 1.0), 4: ew.tanh}
+# ActivationFunctionType: NONE, RELU, RELU_N1_TO_1, RELU6, TANH (SIGN_BIT, 5, is not supported)
+_ACTIVATIONS = {0: None, 1: act.relu, 2: lambda x: act.hardtanh(x, -1.0, 1.0), 3: act.relu6, 4: ew.tanh}
 
 
 def _activated(ctx, y):
     """``y`` through the op's fused activation (float values)."""
     code = ctx.option("FusedActivationFunction", 0)
     if code not in _ACTIVATIONS:
-        raise ValueError(f"fused activation {code} (SIGN_BIT) is not supported")
+        raise ValueError(f"fused activation {code} is not supported")
     fn = _ACTIVATIONS[code]
     return y if fn is None else fn(y)
 
@@ -87,7 +88,7 @@ def _activated(ctx, y):
 def _clamp_quantized(ctx, y):
     """An int8 result clamped to the range its fused activation leaves (in quantized units)."""
     code = ctx.option("FusedActivationFunction", 0)
-    bounds = {0: None, 1: (0.0, None), 2: (0.0, 6.0), 3: (-1.0, 1.0)}
+    bounds = {0: None, 1: (0.0, None), 2: (-1.0, 1.0), 3: (0.0, 6.0)}
     if code not in bounds:
         raise ValueError(f"fused activation {code} on a quantized {ctx.op} is not supported")
     if bounds[code] is None:
