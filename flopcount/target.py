@@ -14,6 +14,7 @@ from .runtime.graph import Graph
 OBJECT, FACTORY, ONNX, NATIVE, ZOO = "object", "factory", "onnx", "native", "zoo"
 TORCH, PT2 = "torch", "pt2"   # a torch.nn.Module (see torch_loading.py), a torch.export archive
 HF = "hf"                     # a Hugging Face model folder (config.json, *.safetensors)
+TFLITE = "tflite"             # a TensorFlow Lite / LiteRT flatbuffer (.tflite)
 
 
 @dataclass
@@ -24,7 +25,7 @@ class Target:
     given); ``fixed`` means those shapes cannot change (a graph is specialized to them);
     ``device``, when set, is where its inputs must be made whatever was asked (``"meta"`` for
     a file saved without weights); ``notes`` are remarks for the user; ``path`` is the model
-    file's path (ONNX and native files); ``torch_call`` is the PyTorch module a Graph was
+    file's path (ONNX, TFLite and native files); ``torch_call`` is the PyTorch module a Graph was
     captured from and the inputs it was captured on (``engine="torch"`` times that call).
     """
 
@@ -51,4 +52,4 @@ def graph_inputs(graph) -> list:
     return [InputSpec(v.name, tuple(v.shape), v.dtype.name) for v in graph.inputs]
 
 
-__all__ = ["Target", "graph_inputs", "OBJECT", "FACTORY", "ONNX", "NATIVE", "ZOO", "TORCH", "PT2", "HF"]
+__all__ = ["Target", "graph_inputs", "OBJECT", "FACTORY", "ONNX", "NATIVE", "ZOO", "TORCH", "PT2", "HF", "TFLITE"]

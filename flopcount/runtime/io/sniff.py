@@ -6,7 +6,8 @@ running or unpickling anything.
     sniff("model.safetensors")  # 'safetensors'
 
 Kinds: ``torch-pickle`` (``torch.save``'s zip), ``pickle`` (a raw pickle stream: ``torch.save``
-with the legacy format, ``pickle.dump``), ``pt2``, ``safetensors``, ``zip`` (another zip) and
+with the legacy format, ``pickle.dump``), ``pt2``, ``safetensors``, ``tflite`` (a TensorFlow
+Lite flatbuffer: the file identifier ``TFL3`` at bytes 4..8), ``zip`` (another zip) and
 ``unknown``.
 """
 
@@ -20,8 +21,10 @@ from .files import open_model_file
 from .json_text import parse_json
 
 TORCH_PICKLE, PICKLE, PT2, SAFETENSORS, ZIP, UNKNOWN = "torch-pickle", "pickle", "pt2", "safetensors", "zip", "unknown"
+TFLITE = "tflite"
 
 _ZIP_MAGIC = b"PK\x03\x04"
+_TFLITE_IDENTIFIER = b"TFL3"  # a flatbuffer's file identifier follows its 4-byte root offset
 _HEADER_LIMIT = 100 << 20   # a safetensors header larger than this is not one
 
 
@@ -29,6 +32,8 @@ def sniff(path: str) -> str:
     """The kind of the file at ``path`` (see the module docstring)."""
     with open_model_file(path) as f:
         head = f.read(9)
+    if len(head) >= 8 and head[4:8] == _TFLITE_IDENTIFIER:
+        return TFLITE
     if head.startswith(_ZIP_MAGIC):
         return _zip_kind(path)
     if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
@@ -68,4 +73,4 @@ def safetensors_metadata(path: str) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-__all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "ZIP", "UNKNOWN"]
+__all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "TFLITE", "ZIP", "UNKNOWN"]
