@@ -97,7 +97,7 @@ class TfliteBuilder:
             b.StartVector(1, len(data), 16)  # 16-byte aligned, as TFLite's converter writes them
             b.head -= len(data)
             b.Bytes[b.head:b.head + len(data)] = data
-            vec = b.EndVector(len(data))
+            vec = b.EndVector()
         tflite.BufferStart(b)
         if vec is not None:
             tflite.BufferAddData(b, vec)

@@ -5,13 +5,15 @@
 Convolutions and pooling reuse ONNX's converters, which take NCHW: the data is permuted to NCHW
 and back around them (views), the weights from OHWI (depthwise 1HW(C*M)) to OIHW. Float ops run
 as written. Quantized (int8) ops run as TFLite specifies: conv and fully connected layers in
-integers (zero points subtracted, int32 accumulation, bias added, requantized, clamped); the
-other ops on the dequantized values, quantized again to their output's scale and zero point
-(within one unit of TFLite's fixed-point kernels).
+integers (zero points subtracted, int32 accumulation, bias added, requantized in TFLite's fixed
+point, clamped), ADD and SUB in its fixed point too; the other ops on the dequantized values,
+quantized again to their output's scale and zero point (TFLite's int8 kernels for those use
+lookup tables and fixed-point approximations: a value can land one unit apart).
 """
 
 from __future__ import annotations
 
+import math
 from typing import Callable
 
 import numpy as np
@@ -22,6 +24,7 @@ from ..ops import elementwise as ew
 from ..ops import linalg, movement, reduction
 from ..onnx.converters._base import NodeContext
 from ..onnx.converters.nn import avg_pool, conv, max_pool
+from . import fixed_point
 from . import quantized as q
 
 CONVERTERS: dict[str, Callable] = {}
@@ -85,6 +88,11 @@ def _activated(ctx, y):
     return y if fn is None else fn(y)
 
 
+def _tflite_round(value: float) -> int:
+    """TfLiteRound: half away from zero."""
+    return int(math.copysign(math.floor(abs(value) + 0.5), value))
+
+
 def _clamp_quantized(ctx, y):
     """An int8 result clamped to the range its fused activation leaves (in quantized units)."""
     code = ctx.option("FusedActivationFunction", 0)
@@ -96,8 +104,8 @@ def _clamp_quantized(ctx, y):
     scale, zero = float(ctx.out.quant.scale[0]), int(ctx.out.quant.zero_point[0])
     info = np.iinfo(np.dtype(ctx.out.dtype))
     low, high = bounds[code]
-    lo = max(int(info.min), zero + int(round(low / scale)))
-    hi = int(info.max) if high is None else min(int(info.max), zero + int(round(high / scale)))
+    lo = max(int(info.min), zero + _tflite_round(low / scale))
+    hi = int(info.max) if high is None else min(int(info.max), zero + _tflite_round(high / scale))
     return ew.clamp(y, lo, hi)
 
 
@@ -181,22 +189,55 @@ def average_pool_2d(ctx, x):
         return _activated(ctx, _pool(ctx, x, avg_pool))
     # TFLite: the int32 sum over the window's valid values divided by their count, rounded half away
     mean = _pool(ctx, ew.cast(x, _dt.float32), avg_pool)
-    rounded = ew.mul(ew.sign(mean), ew.floor(ew.add(ew.abs(mean), 0.5)))
-    return _clamp_quantized(ctx, ew.cast(rounded, x.dtype))
+    return _clamp_quantized(ctx, ew.cast(_round_half_away(mean), x.dtype))
 
 
 # --- elementwise -------------------------------------------------------------------------------
 
+def _round_half_away(x):
+    """Rounding as TFLite's fixed-point arithmetic does it: half away from zero."""
+    return ew.mul(ew.sign(x), ew.floor(ew.add(ew.abs(x), 0.5)))
+
+
+_ADD_LEFT_SHIFT = 20  # TFLite's int8 ADD and SUB scale their operands up by 2**20 first
+
+
+def _quantized_add(ctx, a, b, subtract: bool):
+    """int8 ADD/SUB as TFLite's kernels compute them, in int64 fixed point (``fixed_point.py``):
+    each operand minus its zero point, times 2**20, scaled by its scale / (2 * the larger input
+    scale); the sum scaled by that / (2**20 * the output scale), plus the output's zero point,
+    clamped to int8 and to the fused activation's range."""
+    (ra, rb), out = ctx.ins, ctx.out
+    sa, sb, so = float(ra.quant.scale[0]), float(rb.quant.scale[0]), float(out.quant.scale[0])
+    twice_max = 2 * max(sa, sb)
+
+    def scaled(x, record, scale):
+        shifted = ew.mul(ew.sub(ew.cast(x, _dt.int64), int(record.quant.zero_point[0])), 2 ** _ADD_LEFT_SHIFT)
+        return fixed_point.multiply_by_quantized_multiplier(shifted, *fixed_point.quantize_multiplier(scale / twice_max))
+
+    left, right = scaled(a, ra, sa), scaled(b, rb, sb)
+    total = ew.sub(left, right) if subtract else ew.add(left, right)
+    factor = fixed_point.quantize_multiplier(twice_max / (2 ** _ADD_LEFT_SHIFT * so))
+    y = ew.add(fixed_point.multiply_by_quantized_multiplier(total, *factor), int(out.quant.zero_point[0]))
+    info = np.iinfo(np.dtype(out.dtype))
+    y = ew.cast(ew.clamp(y, int(info.min), int(info.max)), _dt.get_dtype(out.dtype))
+    return _clamp_quantized(ctx, y)
+
+
+def _add_or_sub(ctx, a, b, subtract: bool):
+    if ctx.quantized() and q.is_quantized(ctx.ins[1]) and all(r.quant.per_tensor for r in ctx.ins + ctx.outs):
+        return _quantized_add(ctx, a, b, subtract)
+    return _float_then_quantized(lambda ctx, a, b: _activated(ctx, (ew.sub if subtract else ew.add)(a, b)))(ctx, a, b)
+
+
 @converter("ADD")
-@_float_then_quantized
 def add(ctx, a, b):
-    return _activated(ctx, ew.add(a, b))
+    return _add_or_sub(ctx, a, b, subtract=False)
 
 
 @converter("SUB")
-@_float_then_quantized
 def sub(ctx, a, b):
-    return _activated(ctx, ew.sub(a, b))
+    return _add_or_sub(ctx, a, b, subtract=True)
 
 
 @converter("MUL")

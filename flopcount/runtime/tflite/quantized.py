@@ -5,8 +5,7 @@
   even; TFLite's reference rounds half away from zero, which differs only on exact halves);
 * ``requantize`` turns an int32 accumulator (a conv's or a fully connected layer's, computed
   exactly in float64) into the output's int8 with the factor input scale * weight scale /
-  output scale, as ONNX's QLinearConv does. TFLite applies the same factor as a 32-bit
-  fixed-point multiplier and a shift, so a value lands within one unit of this one.
+  output scale, held and applied in TFLite's fixed point (``fixed_point.py``).
 """
 
 from __future__ import annotations
@@ -15,18 +14,17 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..ops import elementwise as ew
-from ..ops import movement
 from ..onnx.converters._base import NodeContext, constant
-from ..onnx.converters.quantized import _rescale, dequantize_linear, quantize_linear
+from ..onnx.converters.quantized import dequantize_linear, quantize_linear
+from . import fixed_point
 
 
 def _ctx(axis: int) -> NodeContext:
     return NodeContext("TFLite quantization", "", 21, {"axis": axis})
 
 
-def scale_of(record, ndim: int | None = None):
-    """The record's scale as a constant: a scalar, or (per axis) a vector shaped to broadcast
-    along the quantized dimension of a tensor with ``ndim`` dims (the last one by default)."""
+def scale_of(record):
+    """The record's scale as a constant: a scalar, or (per axis) a vector."""
     q = record.quant
     if q.per_tensor:
         return constant(np.float32(q.scale[0]))
@@ -53,12 +51,15 @@ def quantize(x, record):
 
 
 def requantize(acc, input_record, weight_record, output_record):
-    """An accumulator (float64 holding int32 values, channels last) as ``output_record``'s int8."""
-    w_scale = constant(weight_record.quant.scale.astype(np.float32))
-    if weight_record.quant.per_tensor:
-        w_scale = movement.reshape(w_scale, ())
-    return _rescale(acc, (scale_of(input_record), w_scale), scale_of(output_record),
-                    zero_point_of(output_record), _dt.int8)
+    """An accumulator (float64 holding int32 values, channels last) as ``output_record``'s int8:
+    times input scale * weight scale / output scale (one per output channel for per-channel
+    weights) in TFLite's fixed point, plus the output's zero point, clamped."""
+    factor = (np.float64(input_record.quant.scale[0]) * weight_record.quant.scale.astype(np.float64)
+              / np.float64(output_record.quant.scale[0]))
+    y = fixed_point.multiply_by_quantized_multiplier(ew.cast(acc, _dt.int64), *fixed_point.quantize_multiplier(factor))
+    y = ew.add(y, int(output_record.quant.zero_point[0]))
+    info = np.iinfo(np.dtype(output_record.dtype))
+    return ew.cast(ew.clamp(y, int(info.min), int(info.max)), _dt.get_dtype(output_record.dtype))
 
 
 def minus_zero_point(x, record):
