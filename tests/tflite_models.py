@@ -295,3 +295,36 @@ def int8_cnn(seed: int = 0) -> bytes:
     real = b.tensor("logits", (1, 10))
     b.op("DEQUANTIZE", [logits], [real])
     return b.build([x], [probs, real])
+
+
+def int8_elementwise_model() -> bytes:
+    """x (1, 4, 4, 6) quantized: hard swish, logistic, mul, concatenation with x, pad, relu,
+    mean over H and W -> (1, 12); tanh and sub of x as two more outputs. Scales as TFLite's
+    int8 kernels require them (logistic 1/256 and tanh 1/128 outputs, one scale through
+    concatenation)."""
+    b = TfliteBuilder()
+    x = b.tensor("x", (1, 4, 4, 6))
+    s = 1 / 64
+    xq = b.tensor("xq", (1, 4, 4, 6), "int8", scale=s, zero_point=0)
+    b.op("QUANTIZE", [x], [xq])
+    h = b.tensor("hswish", (1, 4, 4, 6), "int8", scale=s, zero_point=0)
+    b.op("HARD_SWISH", [xq], [h])
+    g = b.tensor("sigmoid", (1, 4, 4, 6), "int8", scale=1 / 256, zero_point=-128)
+    b.op("LOGISTIC", [xq], [g])
+    m = b.tensor("mul", (1, 4, 4, 6), "int8", scale=s, zero_point=0)
+    b.op("MUL", [h, g], [m], "MulOptions")
+    c = b.tensor("concat", (1, 4, 4, 12), "int8", scale=s, zero_point=0)
+    b.op("CONCATENATION", [m, xq], [c], "ConcatenationOptions", Axis=3)
+    pads = b.tensor("pads", (4, 2), "int32", data=np.array([[0, 0], [1, 1], [1, 1], [0, 0]], np.int32))
+    p = b.tensor("pad", (1, 6, 6, 12), "int8", scale=s, zero_point=0)
+    b.op("PAD", [c, pads], [p])
+    r = b.tensor("relu", (1, 6, 6, 12), "int8", scale=s, zero_point=0)
+    b.op("RELU", [p], [r])
+    axes = b.tensor("axes", (2,), "int32", data=np.array([1, 2], np.int32))
+    y = b.tensor("mean", (1, 12), "int8", scale=1 / 128, zero_point=-10)
+    b.op("MEAN", [r, axes], [y], "ReducerOptions", KeepDims=False)
+    t = b.tensor("tanh", (1, 4, 4, 6), "int8", scale=1 / 128, zero_point=0)
+    b.op("TANH", [xq], [t])
+    d = b.tensor("sub", (1, 4, 4, 6), "int8", scale=1 / 32, zero_point=3)
+    b.op("SUB", [m, xq], [d], "SubOptions")
+    return b.build([x], [y, t, d])

@@ -69,6 +69,23 @@ def test_int8_model_computes_what_litert_computes(files):
         np.testing.assert_array_equal(logits, ref_logits)
 
 
+def test_int8_elementwise_ops_are_within_one_unit_of_litert(tmp_path):
+    """HARD_SWISH, LOGISTIC, TANH, MUL and MEAN run on the dequantized values and are quantized
+    once, where TFLite's int8 kernels use lookup tables and fixed-point multipliers with their
+    own intermediate roundings: a value next to a rounding tie lands one unit apart, no more."""
+    path = tmp_path / "int8_elementwise.tflite"
+    path.write_bytes(models.int8_elementwise_model())
+    exact = total = 0
+    for seed in range(4):
+        x = np.random.default_rng(seed).uniform(-1.9, 1.9, (1, 4, 4, 6)).astype(np.float32)
+        for ref, got in zip(_litert(str(path), x), _ours(str(path), x), strict=True):
+            assert got.dtype == ref.dtype == np.int8 and got.shape == ref.shape
+            diff = np.abs(got.astype(np.int32) - ref.astype(np.int32))
+            assert diff.max() <= 1
+            exact, total = exact + int((diff == 0).sum()), total + diff.size
+    assert exact >= 0.95 * total
+
+
 def test_int8_add_rounds_as_tflite_fixed_point_does():
     """An int8 ADD alone, on every pair of int8 values, at scales whose factors are not powers
     of two: TFLite's 20-bit shift and two rounding steps, reproduced exactly."""
