@@ -200,10 +200,10 @@ def float_cnn(seed: int = 0) -> bytes:
 
 
 # (name, shape, kernel) of the float CNN's weighted layers, for the hand formulas
-FLOAT_CNN_LAYERS = {"conv1": dict(out=(1, 8, 8, 8), kernel=(3, 3), cin=3),
-                    "dw": dict(out=(1, 4, 4, 8), kernel=(3, 3), cin=1),
-                    "pw": dict(out=(1, 4, 4, 8), kernel=(1, 1), cin=8),
-                    "fc": dict(out=(1, 10), kernel=(1, 1), cin=32)}
+FLOAT_CNN_LAYERS = {"conv1": {"out": (1, 8, 8, 8), "kernel": (3, 3), "cin": 3},
+                    "dw": {"out": (1, 4, 4, 8), "kernel": (3, 3), "cin": 1},
+                    "pw": {"out": (1, 4, 4, 8), "kernel": (1, 1), "cin": 8},
+                    "fc": {"out": (1, 10), "kernel": (1, 1), "cin": 32}}
 
 
 def elementwise_model() -> bytes:

@@ -6,11 +6,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from conftest import assert_bad_input
 
 pytest.importorskip("tflite")
-import tflite_models as models  # noqa: E402
+import tflite_models as models
 
 
 @pytest.fixture
@@ -44,7 +43,8 @@ def test_latency_runs_the_imported_graph(run, cnn_file):
 
 
 def test_truncated_and_foreign_files_are_one_line(run, cnn_file, tmp_path):
-    data = open(cnn_file, "rb").read()
+    with open(cnn_file, "rb") as f:
+        data = f.read()
     for cut in (len(data) // 4, len(data) // 2, len(data) - 64):
         path = tmp_path / f"cut{cut}.tflite"
         path.write_bytes(data[:cut])

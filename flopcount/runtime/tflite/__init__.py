@@ -19,4 +19,4 @@ def supported_ops() -> list[str]:
     return sorted(CONVERTERS)
 
 
-__all__ = ["load", "supported_ops", "is_tflite", "IDENTIFIER"]
+__all__ = ["IDENTIFIER", "is_tflite", "load", "supported_ops"]

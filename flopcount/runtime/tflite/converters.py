@@ -14,16 +14,16 @@ lookup tables and fixed-point approximations: a value can land one unit apart).
 from __future__ import annotations
 
 import math
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
 from .. import dtypes as _dt
+from ..onnx.converters._base import NodeContext
+from ..onnx.converters.nn import avg_pool, conv, max_pool
 from ..ops import activations as act
 from ..ops import elementwise as ew
 from ..ops import linalg, movement, reduction
-from ..onnx.converters._base import NodeContext
-from ..onnx.converters.nn import avg_pool, conv, max_pool
 from . import fixed_point
 from . import quantized as q
 

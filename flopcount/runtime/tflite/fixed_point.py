@@ -12,8 +12,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..ops import elementwise as ew
 from ..onnx.converters._base import constant
+from ..ops import elementwise as ew
 
 
 def quantize_multiplier(real) -> tuple[np.ndarray, np.ndarray]:

@@ -15,22 +15,24 @@ from __future__ import annotations
 import math
 import os
 
-from ..device import CPU, META, device as parse_device
+from ..device import CPU, META
+from ..device import device as parse_device
 from ..dispatch import named_scope
 from ..dtypes import get_dtype
 from ..errors import FlopcountError, ModelFileError, UnsupportedOpError
 from ..factories import empty
+from ..graph.ir import Graph
 from ..graph.passes.dce import dce
 from ..nn.parameter import Parameter
-from ..ops.opaque import opaque
-from ..tensor import Tensor
 from ..onnx.converters.quantized import narrow_dtype
 from ..onnx.importer import _OnnxTracer as NamedInputTracer
+from ..ops.opaque import opaque
+from ..tensor import Tensor
 from . import reader
 from .converters import CONVERTERS, WEIGHTED, OpContext
 
 
-def load(path, device=None) -> "Graph":  # noqa: F821
+def load(path, device=None) -> Graph:
     """Import the TFLite file at ``path`` as a Graph (NHWC inputs and outputs, as declared).
     ``device="meta"`` makes no arrays for the weights (shapes only).
 

@@ -13,9 +13,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import dtypes as _dt
-from ..ops import elementwise as ew
 from ..onnx.converters._base import NodeContext, constant
 from ..onnx.converters.quantized import dequantize_linear, quantize_linear
+from ..ops import elementwise as ew
 from . import fixed_point
 
 

@@ -11,12 +11,12 @@ import pytest
 pytest.importorskip("tflite")
 litert = pytest.importorskip("ai_edge_litert.interpreter")
 
-import flopcount  # noqa: E402
-import flopcount.runtime as rt  # noqa: E402
-from flopcount.runtime import tflite as rt_tflite  # noqa: E402
-from flopcount.runtime.errors import ModelFileError  # noqa: E402
+import tflite_models as models
 
-import tflite_models as models  # noqa: E402
+import flopcount
+import flopcount.runtime as rt
+from flopcount.runtime import tflite as rt_tflite
+from flopcount.runtime.errors import ModelFileError
 
 
 @pytest.fixture(scope="module")
@@ -86,7 +86,7 @@ def test_int8_elementwise_ops_are_within_one_unit_of_litert(tmp_path):
     assert exact >= 0.95 * total
 
 
-def test_int8_add_rounds_as_tflite_fixed_point_does():
+def test_int8_add_rounds_as_tflite_fixed_point_does(tmp_path):
     """An int8 ADD alone, on every pair of int8 values, at scales whose factors are not powers
     of two: TFLite's 20-bit shift and two rounding steps, reproduced exactly."""
     b = models.TfliteBuilder()
@@ -103,13 +103,9 @@ def test_int8_add_rounds_as_tflite_fixed_point_does():
     it.set_tensor(ins[1]["index"], grid_c)
     it.invoke()
     ref = it.get_tensor(it.get_output_details()[0]["index"])
-    from flopcount.runtime.tflite import importer, reader
-
-    import tempfile, os  # noqa: E401
-    with tempfile.TemporaryDirectory() as folder:
-        path = os.path.join(folder, "add.tflite")
-        open(path, "wb").write(data)
-        graph = importer.import_model(reader.read(path))
+    path = tmp_path / "add.tflite"
+    path.write_bytes(data)
+    graph = rt_tflite.load(str(path))
     np.testing.assert_array_equal(graph(rt.tensor(grid_a), rt.tensor(grid_c)).numpy(), ref)
 
 
@@ -167,7 +163,8 @@ def test_an_unknown_op_is_listed_as_unsupported_and_counted_as_zero(tmp_path):
 
 
 def test_truncated_and_foreign_files_are_one_model_file_error(files, tmp_path):
-    data = open(files["float_cnn"], "rb").read()
+    with open(files["float_cnn"], "rb") as f:
+        data = f.read()
     for cut in (len(data) // 3, len(data) // 2, len(data) - 100):
         bad = tmp_path / f"cut{cut}.tflite"
         bad.write_bytes(data[:cut])
