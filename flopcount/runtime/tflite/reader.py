@@ -104,7 +104,7 @@ def read(path: str, meta: bool = False) -> TfliteModel:
         return _decode(tflite, data, path, meta)
     except ModelFileError:
         raise
-    except Exception as exc:  # flatbuffers reading past the end, bad offsets, bad enum values
+    except Exception as exc:  # noqa: BLE001  (flatbuffers reading past the end, bad offsets, bad enum values)
         raise ModelFileError(f"{path}: not a readable TensorFlow Lite model (truncated or corrupted: "
                              f"{type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''})") from None
 
