@@ -328,3 +328,37 @@ def int8_elementwise_model() -> bytes:
     d = b.tensor("sub", (1, 4, 4, 6), "int8", scale=1 / 32, zero_point=3)
     b.op("SUB", [m, xq], [d], "SubOptions")
     return b.build([x], [y, t, d])
+
+
+def hybrid_fc_model() -> bytes:
+    """Dynamic-range quantization: float x (2, 16), int8 weights (per channel) and a float bias."""
+    rng = np.random.default_rng(3)
+    b = TfliteBuilder()
+    x = b.tensor("x", (2, 16))
+    w, sw = _per_channel(_weights(rng, (5, 16)), 0)
+    wt = b.tensor("fc/w", (5, 16), "int8", data=w, scale=sw, zero_point=np.zeros(5), axis=0)
+    bt = b.tensor("fc/b", (5,), data=_weights(rng, (5,)))
+    y = b.tensor("y", (2, 5))
+    b.op("FULLY_CONNECTED", [x, wt, bt], [y], "FullyConnectedOptions", FusedActivationFunction=RELU)
+    return b.build([x], [y])
+
+
+def hybrid_conv_model() -> bytes:
+    """Dynamic-range quantization of convs: float x (2, 6, 6, 3), a 3x3 conv and a depthwise
+    conv with int8 per-channel filters and float biases."""
+    rng = np.random.default_rng(4)
+    b = TfliteBuilder()
+    x = b.tensor("x", (2, 6, 6, 3))
+    w, sw = _per_channel(_weights(rng, (4, 3, 3, 3)), 0)
+    wt = b.tensor("conv/w", (4, 3, 3, 3), "int8", data=w, scale=sw, zero_point=np.zeros(4), axis=0)
+    bt = b.tensor("conv/b", (4,), data=_weights(rng, (4,)))
+    c = b.tensor("conv/out", (2, 6, 6, 4))
+    b.op("CONV_2D", [x, wt, bt], [c], "Conv2DOptions", Padding=SAME, StrideH=1, StrideW=1,
+         FusedActivationFunction=RELU6, DilationHFactor=1, DilationWFactor=1)
+    wd, sd = _per_channel(_weights(rng, (1, 3, 3, 4)), 3)
+    wdt = b.tensor("dw/w", (1, 3, 3, 4), "int8", data=wd, scale=sd, zero_point=np.zeros(4), axis=3)
+    bdt = b.tensor("dw/b", (4,), data=_weights(rng, (4,)))
+    y = b.tensor("dw/out", (2, 2, 2, 4))
+    b.op("DEPTHWISE_CONV_2D", [c, wdt, bdt], [y], "DepthwiseConv2DOptions", Padding=VALID, StrideH=2, StrideW=2,
+         DepthMultiplier=1, DilationHFactor=1, DilationWFactor=1)
+    return b.build([x], [y])

@@ -28,7 +28,8 @@ from . import fixed_point
 from . import quantized as q
 
 CONVERTERS: dict[str, Callable] = {}
-# ops whose MACs run in their operands' quantized type when input and weight are int8
+# ops whose MACs run in their weights' quantized type when the weight is int8 (with an int8
+# input, or a float one the kernel quantizes on the fly: dynamic-range quantization)
 WEIGHTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 
 _TO_NCHW, _TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
@@ -131,6 +132,10 @@ def _conv_nhwc(ctx, x, w_oihw, bias, groups: int):
     attrs = {"strides": [ctx.option("StrideH", 1), ctx.option("StrideW", 1)],
              "dilations": [ctx.option("DilationHFactor", 1), ctx.option("DilationWFactor", 1)],
              "auto_pad": _padding(ctx), "group": groups}
+    if _hybrid(ctx):
+        values, row_scale = _asymmetric_rows(x, (1, 2, 3))
+        acc = conv(ctx.onnx(**attrs), movement.permute(values, _TO_NCHW), ew.cast(w_oihw, _dt.float64))
+        return _hybrid_output(ctx, movement.permute(acc, _TO_NHWC), row_scale, bias)
     if not ctx.quantized():
         y = conv(ctx.onnx(**attrs), movement.permute(x, _TO_NCHW), w_oihw, bias)
         return _activated(ctx, movement.permute(y, _TO_NHWC))
@@ -139,6 +144,50 @@ def _conv_nhwc(ctx, x, w_oihw, bias, groups: int):
     acc = conv(ctx.onnx(**attrs), xs, ws, None if bias is None else ew.cast(bias, _dt.float64))
     y = q.requantize(movement.permute(acc, _TO_NHWC), ctx.ins[0], ctx.ins[1], ctx.out)
     return _clamp_quantized(ctx, y)
+
+
+def _hybrid(ctx) -> bool:
+    """A dynamic-range quantized layer: float input, int8 weight with a scale."""
+    return not q.is_quantized(ctx.ins[0]) and q.is_quantized(ctx.ins[1])
+
+
+def _quantized_rows(x, dims: tuple):
+    """A hybrid layer's float input quantized as TFLite's kernels do on the fly: symmetric int8
+    per batch row (the largest magnitude over ``dims`` is 127), rounded half away from zero;
+    (the int8 values in float64, the float32 scale, keeping ``dims``)."""
+    largest = reduction.amax(ew.abs(x), dims, keepdim=True)
+    largest = ew.where(ew.eq(largest, 0.0), 1.0, largest)  # an all-zero row quantizes to zeros
+    values = ew.clamp(_round_half_away(ew.mul(x, ew.div(127.0, largest))), -127.0, 127.0)
+    return ew.cast(values, _dt.float64), ew.div(largest, 127.0)
+
+
+def _asymmetric_rows(x, dims: tuple):
+    """A hybrid conv's float input quantized as TFLite's per-channel hybrid kernels do: int8 per
+    batch item over [min(x, 0), max(x, 0)] with the zero point of smaller error, nudged into
+    range; (the values minus the zero point in float64 -- padding then adds real zeros -- and the
+    float32 scale, keeping ``dims``)."""
+    low = ew.minimum(reduction.amin(x, dims, keepdim=True), 0.0)
+    high = ew.maximum(reduction.amax(x, dims, keepdim=True), 0.0)
+    low, high = ew.cast(low, _dt.float64), ew.cast(high, _dt.float64)
+    flat = ew.eq(low, high)
+    scale = ew.div(ew.where(flat, 255.0, ew.sub(high, low)), 255.0)  # a constant-zero item: scale 1
+    from_min, from_max = ew.sub(-128.0, ew.div(low, scale)), ew.sub(127.0, ew.div(high, scale))
+    min_error = ew.add(128.0, ew.abs(ew.div(low, scale)))
+    max_error = ew.add(127.0, ew.abs(ew.div(high, scale)))
+    zero = ew.where(ew.lt(min_error, max_error), from_min, from_max)
+    zero = ew.where(flat, 0.0, ew.clamp(_round_half_away(zero), -128.0, 127.0))
+    scale = ew.cast(scale, _dt.float32)
+    inverse = ew.div(1.0, scale)
+    values = ew.clamp(_round_half_away(ew.add(ew.cast(zero, _dt.float32), ew.mul(x, inverse))), -128.0, 127.0)
+    values = ew.sub(ew.cast(values, _dt.float64), zero)
+    return ew.where(flat, 0.0, values), scale
+
+
+def _hybrid_output(ctx, acc, row_scale, bias):
+    """acc * input scale * weight scale (per output channel, channels last) + the float bias."""
+    w_scale = q.scale_of(ctx.ins[1])
+    y = ew.mul(ew.cast(acc, _dt.float32), ew.mul(row_scale, w_scale))
+    return _activated(ctx, y if bias is None else ew.add(y, bias))
 
 
 @converter("CONV_2D")
@@ -157,6 +206,10 @@ def depthwise_conv_2d(ctx, x, w, bias=None):
 def fully_connected(ctx, x, w, bias=None):
     depth = w.shape[1]
     rows = movement.reshape(x, (-1, depth))
+    if _hybrid(ctx):
+        values, row_scale = _quantized_rows(rows, (1,))
+        acc = linalg.linear(values, ew.cast(w, _dt.float64))
+        return movement.reshape(_hybrid_output(ctx, acc, row_scale, bias), ctx.out.shape)
     if not ctx.quantized():
         return _activated(ctx, movement.reshape(linalg.linear(rows, w, bias), ctx.out.shape))
     acc = linalg.linear(q.minus_zero_point(rows, ctx.ins[0]), q.minus_zero_point(w, ctx.ins[1]),

@@ -30,6 +30,7 @@ from ..ops.opaque import opaque
 from ..tensor import Tensor
 from . import reader
 from .converters import CONVERTERS, WEIGHTED, OpContext
+from .quantized import is_quantized
 
 
 def load(path, device=None) -> Graph:
@@ -163,8 +164,9 @@ class _Conversion:
             raise ModelFileError(f"{ctx.where}: invalid options or operands ({type(exc).__name__}: "
                                  f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
         mac = None
-        if record.op in WEIGHTED and len(ctx.ins) > 1 and ctx.ins[1] is not None and ctx.quantized():
-            mac = narrow_dtype([get_dtype(ctx.ins[0].dtype), get_dtype(ctx.ins[1].dtype)])
+        if record.op in WEIGHTED and len(ctx.ins) > 1 and is_quantized(ctx.ins[1]):
+            # an int8 input, or a float one quantized to int8 per row (a hybrid layer)
+            mac = narrow_dtype([get_dtype(r.dtype) if is_quantized(r) else get_dtype("int8") for r in ctx.ins[:2]])
         source = ctx.out.name if ctx.outs else ctx.where
         for n in recorded[first:]:
             n.module_type = f"TFLite {record.op}"

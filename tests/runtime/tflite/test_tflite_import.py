@@ -86,6 +86,20 @@ def test_int8_elementwise_ops_are_within_one_unit_of_litert(tmp_path):
     assert exact >= 0.95 * total
 
 
+@pytest.mark.parametrize("name, shape", [("hybrid_fc_model", (2, 16)), ("hybrid_conv_model", (2, 6, 6, 3))])
+def test_dynamic_range_quantized_layers_compute_what_litert_computes(tmp_path, name, shape):
+    """Float input, int8 weights: the kernels quantize each batch item of the input to int8 on
+    the fly (symmetric per row for fully connected layers, asymmetric per item for convs) and
+    run int8 MACs, reported as int8."""
+    path = tmp_path / f"{name}.tflite"
+    path.write_bytes(getattr(models, name)())
+    for x in _inputs(shape):
+        for ref, got in zip(_litert(str(path), x), _ours(str(path), x), strict=True):
+            np.testing.assert_allclose(got, ref, rtol=1e-5, atol=1e-6)
+    report = flopcount.profile(str(path), device="meta")
+    assert report.macs > 0 and report.totals["macs_by_dtype"] == {"int8": report.macs}
+
+
 def test_int8_add_rounds_as_tflite_fixed_point_does(tmp_path):
     """An int8 ADD alone, on every pair of int8 values, at scales whose factors are not powers
     of two: TFLite's 20-bit shift and two rounding steps, reproduced exactly."""
