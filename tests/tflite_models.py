@@ -362,3 +362,52 @@ def hybrid_conv_model() -> bytes:
     b.op("DEPTHWISE_CONV_2D", [c, wdt, bdt], [y], "DepthwiseConv2DOptions", Padding=VALID, StrideH=2, StrideW=2,
          DepthMultiplier=1, DilationHFactor=1, DilationWFactor=1)
     return b.build([x], [y])
+
+
+def math_model() -> bytes:
+    """x (1, 4, 4, 6) through the ops of ``math_ops``: every result is a graph output."""
+    rng = np.random.default_rng(5)
+    b = TfliteBuilder()
+    x = b.tensor("x", (1, 4, 4, 6))
+    outputs = []
+
+    def out(name, shape, op, inputs, options=None, **fields):
+        t = b.tensor(name, shape)
+        b.op(op, inputs, [t], options, **fields)
+        outputs.append(t)
+        return t
+
+    same = (1, 4, 4, 6)
+    a = out("abs", same, "ABS", [x])
+    s = out("sqrt", same, "SQRT", [a])
+    e = out("exp", same, "EXP", [x])
+    out("rsqrt", same, "RSQRT", [e])
+    out("log", same, "LOG", [e])
+    hi = out("maximum", same, "MAXIMUM", [x, s])
+    lo = out("minimum", same, "MINIMUM", [x, s])
+    out("div", same, "DIV", [hi, e], "DivOptions", FusedActivationFunction=RELU)
+    out("squared_difference", same, "SQUARED_DIFFERENCE", [hi, lo])
+    out("square", same, "SQUARE", [x])
+    out("neg", same, "NEG", [x])
+    out("leaky_relu", same, "LEAKY_RELU", [x], "LeakyReluOptions", Alpha=0.1)
+    alpha = b.tensor("alpha", (6,), data=_weights(rng, (6,)))
+    out("prelu", same, "PRELU", [x, alpha])
+    out("gelu", same, "GELU", [x], "GeluOptions", Approximate=False)
+    out("log_softmax", same, "LOG_SOFTMAX", [x])
+    hw = b.tensor("hw", (2,), "int32", data=np.array([1, 2], np.int32))
+    out("sum", (1, 1, 1, 6), "SUM", [x, hw], "ReducerOptions", KeepDims=True)
+    last = b.tensor("last", (1,), "int32", data=np.array([3], np.int32))
+    out("reduce_max", (1, 4, 4), "REDUCE_MAX", [x, last], "ReducerOptions", KeepDims=False)
+    perm = b.tensor("perm", (4,), "int32", data=np.array([0, 3, 1, 2], np.int32))
+    t = out("transpose", (1, 6, 4, 4), "TRANSPOSE", [x, perm])
+    out("batch_matmul", (1, 6, 4, 4), "BATCH_MATMUL", [t, t], "BatchMatMulOptions", AdjX=False, AdjY=True)
+    for name, op, size, options in (("bilinear_half", "RESIZE_BILINEAR", (8, 8), {"HalfPixelCenters": True}),
+                                    ("bilinear_aligned", "RESIZE_BILINEAR", (7, 7), {"AlignCorners": True}),
+                                    ("bilinear", "RESIZE_BILINEAR", (6, 6), {}),
+                                    ("nearest", "RESIZE_NEAREST_NEIGHBOR", (7, 7), {}),
+                                    ("nearest_half", "RESIZE_NEAREST_NEIGHBOR", (6, 6), {"HalfPixelCenters": True}),
+                                    ("nearest_aligned", "RESIZE_NEAREST_NEIGHBOR", (7, 7), {"AlignCorners": True})):
+        sizes = b.tensor(f"{name}/size", (2,), "int32", data=np.array(size, np.int32))
+        kind = "ResizeBilinearOptions" if op == "RESIZE_BILINEAR" else "ResizeNearestNeighborOptions"
+        out(name, (1, *size, 6), op, [x, sizes], kind, **options)
+    return b.build([x], outputs)

@@ -24,7 +24,7 @@ def files(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("tflite")
     out = {}
     for name, data in (("float_cnn", models.float_cnn()), ("elementwise", models.elementwise_model()),
-                       ("int8_cnn", models.int8_cnn())):
+                       ("math", models.math_model()), ("int8_cnn", models.int8_cnn())):
         path = folder / f"{name}.tflite"
         path.write_bytes(data)
         out[name] = str(path)
@@ -48,7 +48,7 @@ def _inputs(shape, seeds=range(3)):
     return [np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32) for seed in seeds]
 
 
-@pytest.mark.parametrize("name", ["float_cnn", "elementwise"])
+@pytest.mark.parametrize("name", ["float_cnn", "elementwise", "math"])
 def test_float_models_compute_what_litert_computes(files, name):
     shape = (1, 8, 8, 3) if name == "float_cnn" else (1, 4, 4, 6)
     for x in _inputs(shape):
@@ -172,12 +172,12 @@ def test_an_unknown_op_is_listed_as_unsupported_and_counted_as_zero(tmp_path):
     b = models.TfliteBuilder()
     x = b.tensor("x", (1, 4))
     y = b.tensor("y", (1, 4))
-    b.op("FLOOR", [x], [y])
-    path = tmp_path / "floor.tflite"
+    b.op("CUMSUM", [x], [y])
+    path = tmp_path / "cumsum.tflite"
     path.write_bytes(b.build([x], [y]))
     graph = rt_tflite.load(str(path))
     assert [n.op.__name__ for n in graph.nodes] == ["Opaque"]
-    assert graph.nodes[0].attrs["label"] == "TFLite FLOOR"
+    assert graph.nodes[0].attrs["label"] == "TFLite CUMSUM"
     assert graph.cost().flops == 0
 
 
