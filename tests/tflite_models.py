@@ -389,6 +389,9 @@ def math_model() -> bytes:
     out("squared_difference", same, "SQUARED_DIFFERENCE", [hi, lo])
     out("square", same, "SQUARE", [x])
     out("neg", same, "NEG", [x])
+    for op in ("SIN", "COS", "FLOOR"):
+        out(op.lower(), same, op, [x])
+    out("pow", same, "POW", [s, e])
     out("leaky_relu", same, "LEAKY_RELU", [x], "LeakyReluOptions", Alpha=0.1)
     alpha = b.tensor("alpha", (6,), data=_weights(rng, (6,)))
     out("prelu", same, "PRELU", [x, alpha])
@@ -398,6 +401,7 @@ def math_model() -> bytes:
     out("sum", (1, 1, 1, 6), "SUM", [x, hw], "ReducerOptions", KeepDims=True)
     last = b.tensor("last", (1,), "int32", data=np.array([3], np.int32))
     out("reduce_max", (1, 4, 4), "REDUCE_MAX", [x, last], "ReducerOptions", KeepDims=False)
+    out("reduce_min", (1, 4, 4), "REDUCE_MIN", [x, last], "ReducerOptions", KeepDims=False)
     perm = b.tensor("perm", (4,), "int32", data=np.array([0, 3, 1, 2], np.int32))
     t = out("transpose", (1, 6, 4, 4), "TRANSPOSE", [x, perm])
     out("batch_matmul", (1, 6, 4, 4), "BATCH_MATMUL", [t, t], "BatchMatMulOptions", AdjX=False, AdjY=True)

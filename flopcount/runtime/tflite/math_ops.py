@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..onnx.converters._base import constant
+from ..onnx.converters.resize import resize
 from ..ops import activations as act
 from ..ops import elementwise as ew
 from ..ops import linalg, movement, reduction
-from ..onnx.converters._base import constant
-from ..onnx.converters.resize import resize
 from .converters import _activated, _float_then_quantized, converter
 
 
@@ -37,7 +37,7 @@ def _unary(fn):
 
 for _name, _fn in {"EXP": ew.exp, "LOG": ew.log, "SQRT": ew.sqrt, "RSQRT": ew.rsqrt, "ABS": ew.abs,
                    "NEG": ew.neg, "SQUARE": lambda x: ew.mul(x, x), "SIN": ew.sin, "COS": ew.cos,
-                   "FLOOR": ew.floor, "CEIL": ew.ceil, "ELU": act.elu}.items():
+                   "FLOOR": ew.floor}.items():
     converter(_name)(_unary(_fn))
 
 
