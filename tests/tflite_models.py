@@ -415,3 +415,49 @@ def math_model() -> bytes:
         kind = "ResizeBilinearOptions" if op == "RESIZE_BILINEAR" else "ResizeNearestNeighborOptions"
         out(name, (1, *size, 6), op, [x, sizes], kind, **options)
     return b.build([x], outputs)
+
+
+def shape_model() -> bytes:
+    """x (1, 6, 6, 4) through SLICE, STRIDED_SLICE (masks, a negative stride, a shrunk axis),
+    SPLIT, PACK, UNPACK, GATHER, SQUEEZE, EXPAND_DIMS, PADV2, RELU_N1_TO_1 and TRANSPOSE_CONV
+    (SAME, stride 2): every result is a graph output."""
+    rng = np.random.default_rng(6)
+    b = TfliteBuilder()
+    x = b.tensor("x", (1, 6, 6, 4))
+    outputs = []
+
+    def ints(name, values):
+        return b.tensor(name, (len(values),), "int32", data=np.array(values, np.int32))
+
+    def out(name, shape, op, inputs, options=None, **fields):
+        t = b.tensor(name, shape)
+        b.op(op, inputs, [t], options, **fields)
+        outputs.append(t)
+        return t
+
+    out("slice", (1, 3, 4, 2), "SLICE", [x, ints("s/begin", [0, 1, 2, 1]), ints("s/size", [1, 3, -1, 2])])
+    out("strided", (1, 3, 2, 4), "STRIDED_SLICE",
+        [x, ints("ss/begin", [0, 5, 0, 0]), ints("ss/end", [1, 0, 6, 4]), ints("ss/strides", [1, -2, 3, 1])],
+        "StridedSliceOptions", BeginMask=0b1000, EndMask=0b1000)
+    out("strided_shrink", (1, 6, 4), "STRIDED_SLICE",
+        [x, ints("sh/begin", [0, 0, -1, 0]), ints("sh/end", [1, 6, 0, 4]), ints("sh/strides", [1, 1, 1, 1])],
+        "StridedSliceOptions", ShrinkAxisMask=0b0100)
+    parts = [b.tensor(f"split_{i}", (1, 6, 6, 2)) for i in range(2)]
+    b.op("SPLIT", [ints("split/axis", [3]), x], parts, "SplitOptions", NumSplits=2)
+    outputs += parts
+    out("pack", (2, 1, 6, 6, 2), "PACK", parts, "PackOptions", ValuesCount=2, Axis=0)
+    rows = [b.tensor(f"unpack_{i}", (1, 6, 4)) for i in range(6)]
+    b.op("UNPACK", [x], rows, "UnpackOptions", Num=6, Axis=2)
+    outputs += rows[:2]
+    out("gather", (1, 6, 3, 4), "GATHER", [x, ints("g/indices", [5, 0, 2])], "GatherOptions", Axis=2)
+    sq = out("squeeze", (6, 6, 4), "SQUEEZE", [x], "SqueezeOptions")
+    out("expand_dims", (6, 1, 6, 4), "EXPAND_DIMS", [sq, ints("e/axis", [1])])
+    pads = b.tensor("p/pads", (4, 2), "int32", data=np.array([[0, 0], [2, 1], [0, 1], [1, 0]], np.int32))
+    fill = b.tensor("p/value", (1,), data=np.array([0.75], np.float32))
+    out("padv2", (1, 9, 7, 5), "PADV2", [x, pads, fill])
+    out("relu_n1_to_1", (1, 6, 6, 4), "RELU_N1_TO_1", [x])
+    w = b.tensor("tconv/w", (3, 3, 3, 4), data=_weights(rng, (3, 3, 3, 4)))
+    shape = ints("tconv/shape", [1, 12, 12, 3])
+    out("tconv", (1, 12, 12, 3), "TRANSPOSE_CONV", [shape, w, x], "TransposeConvOptions", Padding=SAME,
+        StrideH=2, StrideW=2)
+    return b.build([x], outputs)

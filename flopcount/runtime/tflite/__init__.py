@@ -9,7 +9,7 @@ as int8. ``supported_ops()`` lists the builtin operators import understands.
 
 from __future__ import annotations
 
-from . import math_ops  # noqa: F401  (registers its converters in CONVERTERS)
+from . import math_ops, shape_ops  # noqa: F401  (they register their converters in CONVERTERS)
 from .converters import CONVERTERS
 from .importer import load
 from .reader import IDENTIFIER, is_tflite

@@ -24,7 +24,8 @@ def files(tmp_path_factory) -> dict:
     folder = tmp_path_factory.mktemp("tflite")
     out = {}
     for name, data in (("float_cnn", models.float_cnn()), ("elementwise", models.elementwise_model()),
-                       ("math", models.math_model()), ("int8_cnn", models.int8_cnn())):
+                       ("math", models.math_model()), ("shape", models.shape_model()),
+                       ("int8_cnn", models.int8_cnn())):
         path = folder / f"{name}.tflite"
         path.write_bytes(data)
         out[name] = str(path)
@@ -48,9 +49,9 @@ def _inputs(shape, seeds=range(3)):
     return [np.random.default_rng(seed).uniform(-1, 1, shape).astype(np.float32) for seed in seeds]
 
 
-@pytest.mark.parametrize("name", ["float_cnn", "elementwise", "math"])
+@pytest.mark.parametrize("name", ["float_cnn", "elementwise", "math", "shape"])
 def test_float_models_compute_what_litert_computes(files, name):
-    shape = (1, 8, 8, 3) if name == "float_cnn" else (1, 4, 4, 6)
+    shape = {"float_cnn": (1, 8, 8, 3), "shape": (1, 6, 6, 4)}.get(name, (1, 4, 4, 6))
     for x in _inputs(shape):
         for ref, got in zip(_litert(files[name], x), _ours(files[name], x), strict=True):
             assert got.shape == ref.shape and got.dtype == ref.dtype
@@ -137,6 +138,11 @@ def test_macs_and_params_follow_the_hand_formulas(files, name):
     # the weight tensors: filters and biases of conv1, dw, pw and fc
     weights = 8 * 3 * 3 * 3 + 8 + 3 * 3 * 8 + 8 + 8 * 8 + 8 + 10 * 32 + 10
     assert report.params == weights
+
+
+def test_transposed_conv_macs_follow_the_hand_formula(files):
+    # every input pixel meets the whole kernel: N*Hin*Win*Cin*Kh*Kw*Cout
+    assert flopcount.profile(files["shape"], device="meta").row("tconv").macs == 1 * 6 * 6 * 4 * 3 * 3 * 3
 
 
 def test_int8_macs_are_reported_as_int8(files):
