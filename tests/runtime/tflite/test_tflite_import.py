@@ -205,3 +205,18 @@ def test_supported_ops_lists_the_brief_ops():
     assert {"CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED", "AVERAGE_POOL_2D", "MAX_POOL_2D", "ADD", "SUB",
             "MUL", "RELU", "RELU6", "LOGISTIC", "TANH", "HARD_SWISH", "SOFTMAX", "RESHAPE", "CONCATENATION",
             "MEAN", "PAD", "QUANTIZE", "DEQUANTIZE"} <= set(rt_tflite.supported_ops())
+
+
+def test_the_format_is_found_by_content(files, tmp_path):
+    from flopcount.runtime.io import sniff
+
+    assert sniff.sniff(files["float_cnn"]) == sniff.TFLITE
+    other = tmp_path / "model.tflite"
+    other.write_bytes(b"\x1c\x00\x00\x00ONNX" + bytes(32))
+    assert sniff.sniff(str(other)) == sniff.UNKNOWN
+
+
+def test_without_the_tflite_package_the_error_names_it(files, monkeypatch):
+    monkeypatch.setitem(__import__("sys").modules, "tflite", None)  # import tflite then fails
+    with pytest.raises(ModelFileError, match="pip install tflite"):
+        rt_tflite.load(files["float_cnn"])
