@@ -14,6 +14,7 @@ from ..onnx.converters._base import constant
 from ..onnx.converters.nn import conv_transpose
 from ..onnx.converters.tensor import slice_
 from ..ops import indexing, movement
+from . import quantized as q
 from .converters import _TO_NCHW, _TO_NHWC, _activated, _padding, converter
 
 _BIG = 2 ** 62  # an end past any dim: ONNX's Slice clamps it, as TensorFlow's masks ask
@@ -85,7 +86,7 @@ def gather(ctx, x, indices):
 
 @converter("TRANSPOSE_CONV")
 def transpose_conv(ctx, output_shape, w, x, bias=None):
-    if ctx.quantized():
+    if q.is_quantized(ctx.ins[2]):  # inputs: output shape, weights, data
         raise UnsupportedOpError(f"{ctx.where}: a quantized TRANSPOSE_CONV is not supported")
     # weights (Cout, H, W, Cin) -> ConvTranspose's (Cin, Cout, H, W); the file gives the output size
     attrs = {"strides": [ctx.option("StrideH", 1), ctx.option("StrideW", 1)], "auto_pad": _padding(ctx),

@@ -16,7 +16,7 @@ import tflite_models as models
 import flopcount
 import flopcount.runtime as rt
 from flopcount.runtime import tflite as rt_tflite
-from flopcount.runtime.errors import ModelFileError
+from flopcount.runtime.errors import ModelFileError, UnsupportedOpError
 
 
 @pytest.fixture(scope="module")
@@ -220,3 +220,16 @@ def test_without_the_tflite_package_the_error_names_it(files, monkeypatch):
     monkeypatch.setitem(__import__("sys").modules, "tflite", None)  # import tflite then fails
     with pytest.raises(ModelFileError, match="pip install tflite"):
         rt_tflite.load(files["float_cnn"])
+
+
+def test_a_quantized_transposed_conv_is_refused_by_name(tmp_path):
+    b = models.TfliteBuilder()
+    x = b.tensor("x", (1, 2, 2, 1), "int8", scale=0.1, zero_point=0)
+    w = b.tensor("w", (1, 2, 2, 1), "int8", data=np.ones((1, 2, 2, 1), np.int8), scale=0.1, zero_point=0)
+    shape = b.tensor("shape", (4,), "int32", data=np.array([1, 4, 4, 1], np.int32))
+    y = b.tensor("y", (1, 4, 4, 1), "int8", scale=0.1, zero_point=0)
+    b.op("TRANSPOSE_CONV", [shape, w, x], [y], "TransposeConvOptions", Padding=1, StrideH=2, StrideW=2)
+    path = tmp_path / "qtconv.tflite"
+    path.write_bytes(b.build([x], [y]))
+    with pytest.raises(UnsupportedOpError, match="TRANSPOSE_CONV"):
+        rt_tflite.load(str(path))
