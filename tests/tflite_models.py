@@ -461,3 +461,31 @@ def shape_model() -> bytes:
     out("tconv", (1, 12, 12, 3), "TRANSPOSE_CONV", [shape, w, x], "TransposeConvOptions", Padding=SAME,
         StrideH=2, StrideW=2)
     return b.build([x], outputs)
+
+
+def uint8_conv_model() -> bytes:
+    """The older uint8 quantization: x quantized to uint8 (zero point 128), a 3x3 conv with
+    uint8 weights (zero point 131, one scale), a fully connected layer, relu6; uint8 out."""
+    rng = np.random.default_rng(7)
+    b = TfliteBuilder()
+    x = b.tensor("x", (1, 5, 5, 2))
+    sx = 2 / 255
+    xq = b.tensor("xq", (1, 5, 5, 2), "uint8", scale=sx, zero_point=128)
+    b.op("QUANTIZE", [x], [xq])
+    sw = 0.3 / 127
+    w = np.clip(np.round(_weights(rng, (3, 3, 3, 2)) / sw) + 131, 0, 255).astype(np.uint8)
+    wt = b.tensor("conv/w", (3, 3, 3, 2), "uint8", data=w, scale=sw, zero_point=131)
+    bt = b.tensor("conv/b", (3,), "int32", data=np.round(_weights(rng, (3,)) / (sx * sw)).astype(np.int32),
+                  scale=sx * sw, zero_point=0)
+    c = b.tensor("conv/out", (1, 5, 5, 3), "uint8", scale=6 / 255, zero_point=0)
+    b.op("CONV_2D", [xq, wt, bt], [c], "Conv2DOptions", Padding=SAME, StrideH=1, StrideW=1,
+         FusedActivationFunction=RELU6, DilationHFactor=1, DilationWFactor=1)
+    flat = b.tensor("flat", (1, 75), "uint8", scale=6 / 255, zero_point=0)
+    b.op("RESHAPE", [c, b.tensor("flat/shape", (2,), "int32", data=np.array([1, 75], np.int32))], [flat])
+    sf = 0.2 / 127
+    wf = np.clip(np.round(_weights(rng, (4, 75), 0.2) / sf) + 125, 0, 255).astype(np.uint8)
+    wft = b.tensor("fc/w", (4, 75), "uint8", data=wf, scale=sf, zero_point=125)
+    bft = b.tensor("fc/b", (4,), "int32", data=np.zeros(4, np.int32), scale=(6 / 255) * sf, zero_point=0)
+    y = b.tensor("fc/out", (1, 4), "uint8", scale=8 / 255, zero_point=100)
+    b.op("FULLY_CONNECTED", [flat, wft, bft], [y], "FullyConnectedOptions")
+    return b.build([x], [y])

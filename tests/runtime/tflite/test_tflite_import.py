@@ -70,6 +70,19 @@ def test_int8_model_computes_what_litert_computes(files):
         np.testing.assert_array_equal(logits, ref_logits)
 
 
+def test_uint8_quantized_layers_compute_what_litert_computes(tmp_path):
+    """The older uint8 scheme (weights with a zero point): the same integer arithmetic, exactly."""
+    path = tmp_path / "uint8.tflite"
+    path.write_bytes(models.uint8_conv_model())
+    for x in _inputs((1, 5, 5, 2), seeds=range(4)):
+        (ref,), (got,) = _litert(str(path), x), _ours(str(path), x)
+        assert got.dtype == ref.dtype == np.uint8
+        np.testing.assert_array_equal(got, ref)
+    report = flopcount.profile(str(path), device="meta")
+    assert report.macs == 5 * 5 * 3 * 3 * 3 * 2 + 4 * 75
+    assert report.totals["macs_by_dtype"] == {"int8": report.macs}  # 8-bit integer MACs
+
+
 def test_int8_elementwise_ops_are_within_one_unit_of_litert(tmp_path):
     """HARD_SWISH, LOGISTIC, TANH, MUL and MEAN run on the dequantized values and are quantized
     once, where TFLite's int8 kernels use lookup tables and fixed-point multipliers with their
