@@ -17,7 +17,7 @@ import pytest
 tflite = pytest.importorskip("tflite")
 flatbuffers = pytest.importorskip("flatbuffers")
 
-_TYPES = {"float32": "FLOAT32", "int8": "INT8", "int32": "INT32", "uint8": "UINT8", "int64": "INT64",
+_TYPES = {"float32": "FLOAT32", "int8": "INT8", "int32": "INT32", "uint8": "UINT8", "int64": "INT64", "string": "STRING",
           "float16": "FLOAT16"}
 
 

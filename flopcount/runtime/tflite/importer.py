@@ -60,7 +60,7 @@ def _constants(model) -> tuple:
     weights = _weight_indices(model)
     constants, params, names = {}, {}, set()
     for i, record in enumerate(model.tensors):
-        if not record.constant:
+        if not record.constant or record.unsupported:
             continue
         dtype = get_dtype(record.dtype)
         if record.data is None:
@@ -103,6 +103,9 @@ def import_model(model):
     """A Graph from a read TFLite model (``reader.TfliteModel``)."""
     constants, params = _constants(model)
     inputs = [model.tensors[i] for i in model.inputs]
+    odd = next((r for r in inputs if r.unsupported), None)
+    if odd is not None:
+        raise UnsupportedOpError(f"graph input {odd.name!r} has type {odd.unsupported}, which flopcount does not support")
     names = [_unique(r.name, set()) for r in inputs]
     conversion = _Conversion(model, constants)
     tracer = NamedInputTracer(conversion, names, params)
@@ -139,6 +142,10 @@ class _Conversion:
 
     def _convert(self, record, values: dict) -> None:
         ctx = OpContext(record, self.model.tensors)
+        odd = next((r for r in ctx.ins + ctx.outs if r is not None and r.unsupported), None)
+        if odd is not None:
+            raise UnsupportedOpError(f"{ctx.where}: tensor {odd.name!r} has type {odd.unsupported}, which flopcount "
+                                     f"does not support")
         args = []
         for i in record.inputs:
             if i < 0:

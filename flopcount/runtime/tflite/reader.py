@@ -48,10 +48,11 @@ class Quantization:
 class TensorRecord:
     name: str
     shape: tuple
-    dtype: str                        # a numpy dtype name
+    dtype: str | None                 # a numpy dtype name (None: see ``unsupported``)
     data: np.ndarray | None = None    # the buffer's values (read-only view); None for activations and on meta
     quant: Quantization | None = None
     constant: bool = False            # the file holds its values (a weight, a bias, a shape)
+    unsupported: str = ""             # the TensorType flopcount has no dtype for ('STRING'), if so
 
 
 @dataclass
@@ -159,8 +160,9 @@ def _decode(tflite, data: bytes, path: str, meta: bool) -> TfliteModel:
 def _tensor(tflite, model, t, index: int, type_names: dict, data: bytes, path: str, meta: bool) -> TensorRecord:
     name = t.Name().decode("utf-8", "replace") if t.Name() else f"tensor_{index}"
     type_name = type_names.get(t.Type(), str(t.Type()))
-    if type_name not in _NUMPY_TYPES:
-        raise ModelFileError(f"{path}: tensor {name!r} has type {type_name}, which flopcount does not support")
+    if type_name not in _NUMPY_TYPES:  # strings, resources, complex: refused where an op uses them
+        shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
+        return TensorRecord(name, shape, None, unsupported=type_name)
     dtype = np.dtype(_NUMPY_TYPES[type_name])
     shape = tuple(int(d) for d in t.ShapeAsNumpy()) if t.ShapeLength() else ()
     if any(d < 0 for d in shape):

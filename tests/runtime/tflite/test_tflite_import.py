@@ -246,3 +246,19 @@ def test_a_quantized_transposed_conv_is_refused_by_name(tmp_path):
     path.write_bytes(b.build([x], [y]))
     with pytest.raises(UnsupportedOpError, match="TRANSPOSE_CONV"):
         rt_tflite.load(str(path))
+
+
+def test_a_tensor_type_without_a_dtype_is_refused_only_where_it_is_used(tmp_path):
+    b = models.TfliteBuilder()
+    x = b.tensor("x", (1, 4))
+    y = b.tensor("y", (1, 4))
+    b.tensor("unused_label", (2,), "string")
+    b.op("RELU", [x], [y])
+    path = tmp_path / "label.tflite"
+    path.write_bytes(b.build([x], [y]))
+    assert rt_tflite.load(str(path)).cost().flops == 4  # relu: one comparison a value
+    words = b.tensor("words", (1, 4), "string")
+    b.op("RELU", [words], [b.tensor("z", (1, 4))])
+    path.write_bytes(b.build([x], [y]))
+    with pytest.raises(UnsupportedOpError, match="'words' has type STRING"):
+        rt_tflite.load(str(path))
