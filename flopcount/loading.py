@@ -5,6 +5,8 @@
 * ``path/to/file.py:factory`` RUNS that Python file (as ``python file.py`` would) and calls
   ``factory(**factory_args)``: use it only for code you trust;
 * ``*.onnx`` is imported from ONNX: the file is only read, nothing in it is executed;
+* a TensorFlow Lite file (``TFL3`` at bytes 4..8, whatever its name) is imported from its
+  flatbuffer, only read too;
 * an existing path is that path, even when the zoo has a model of that name (a folder
   ``llama/`` beside you is the folder, with a note naming ``zoo:llama`` for the zoo's model);
 * a zoo name (``resnet50``) is the zoo model; ``zoo:resnet50`` always is;
@@ -29,7 +31,7 @@ from dataclasses import replace
 
 from .inputs import InputSpec
 from .options import Option, option_error
-from .target import FACTORY, GGUF, HF, JAX, NATIVE, OBJECT, ONNX, PT2, TORCH, ZOO, Target, graph_inputs  # noqa: F401
+from .target import FACTORY, GGUF, HF, JAX, NATIVE, OBJECT, ONNX, PT2, TFLITE, TORCH, ZOO, Target, graph_inputs  # noqa: F401
 from .runtime import errors
 from .runtime.dtypes import get_dtype
 from .runtime.dispatch import default_device
@@ -293,6 +295,12 @@ def load_native(path: str, device, zoo_device=None) -> Target:
         return torch_loading().load_pt2(path, device, [])
     if kind == sniff.GGUF:
         return load_gguf(path, zoo_device or device)
+    if kind == sniff.TFLITE:
+        return load_tflite(path, device)
+    if path.lower().endswith(".tflite"):
+        raise errors.ModelFileError(f"{path}: not a TensorFlow Lite file (no 'TFL3' identifier at bytes 4..8)")
+    if path.lower().endswith(".gguf"):
+        raise errors.ModelFileError(f"{path}: not a GGUF file (it does not start with 'GGUF')")
     if kind == sniff.SAFETENSORS and sniff.safetensors_metadata(path).get("format") not in (None, "flopcount"):
         return _weights_file(path, device, zoo_device)
     graph = load_graph(path)
@@ -359,6 +367,23 @@ def _weights_file(path: str, device, zoo_device) -> Target:
     target.notes.insert(0, f"{os.path.basename(path)} holds weights only: profiling its folder "
                            f"{os.path.basename(folder)}, which has a config.json")
     return target
+
+
+# --- TensorFlow Lite files -------------------------------------------------------------------
+
+def load_tflite(path: str, device) -> Target:
+    """Import a TFLite file (its shapes are fixed, NHWC as the file declares them); on the meta
+    device no arrays are made for its weights."""
+    try:
+        from .runtime import tflite as tflite_io
+        graph = tflite_io.load(path, device="meta" if str(device) == "meta" else None)
+    except errors.FlopcountError as exc:
+        if str(exc).startswith(path):
+            raise
+        raise type(exc)(f"{path}: {exc}") from exc   # an operator's error: name the file too
+    graph = _placed(graph, device)
+    return Target(graph, os.path.basename(path), TFLITE, graph_inputs(graph), fixed=True,
+                  notes=list(graph.notes), path=path)
 
 
 # --- ONNX files ------------------------------------------------------------------------------
@@ -500,7 +525,7 @@ def file_errors(target: Target):
     try:
         yield
     except (ArithmeticError, ValueError, TypeError, IndexError, KeyError, RuntimeError) as exc:
-        if isinstance(exc, errors.FlopcountError) or target.kind not in (ONNX, NATIVE):
+        if isinstance(exc, errors.FlopcountError) or target.kind not in (ONNX, NATIVE, TFLITE, GGUF):
             raise
         text = " ".join(str(exc).split())
         raise errors.ModelFileError(f"{target.path}: running the model failed, the file holds values it cannot "
@@ -522,5 +547,5 @@ def check_fixed(target: Target, specs: list) -> None:
             + (", ".join(s.describe() for s in specs) or "none"))
 
 
-__all__ = ["Target", "kind_of", "zoo_name", "load", "specialize", "load_hf_folder", "file_errors", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
+__all__ = ["Target", "kind_of", "zoo_name", "load", "specialize", "load_hf_folder", "file_errors", "load_zoo", "load_native", "load_onnx", "load_tflite", "load_factory", "check_fixed",
            "graph_inputs", "onnx_binding", "onnx_module"]

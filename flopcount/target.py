@@ -16,6 +16,7 @@ TORCH, PT2 = "torch", "pt2"   # a torch.nn.Module (see torch_loading.py), a torc
 HF = "hf"                     # a Hugging Face model folder (config.json, *.safetensors)
 GGUF = "gguf"                 # a GGUF file (llama.cpp): the same decoders, weights in the file's formats
 JAX = "jax"                   # a JAX function or Flax module (see jax_loading.py)
+TFLITE = "tflite"             # a TensorFlow Lite / LiteRT flatbuffer (.tflite)
 
 
 @dataclass
@@ -26,7 +27,7 @@ class Target:
     given); ``fixed`` means those shapes cannot change (a graph is specialized to them);
     ``device``, when set, is where its inputs must be made whatever was asked (``"meta"`` for
     a file saved without weights); ``notes`` are remarks for the user; ``path`` is the model
-    file's path (ONNX and native files); ``torch_call`` is the PyTorch module a Graph was
+    file's path (ONNX, TFLite, GGUF and native files); ``torch_call`` is the PyTorch module a Graph was
     captured from and the inputs it was captured on (``engine="torch"`` times that call);
     ``jax_call`` likewise for a JAX model (``engine="jax"``).
     """
@@ -55,4 +56,5 @@ def graph_inputs(graph) -> list:
     return [InputSpec(v.name, tuple(v.shape), v.dtype.name) for v in graph.inputs]
 
 
-__all__ = ["Target", "graph_inputs", "OBJECT", "FACTORY", "ONNX", "NATIVE", "ZOO", "TORCH", "PT2", "HF", "JAX"]
+__all__ = ["Target", "graph_inputs", "OBJECT", "FACTORY", "ONNX", "NATIVE", "ZOO", "TORCH", "PT2", "HF", "GGUF", "JAX",
+           "TFLITE"]

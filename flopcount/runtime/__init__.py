@@ -43,6 +43,7 @@ from .graph import Graph, get_mode, set_mode, trace
 from .io import load, load_state_dict, save
 from .quantization import WeightFormat, quantize_weights, weight_format
 from . import onnx  # rt.onnx.load / rt.onnx.export (the onnx package is needed only when called)
+from . import tflite  # rt.tflite.load (the tflite package is needed only when called)
 from . import torch  # rt.torch.to_graph / rt.torch.load (torch is needed only when called)
 from . import jax  # rt.jax.to_graph (jax is needed only when called)
 

@@ -6,8 +6,9 @@ running or unpickling anything.
     sniff("model.safetensors")  # 'safetensors'
 
 Kinds: ``torch-pickle`` (``torch.save``'s zip), ``pickle`` (a raw pickle stream: ``torch.save``
-with the legacy format, ``pickle.dump``), ``pt2``, ``safetensors``, ``zip`` (another zip) and
-``gguf`` (llama.cpp's format: its magic) and ``unknown``.
+with the legacy format, ``pickle.dump``), ``pt2``, ``safetensors``, ``tflite`` (a TensorFlow
+Lite flatbuffer: the file identifier ``TFL3`` at bytes 4..8), ``gguf`` (llama.cpp's format: its
+magic), ``zip`` (another zip) and ``unknown``.
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from .json_text import parse_json
 
 TORCH_PICKLE, PICKLE, PT2, SAFETENSORS, ZIP, UNKNOWN = "torch-pickle", "pickle", "pt2", "safetensors", "zip", "unknown"
 GGUF = "gguf"
+TFLITE = "tflite"
 
 _ZIP_MAGIC = b"PK\x03\x04"
+_TFLITE_IDENTIFIER = b"TFL3"  # a flatbuffer's file identifier follows its 4-byte root offset
 _HEADER_LIMIT = 100 << 20   # a safetensors header larger than this is not one
 
 
@@ -30,6 +33,8 @@ def sniff(path: str) -> str:
     """The kind of the file at ``path`` (see the module docstring)."""
     with open_model_file(path) as f:
         head = f.read(9)
+    if len(head) >= 8 and head[4:8] == _TFLITE_IDENTIFIER:
+        return TFLITE
     if head.startswith(_ZIP_MAGIC):
         return _zip_kind(path)
     if head.startswith(b"GGUF"):
@@ -71,4 +76,5 @@ def safetensors_metadata(path: str) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-__all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "ZIP", "GGUF", "UNKNOWN"]
+__all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "TFLITE", "GGUF", "ZIP",
+           "UNKNOWN"]

@@ -226,7 +226,7 @@ _QUANTIZED_OPERANDS = {"MatMulInteger": (0, 1), "ConvInteger": (0, 1), "QLinearM
 _QDQ_OPERANDS = {"Conv": (0, 1), "ConvTranspose": (0, 1), "MatMul": (0, 1), "Gemm": (0, 1)}
 
 
-def _narrow_dtype(dtypes) -> str | None:
+def narrow_dtype(dtypes) -> str | None:
     """The dtype a product of these quantized operands runs in: ``int{bits}`` for integers
     (uint8 x int8 is an int8 GEMM, as hardware rates it), a float8 type for float8; None for
     anything else."""
@@ -248,9 +248,9 @@ def mac_dtype(op_label: str, inputs: list, values: dict, dequantized: dict) -> s
         return values[name].dtype if name and name in values and values[name] is not None else None
 
     if op_label in _QUANTIZED_OPERANDS:
-        return _narrow_dtype([dtype_of(inputs[i]) if i < len(inputs) else None for i in _QUANTIZED_OPERANDS[op_label]])
+        return narrow_dtype([dtype_of(inputs[i]) if i < len(inputs) else None for i in _QUANTIZED_OPERANDS[op_label]])
     if op_label in _QDQ_OPERANDS:
         names = [inputs[i] if i < len(inputs) else "" for i in _QDQ_OPERANDS[op_label]]
         if all(n in dequantized for n in names):
-            return _narrow_dtype([dtype_of(dequantized[n]) for n in names])
+            return narrow_dtype([dtype_of(dequantized[n]) for n in names])
     return None
