@@ -14,6 +14,7 @@ from .runtime.graph import Graph
 OBJECT, FACTORY, ONNX, NATIVE, ZOO = "object", "factory", "onnx", "native", "zoo"
 TORCH, PT2 = "torch", "pt2"   # a torch.nn.Module (see torch_loading.py), a torch.export archive
 HF = "hf"                     # a Hugging Face model folder (config.json, *.safetensors)
+KERAS = "keras"               # a Keras 3 .keras file, rebuilt from its config
 
 
 @dataclass
@@ -51,4 +52,4 @@ def graph_inputs(graph) -> list:
     return [InputSpec(v.name, tuple(v.shape), v.dtype.name) for v in graph.inputs]
 
 
-__all__ = ["Target", "graph_inputs", "OBJECT", "FACTORY", "ONNX", "NATIVE", "ZOO", "TORCH", "PT2", "HF"]
+__all__ = ["Target", "graph_inputs", "OBJECT", "FACTORY", "ONNX", "NATIVE", "ZOO", "TORCH", "PT2", "HF", "KERAS"]

@@ -7,7 +7,8 @@ running or unpickling anything.
 
 Kinds: ``torch-pickle`` (``torch.save``'s zip), ``pickle`` (a raw pickle stream: ``torch.save``
 with the legacy format, ``pickle.dump``), ``pt2``, ``safetensors``, ``zip`` (another zip) and
-``unknown``.
+``keras`` (a Keras 3 ``.keras`` archive: ``config.json`` and a ``metadata.json`` naming the
+``keras_version``) and ``unknown``.
 """
 
 from __future__ import annotations
@@ -20,9 +21,11 @@ from .files import open_model_file
 from .json_text import parse_json
 
 TORCH_PICKLE, PICKLE, PT2, SAFETENSORS, ZIP, UNKNOWN = "torch-pickle", "pickle", "pt2", "safetensors", "zip", "unknown"
+KERAS = "keras"
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _HEADER_LIMIT = 100 << 20   # a safetensors header larger than this is not one
+_METADATA_LIMIT = 1 << 20   # a Keras metadata.json is a few dozen bytes
 
 
 def sniff(path: str) -> str:
@@ -44,14 +47,28 @@ def _zip_kind(path: str) -> str:
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
-    except (zipfile.BadZipFile, OSError):
+            keras = "config.json" in names and "metadata.json" in names and _names_keras(archive)
+    except (zipfile.BadZipFile, OSError, EOFError):
         return UNKNOWN
+    if keras:
+        return KERAS
     if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
         return TORCH_PICKLE
     if any(n.endswith("archive_format") for n in names) and any("/models/" in n or n.startswith("models/")
                                                                 for n in names):
         return PT2
     return ZIP
+
+
+def _names_keras(archive: zipfile.ZipFile) -> bool:
+    """Whether the archive's ``metadata.json`` is a JSON object naming a ``keras_version``."""
+    if archive.getinfo("metadata.json").file_size > _METADATA_LIMIT:
+        return False
+    try:
+        metadata = parse_json(archive.read("metadata.json"))
+    except (ValueError, UnicodeDecodeError, zipfile.BadZipFile):
+        return False
+    return isinstance(metadata, dict) and "keras_version" in metadata
 
 
 def safetensors_metadata(path: str) -> dict:
@@ -68,4 +85,5 @@ def safetensors_metadata(path: str) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-__all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "ZIP", "UNKNOWN"]
+__all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "ZIP", "KERAS",
+           "UNKNOWN"]
