@@ -271,6 +271,12 @@ def load_native(path: str, device, zoo_device=None) -> Target:
         return torch_loading().load_pt2(path, device, [])
     if kind == sniff.KERAS:
         return load_keras(path, zoo_device or device)
+    if kind == sniff.DAMAGED_ZIP:
+        raise errors.ModelFileError(f"{path}: a zip archive that cannot be read (truncated or damaged)")
+    if kind == sniff.ZIP:
+        raise errors.ModelFileError(f"{path}: a zip archive that is no model file flopcount reads (a Keras 3 "
+                                    f"file has config.json and a metadata.json naming keras_version; a PyTorch "
+                                    f"one data.pkl)")
     if kind == sniff.SAFETENSORS and sniff.safetensors_metadata(path).get("format") not in (None, "flopcount"):
         return _weights_file(path, device, zoo_device)
     graph = load_graph(path)

@@ -307,8 +307,9 @@ def load(path: str, weights: bool) -> KerasFile:
         raise errors.ModelFileError(f"{path}: saved by Keras {version}; flopcount reads the Keras 3 format")
     kind = config.get("class_name")
     if kind not in _MODELS or not isinstance(config.get("config"), dict):
-        raise errors.UnsupportedOpError(f"{path}: the model is a {kind!r}; flopcount rebuilds Sequential and "
-                                        f"Functional models (a subclassed model's code is not in the file)")
+        raise errors.UnsupportedOpError(f"{path}: its config.json holds a model of class {kind!r}; flopcount "
+                                        f"rebuilds Sequential and Functional models (a subclassed model's code "
+                                        f"is not in the file)")
     if kind == "Model":
         kind = "Functional"   # keras.Model(inputs, outputs) is saved as a Functional config
     try:

@@ -8,7 +8,8 @@ running or unpickling anything.
 Kinds: ``torch-pickle`` (``torch.save``'s zip), ``pickle`` (a raw pickle stream: ``torch.save``
 with the legacy format, ``pickle.dump``), ``pt2``, ``safetensors``, ``zip`` (another zip) and
 ``keras`` (a Keras 3 ``.keras`` archive: ``config.json`` and a ``metadata.json`` naming the
-``keras_version``) and ``unknown``.
+``keras_version``), ``damaged-zip`` (begins as a zip, cannot be read as one: truncated) and
+``unknown``.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from .files import open_model_file
 from .json_text import parse_json
 
 TORCH_PICKLE, PICKLE, PT2, SAFETENSORS, ZIP, UNKNOWN = "torch-pickle", "pickle", "pt2", "safetensors", "zip", "unknown"
-KERAS = "keras"
+KERAS, DAMAGED_ZIP = "keras", "damaged-zip"
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _HEADER_LIMIT = 100 << 20   # a safetensors header larger than this is not one
@@ -49,7 +50,7 @@ def _zip_kind(path: str) -> str:
             names = archive.namelist()
             keras = "config.json" in names and "metadata.json" in names and _names_keras(archive)
     except (zipfile.BadZipFile, OSError, EOFError):
-        return UNKNOWN
+        return DAMAGED_ZIP
     if keras:
         return KERAS
     if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
@@ -86,4 +87,4 @@ def safetensors_metadata(path: str) -> dict:
 
 
 __all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "ZIP", "KERAS",
-           "UNKNOWN"]
+           "DAMAGED_ZIP", "UNKNOWN"]
