@@ -1,0 +1,106 @@
+"""Small Keras 3 models, saved as ``.keras`` files by Keras itself (JAX backend), for the tests of
+the Keras door: an MLP, a CNN (strided 'same' conv, BN, depthwise, grouped and separable convs,
+pooling), a Functional model with two inputs (residual Add, Concatenate, Multiply,
+LayerNormalization, Embedding), and files flopcount must refuse (a Lambda, a custom layer).
+
+``keras_or_skip()`` imports keras (skipping the test without it or h5py); ``saved(directory)``
+writes the files once and returns {name: (path, keras model)}.
+"""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+
+def keras_or_skip():
+    """keras on the JAX backend, or the calling test skipped."""
+    pytest.importorskip("h5py")
+    pytest.importorskip("jax")
+    os.environ.setdefault("KERAS_BACKEND", "jax")
+    keras = pytest.importorskip("keras")
+    if keras.backend.backend() != "jax":
+        pytest.skip(f"keras runs on {keras.backend.backend()} here; the tests write their files with jax")
+    return keras
+
+
+def mlp(keras):
+    layers = keras.layers
+    return keras.Sequential([keras.Input((8,)), layers.Dense(16, activation="relu"), layers.Dropout(0.1),
+                             layers.Dense(4, activation="softmax")], name="mlp")
+
+
+def cnn(keras):
+    layers = keras.layers
+    return keras.Sequential([
+        keras.Input((12, 12, 3)),
+        layers.Conv2D(8, 3, strides=2, padding="same", activation="relu", name="stem"),   # 12 -> 6, pads (0, 1)
+        layers.BatchNormalization(name="bn"),
+        layers.DepthwiseConv2D(3, padding="same", depth_multiplier=2, name="dw"),
+        layers.Conv2D(16, 1, groups=4, activation="tanh", name="grouped"),
+        layers.MaxPooling2D(2, name="max"),                                                   # 6 -> 3
+        layers.AveragePooling2D(2, strides=1, padding="same", name="avg"),                    # pads (0, 1)
+        layers.SeparableConv2D(8, 3, activation="sigmoid", name="sep"),                       # 3 -> 1
+        layers.Flatten(name="flat"),
+        layers.Dense(5, name="head"),
+    ], name="cnn")
+
+
+def two_inputs(keras):
+    layers = keras.layers
+    image = keras.Input((8, 8, 4), name="image")
+    ids = keras.Input((6,), dtype="int32", name="ids")
+    a = layers.Conv2D(4, 3, padding="same", name="a")(image)
+    b = layers.Add(name="residual")([image, a])
+    c = layers.Conv2D(4, 1, activation="swish", name="c")(b)
+    d = layers.Concatenate(name="joined")([b, c])
+    e = layers.LayerNormalization(name="norm")(d)
+    f = layers.Multiply(name="gate")([e, layers.Activation("sigmoid", name="sig")(e)])
+    g = layers.Dense(3, activation="gelu", name="image_head")(layers.GlobalAveragePooling2D(name="gap")(f))
+    t = layers.Flatten(name="tokens")(layers.Embedding(20, 8, name="embed")(ids))
+    h = layers.Dense(3, name="text_head")(t)
+    return keras.Model([image, ids], layers.Add(name="out")([g, h]), name="two_inputs")
+
+
+def lambda_model(keras):
+    return keras.Sequential([keras.Input((4,)), keras.layers.Lambda(lambda x: x * 2.0, name="doubler"),
+                             keras.layers.Dense(2)])
+
+
+def custom_model(keras):
+    @keras.saving.register_keras_serializable(package="tests")
+    class Scale(keras.layers.Layer):
+        def call(self, x):
+            return x * 3.0
+
+    return keras.Sequential([keras.Input((4,)), Scale(name="scale"), keras.layers.Dense(2)])
+
+
+def _randomize(model) -> None:
+    """Every weight random (biases, BN statistics and LN scales too), so a weight read into the
+    wrong place shows in the outputs."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    for weight in model.weights:
+        shape = tuple(weight.shape)
+        value = rng.uniform(0.5, 1.5, shape) if "variance" in weight.path else rng.normal(0.0, 0.5, shape)
+        weight.assign(value.astype("float32"))
+
+
+BUILDERS = {"mlp": mlp, "cnn": cnn, "two_inputs": two_inputs, "lambda": lambda_model, "custom": custom_model}
+
+
+def saved(directory) -> dict:
+    """{name: (path of the .keras file, the keras model)} for every model above, written once."""
+    keras = keras_or_skip()
+    keras.utils.set_random_seed(0)
+    out = {}
+    for name, build in BUILDERS.items():
+        model = build(keras)
+        _randomize(model)
+        path = os.path.join(str(directory), f"{name}.keras")
+        model.save(path)
+        out[name] = (path, model)
+    return out
