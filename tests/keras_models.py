@@ -1,7 +1,7 @@
 """Small Keras 3 models, saved as ``.keras`` files by Keras itself (JAX backend), for the tests of
 the Keras door: an MLP, a CNN (strided 'same' conv, BN, depthwise, grouped and separable convs,
 pooling), a Functional model with two inputs (residual Add, Concatenate, Multiply,
-LayerNormalization, Embedding), and files flopcount must refuse (a Lambda, a custom layer).
+LayerNormalization, Embedding), two of keras.applications' models, and files flopcount must refuse (a Lambda, a custom layer).
 
 ``keras_or_skip()`` imports keras (skipping the test without it or h5py); ``saved(directory)``
 writes the files once and returns {name: (path, keras model)}.
@@ -77,19 +77,40 @@ def custom_model(keras):
     return keras.Sequential([keras.Input((4,)), Scale(name="scale"), keras.layers.Dense(2)])
 
 
-def _randomize(model) -> None:
+def _randomize(model, deep: bool) -> None:
     """Every weight random (biases, BN statistics and LN scales too), so a weight read into the
-    wrong place shows in the outputs."""
+    wrong place shows in the outputs. In a deep model the kernels keep Keras' scaled
+    initialization and the rest moves by a little, so the activations stay of order one."""
     import numpy as np
 
     rng = np.random.default_rng(0)
     for weight in model.weights:
+        if "int" in str(weight.dtype) or (deep and "kernel" in weight.path):
+            continue   # a Normalization's sample count; a deep model's kernels
         shape = tuple(weight.shape)
-        value = rng.uniform(0.5, 1.5, shape) if "variance" in weight.path else rng.normal(0.0, 0.5, shape)
+        if "variance" in weight.path:
+            value = rng.uniform(0.5, 1.5, shape)
+        elif deep:
+            value = np.asarray(weight.numpy()) + rng.normal(0.0, 0.1, shape)
+        else:
+            value = rng.normal(0.0, 0.5, shape)
         weight.assign(value.astype("float32"))
 
 
-BUILDERS = {"mlp": mlp, "cnn": cnn, "two_inputs": two_inputs, "lambda": lambda_model, "custom": custom_model}
+def mobilenet_v2(keras):
+    """keras.applications' MobileNetV2 (ZeroPadding2D, ReLU(6), 'valid' strided depthwise convs)."""
+    return keras.applications.MobileNetV2(weights=None, input_shape=(96, 96, 3), alpha=0.35,
+                                          classifier_activation=None)
+
+
+def efficientnet_b0(keras):
+    """keras.applications' EfficientNetB0 (Rescaling, Normalization, squeeze-excite: Reshape, Multiply)."""
+    return keras.applications.EfficientNetB0(weights=None, input_shape=(64, 64, 3), classifier_activation=None)
+
+
+APPLICATIONS = ("mobilenet_v2", "efficientnet_b0")
+BUILDERS = {"mlp": mlp, "cnn": cnn, "two_inputs": two_inputs, "lambda": lambda_model, "custom": custom_model,
+            "mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0}
 
 
 def saved(directory) -> dict:
@@ -99,7 +120,7 @@ def saved(directory) -> dict:
     out = {}
     for name, build in BUILDERS.items():
         model = build(keras)
-        _randomize(model)
+        _randomize(model, deep=name in APPLICATIONS)
         path = os.path.join(str(directory), f"{name}.keras")
         model.save(path)
         out[name] = (path, model)

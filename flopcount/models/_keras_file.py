@@ -439,11 +439,11 @@ def _fill(path: str, kind: str, layers: list, built: dict) -> None:
                 if dataset is None or not hasattr(dataset, "shape"):
                     raise errors.ModelFileError(f"{path}: {group_path}/{i} of layer {name!r} is not an array")
                 array = np.asarray(dataset)
-                if array.dtype.kind != "f":
+                if array.dtype.kind != ("f" if param.dtype.is_floating_point else "i"):
                     raise errors.ModelFileError(f"{path}: {group_path}/{i} of layer {name!r} holds {array.dtype}, "
-                                                f"not floating-point weights")
+                                                f"not the {param.dtype.name} the layer needs")
                 try:
-                    array = np.ascontiguousarray(rearrange(array))
+                    array = np.array(rearrange(array), order="C")   # 0-d stays 0-d
                 except ValueError:
                     array = np.empty(0)
                 if tuple(array.shape) != tuple(param.shape):

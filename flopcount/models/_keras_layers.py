@@ -46,9 +46,9 @@ def activation(config: dict, key: str = "activation"):
     return ACTIVATIONS[name]
 
 
-def _weight(*shape) -> Parameter:
+def _weight(*shape, dtype=None) -> Parameter:
     with rt.meta():
-        return Parameter(rt.empty(*shape))
+        return Parameter(rt.empty(shape, dtype=dtype or rt.float32))
 
 
 def _known(shape) -> tuple:
@@ -92,9 +92,9 @@ class KerasLayer(Module):
         super().__init__()
         self.keras_weights: list = []
 
-    def _add(self, name: str, shape: tuple, rearrange=lambda a: a, trainable: bool = True) -> None:
-        param = _weight(*shape)
-        param.requires_grad = trainable
+    def _add(self, name: str, shape: tuple, rearrange=lambda a: a, trainable: bool = True, dtype=None) -> None:
+        param = _weight(*shape, dtype=dtype)
+        param.requires_grad = trainable and param.dtype.is_floating_point
         setattr(self, name, param)
         self.keras_weights.append((name, rearrange))
 
@@ -276,6 +276,65 @@ class LayerNormalization(KerasLayer):
         return F.layer_norm(x, self.shape, self.weight, self.bias, eps=self.eps)
 
 
+class ZeroPadding2D(KerasLayer):
+    keras_class = "ZeroPadding2D"
+
+    def __init__(self, config: dict, input_shape: tuple):
+        super().__init__()
+        if config.get("data_format", "channels_last") not in (None, "channels_last"):
+            raise errors.UnsupportedOpError(f"ZeroPadding2D with data_format {config.get('data_format')!r}: "
+                                            f"flopcount reads channels_last Keras models")
+        padding = config.get("padding", 1)
+        (top, bottom), (left, right) = [_pair(p) for p in _pair(padding)]
+        self.pads = tuple(int(p) for p in (0, 0, left, right, top, bottom))   # C, W, H from the last axis
+
+    def forward(self, x):
+        return F.pad(x, self.pads)
+
+
+class Rescaling(KerasLayer):
+    """x * scale + offset (scale and offset numbers, or one per channel)."""
+
+    keras_class = "Rescaling"
+
+    def __init__(self, config: dict, input_shape: tuple):
+        super().__init__()
+        self.scale, self.offset = config.get("scale", 1.0), config.get("offset", 0.0)
+        for value in (self.scale, self.offset):
+            if not isinstance(value, (int, float, list)) or isinstance(value, bool):
+                raise ValueError(f"Rescaling scale/offset {value!r} is not a number or a list")
+
+    def forward(self, x):
+        scale, offset = (v if isinstance(v, (int, float)) else rt.tensor(v, dtype=x.dtype, device=x.device)
+                         for v in (self.scale, self.offset))
+        return x * scale + offset
+
+
+class Normalization(KerasLayer):
+    """(x - mean) / max(sqrt(variance), 1e-7), the statistics saved as weights (``adapt``'s)
+    along with the count of samples they were adapted on."""
+
+    keras_class = "Normalization"
+
+    def __init__(self, config: dict, input_shape: tuple):
+        super().__init__()
+        rank = len(_known(input_shape))
+        axes = config.get("axis", -1)
+        axes = sorted(a % rank for a in (axes if isinstance(axes, list) else [axes]))
+        if config.get("mean") is not None or config.get("invert"):
+            raise errors.UnsupportedOpError("Normalization with its mean in the config or inverted: flopcount "
+                                            "knows the adapted one")
+        self.broadcast = tuple(int(input_shape[d]) if d in axes else 1 for d in range(1, rank))
+        kept = tuple(int(input_shape[d]) for d in axes)
+        self._add("mean", kept, trainable=False)
+        self._add("variance", kept, trainable=False)
+        self._add("count", (), trainable=False, dtype=rt.int64)
+
+    def forward(self, x):
+        mean, variance = rt.reshape(self.mean, self.broadcast), rt.reshape(self.variance, self.broadcast)
+        return (x - mean) / rt.clamp(rt.sqrt(variance), min=1e-7)
+
+
 class Embedding(KerasLayer):
     keras_class = "Embedding"
 
@@ -372,6 +431,7 @@ def _plain(cls):
 LAYERS = {
     "Dense": _plain(Dense), "BatchNormalization": _plain(BatchNormalization),
     "LayerNormalization": _plain(LayerNormalization), "Embedding": _plain(Embedding), "Dropout": _plain(Dropout),
+    "ZeroPadding2D": _plain(ZeroPadding2D), "Rescaling": _plain(Rescaling), "Normalization": _plain(Normalization),
     **_kinded(_Conv, "Conv2D", "DepthwiseConv2D", "SeparableConv2D"),
     **_kinded(_Pooling, "MaxPooling2D", "AveragePooling2D"),
     **_kinded(_GlobalPooling, "GlobalAveragePooling2D", "GlobalMaxPooling2D"),
@@ -387,4 +447,4 @@ def build(kind: str, config: dict, input_shape: tuple) -> KerasLayer:
 
 
 __all__ = ["LAYERS", "ACTIVATIONS", "KerasLayer", "Dense", "BatchNormalization", "LayerNormalization", "Embedding",
-           "Dropout", "build", "activation", "same_padding"]
+           "Dropout", "ZeroPadding2D", "Rescaling", "Normalization", "build", "activation", "same_padding"]

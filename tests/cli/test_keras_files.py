@@ -18,6 +18,9 @@ from conftest import assert_bad_input
 
 keras_or_skip()
 
+# Keras' own numpy 2 deprecation notices while it saves, nothing of flopcount's
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning:keras")
+
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
