@@ -1,7 +1,7 @@
 """Small Keras 3 models, saved as ``.keras`` files by Keras itself (JAX backend), for the tests of
 the Keras door: an MLP, a CNN (strided 'same' conv, BN, depthwise, grouped and separable convs,
 pooling), a Functional model with two inputs (residual Add, Concatenate, Multiply,
-LayerNormalization, Embedding), two of keras.applications' models, and files flopcount must refuse (a Lambda, a custom layer).
+LayerNormalization, Embedding), two attention layers, two of keras.applications' models, and files flopcount must refuse (a Lambda, a custom layer).
 
 ``keras_or_skip()`` imports keras (skipping the test without it or h5py); ``saved(directory)``
 writes the files once and returns {name: (path, keras model)}.
@@ -63,6 +63,16 @@ def two_inputs(keras):
     return keras.Model([image, ids], layers.Add(name="out")([g, h]), name="two_inputs")
 
 
+def attention(keras):
+    """Cross-attention of a 5-token query on 7 tokens, then causal self-attention (value_dim equal
+    to key_dim: Keras' JAX attention fails to run with them apart)."""
+    layers = keras.layers
+    query, memory = keras.Input((5, 16), name="query"), keras.Input((7, 12), name="memory")
+    x = layers.MultiHeadAttention(num_heads=2, key_dim=4, name="cross")(query, memory)
+    x = layers.MultiHeadAttention(num_heads=2, key_dim=6, name="causal")(x, x, use_causal_mask=True)
+    return keras.Model([query, memory], x, name="attention")
+
+
 def lambda_model(keras):
     return keras.Sequential([keras.Input((4,)), keras.layers.Lambda(lambda x: x * 2.0, name="doubler"),
                              keras.layers.Dense(2)])
@@ -109,7 +119,7 @@ def efficientnet_b0(keras):
 
 
 APPLICATIONS = ("mobilenet_v2", "efficientnet_b0")
-BUILDERS = {"mlp": mlp, "cnn": cnn, "two_inputs": two_inputs, "lambda": lambda_model, "custom": custom_model,
+BUILDERS = {"mlp": mlp, "cnn": cnn, "two_inputs": two_inputs, "attention": attention, "lambda": lambda_model, "custom": custom_model,
             "mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0}
 
 

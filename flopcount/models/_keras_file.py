@@ -207,7 +207,10 @@ def _first_shape(item):
 
 
 def _input_shape(layer: dict):
-    shape = (layer.get("build_config") or {}).get("input_shape")
+    build = layer.get("build_config") or {}
+    if isinstance(build.get("shapes_dict"), dict):
+        return build["shapes_dict"]   # a layer of several named inputs (MultiHeadAttention)
+    shape = build.get("input_shape")
     if shape is None:
         shape = _first_shape(layer.get("inbound_nodes") or [])
     while isinstance(shape, list) and shape and isinstance(shape[0], list):
@@ -409,48 +412,61 @@ def weight_groups(kind: str, layers: list) -> dict:
         base = _snake_case(layer.get("class_name", ""))
         count = used.get(base, 0)
         used[base] = count + 1
-        groups[_name(layer)] = f"layers/{base}" + (f"_{count}" if count else "") + "/vars"
+        groups[_name(layer)] = f"layers/{base}" + (f"_{count}" if count else "")
     return groups
 
 
 def _fill(path: str, kind: str, layers: list, built: dict) -> None:
     """Each layer's parameters from ``model.weights.h5``, rearranged to flopcount's layout."""
-    import numpy as np
     from ..runtime.device import CPU
 
     with weight_store(path) as store:
-        for name, group_path in weight_groups(kind, layers).items():
+        for name, layer_path in weight_groups(kind, layers).items():
             module = built.get(name)
             if module is None or not module.keras_weights:
                 continue
-            group = store.get(group_path)
-            if group is None:
-                raise errors.ModelFileError(f"{path}: {WEIGHTS} has no {group_path} for layer {name!r}")
-            saved_name = group.attrs.get("name")
+            layer_group = store.get(layer_path)
+            if layer_group is None:
+                raise errors.ModelFileError(f"{path}: {WEIGHTS} has no {layer_path} for layer {name!r}")
+            saved_name = layer_group.get("vars", {}).attrs.get("name") if "vars" in layer_group else None
             if saved_name is not None and str(saved_name) != name:
-                raise errors.ModelFileError(f"{path}: {WEIGHTS}'s {group_path} holds layer {str(saved_name)!r}'s "
+                raise errors.ModelFileError(f"{path}: {WEIGHTS}'s {layer_path} holds layer {str(saved_name)!r}'s "
                                             f"weights, not {name!r}'s")
-            if len(group) != len(module.keras_weights):
-                raise errors.ModelFileError(f"{path}: layer {name!r} has {len(group)} weight(s) in {WEIGHTS}, "
-                                            f"its config needs {len(module.keras_weights)}")
-            for i, (attr, rearrange) in enumerate(module.keras_weights):
-                param = getattr(module, attr)
-                dataset = group.get(str(i))
-                if dataset is None or not hasattr(dataset, "shape"):
-                    raise errors.ModelFileError(f"{path}: {group_path}/{i} of layer {name!r} is not an array")
-                array = np.asarray(dataset)
-                if array.dtype.kind != ("f" if param.dtype.is_floating_point else "i"):
-                    raise errors.ModelFileError(f"{path}: {group_path}/{i} of layer {name!r} holds {array.dtype}, "
-                                                f"not the {param.dtype.name} the layer needs")
-                try:
-                    array = np.array(rearrange(array), order="C")   # 0-d stays 0-d
-                except ValueError:
-                    array = np.empty(0)
-                if tuple(array.shape) != tuple(param.shape):
-                    raise errors.ModelFileError(f"{path}: {group_path}/{i} of layer {name!r} has shape "
-                                                f"{tuple(dataset.shape)}, its config needs the layout of "
-                                                f"{tuple(param.shape)}")
-                param.data, param.dtype, param.device = array, get_dtype(array.dtype), CPU
+            wanted: dict = {}
+            for attr, rearrange, place in module.keras_weights:
+                group_path, _, index = place.rpartition("/")
+                wanted.setdefault(group_path, []).append((attr, rearrange, index))
+            for group_path, weights in wanted.items():
+                # a sublayer's group is its attribute's name: query_dense, or _query_dense before Keras 3.x
+                group = layer_group.get(group_path) or layer_group.get("_" + group_path)
+                where = f"{layer_path}/{group_path}"
+                if group is None or len(group) != len(weights):
+                    found = 0 if group is None else len(group)
+                    raise errors.ModelFileError(f"{path}: layer {name!r} has {found} weight(s) in {WEIGHTS}'s "
+                                                f"{where}, its config needs {len(weights)}")
+                for attr, rearrange, index in weights:
+                    _put(path, f"{where}/{index}", name, group.get(index), getattr(module, attr), rearrange, CPU)
+
+
+def _put(path: str, where: str, name: str, dataset, param, rearrange, cpu) -> None:
+    """One saved array into ``param``, checked: floating (or integer for an integer
+    parameter) and, once rearranged, of the parameter's shape."""
+    import numpy as np
+
+    if dataset is None or not hasattr(dataset, "shape"):
+        raise errors.ModelFileError(f"{path}: {where} of layer {name!r} is not an array")
+    array = np.asarray(dataset)
+    if array.dtype.kind != ("f" if param.dtype.is_floating_point else "i"):
+        raise errors.ModelFileError(f"{path}: {where} of layer {name!r} holds {array.dtype}, not the "
+                                    f"{param.dtype.name} the layer needs")
+    try:
+        array = np.array(rearrange(array), order="C")   # 0-d stays 0-d
+    except ValueError:
+        array = np.empty(0)
+    if tuple(array.shape) != tuple(param.shape):
+        raise errors.ModelFileError(f"{path}: {where} of layer {name!r} has shape {tuple(dataset.shape)}, which "
+                                    f"does not fit the layer's config")
+    param.data, param.dtype, param.device = array, get_dtype(array.dtype), cpu
 
 
 __all__ = ["KerasFile", "KerasModel", "Ref", "load", "read", "weight_groups", "H5PY_INSTALL"]

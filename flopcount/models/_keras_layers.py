@@ -83,8 +83,9 @@ def _to_channels_last(x):
 
 
 class KerasLayer(Module):
-    """A Keras layer: ``keras_weights`` is [(parameter name, rearrange(array) -> array)] in the
-    order Keras saves the layer's variables (``vars/0``, ``vars/1``...)."""
+    """A Keras layer: ``keras_weights`` is [(parameter name, rearrange(array) -> array, where
+    Keras saves it)], the place relative to the layer's group: ``vars/0``, ``vars/1``... in the
+    order of the layer's variables, ``query_dense/vars/0`` for a sublayer's."""
 
     keras_class = ""
 
@@ -92,11 +93,13 @@ class KerasLayer(Module):
         super().__init__()
         self.keras_weights: list = []
 
-    def _add(self, name: str, shape: tuple, rearrange=lambda a: a, trainable: bool = True, dtype=None) -> None:
+    def _add(self, name: str, shape: tuple, rearrange=lambda a: a, trainable: bool = True, dtype=None,
+             at: str = "vars") -> None:
         param = _weight(*shape, dtype=dtype)
         param.requires_grad = trainable and param.dtype.is_floating_point
         setattr(self, name, param)
-        self.keras_weights.append((name, rearrange))
+        index = sum(1 for *_, place in self.keras_weights if place.rpartition("/")[0] == at)
+        self.keras_weights.append((name, rearrange, f"{at}/{index}"))
 
     def _absent(self, *names: str) -> None:
         for name in names:   # a weight the config leaves out (use_bias, center, scale)
@@ -335,6 +338,68 @@ class Normalization(KerasLayer):
         return (x - mean) / rt.clamp(rt.sqrt(variance), min=1e-7)
 
 
+class MultiHeadAttention(KerasLayer):
+    """Keras' MultiHeadAttention over the sequence axis of (batch, length, features) inputs:
+    query, key and value projections (EinsumDense kernels (features, heads, dim) kept as
+    Linear weights (heads * dim, features)), scaled dot-product attention, the output
+    projection."""
+
+    keras_class = "MultiHeadAttention"
+    _SUBLAYERS = ("query", "key", "value")
+
+    def __init__(self, config: dict, shapes: dict):
+        super().__init__()
+        if not isinstance(shapes, dict) or "query_shape" not in shapes or "value_shape" not in shapes:
+            raise ValueError("no query and value shapes (the layer was saved unbuilt)")
+        query, value = shapes["query_shape"], shapes["value_shape"]
+        key = shapes.get("key_shape") or value
+        if len(query) != 3 or config.get("attention_axes") not in (None, [1], 1, [-2]):
+            raise errors.UnsupportedOpError(f"MultiHeadAttention over axes {config.get('attention_axes')} of "
+                                            f"rank-{len(query)} inputs: flopcount knows (batch, length, features)")
+        if config.get("use_gate") or config.get("sliding_window") is not None:
+            raise errors.UnsupportedOpError("MultiHeadAttention with a gate or a sliding window is not rebuilt yet")
+        self.heads, self.key_dim = int(config["num_heads"]), int(config["key_dim"])
+        self.value_dim = int(config.get("value_dim") or self.key_dim)
+        out = config.get("output_shape") or query[-1]
+        out = out[-1] if isinstance(out, list) else out
+        if isinstance(config.get("output_shape"), list) and len(config["output_shape"]) != 1:
+            raise errors.UnsupportedOpError(f"MultiHeadAttention output_shape {config['output_shape']}: flopcount "
+                                            f"knows one feature axis")
+        bias = config.get("use_bias", True)
+        for name, features, dim in (("query", query[-1], self.key_dim), ("key", key[-1], self.key_dim),
+                                    ("value", value[-1], self.value_dim)):
+            # (features, heads, dim) -> (heads * dim, features)
+            self._add(f"{name}_weight", (self.heads * dim, int(features)),
+                      lambda a: a.reshape(a.shape[0], -1).T, at=f"{name}_dense/vars")
+            if bias:
+                self._add(f"{name}_bias", (self.heads * dim,), lambda a: a.reshape(-1), at=f"{name}_dense/vars")
+            else:
+                self._absent(f"{name}_bias")
+        # (heads, value_dim, out) -> (out, heads * value_dim)
+        self._add("out_weight", (int(out), self.heads * self.value_dim), lambda a: a.reshape(-1, a.shape[-1]).T,
+                  at="output_dense/vars")
+        if bias:
+            self._add("out_bias", (int(out),), at="output_dense/vars")
+        else:
+            self._absent("out_bias")
+
+    def _heads(self, x, name: str, dim: int):
+        y = F.linear(x, getattr(self, f"{name}_weight"), getattr(self, f"{name}_bias"))
+        return rt.swapaxes(rt.reshape(y, (y.shape[0], y.shape[1], self.heads, dim)), 1, 2)
+
+    def forward(self, query, value, key=None, use_causal_mask=False, attention_mask=None,
+                return_attention_scores=False, **ignored):
+        if attention_mask is not None or return_attention_scores:
+            raise errors.UnsupportedOpError("MultiHeadAttention with an attention_mask or returning its scores "
+                                            "is not rebuilt yet")
+        q = self._heads(query, "query", self.key_dim)
+        k = self._heads(value if key is None else key, "key", self.key_dim)
+        v = self._heads(value, "value", self.value_dim)
+        y = F.scaled_dot_product_attention(q, k, v, is_causal=bool(use_causal_mask))
+        y = rt.reshape(rt.swapaxes(y, 1, 2), (y.shape[0], y.shape[2], self.heads * self.value_dim))
+        return F.linear(y, self.out_weight, self.out_bias)
+
+
 class Embedding(KerasLayer):
     keras_class = "Embedding"
 
@@ -431,7 +496,7 @@ def _plain(cls):
 LAYERS = {
     "Dense": _plain(Dense), "BatchNormalization": _plain(BatchNormalization),
     "LayerNormalization": _plain(LayerNormalization), "Embedding": _plain(Embedding), "Dropout": _plain(Dropout),
-    "ZeroPadding2D": _plain(ZeroPadding2D), "Rescaling": _plain(Rescaling), "Normalization": _plain(Normalization),
+    "MultiHeadAttention": _plain(MultiHeadAttention), "ZeroPadding2D": _plain(ZeroPadding2D), "Rescaling": _plain(Rescaling), "Normalization": _plain(Normalization),
     **_kinded(_Conv, "Conv2D", "DepthwiseConv2D", "SeparableConv2D"),
     **_kinded(_Pooling, "MaxPooling2D", "AveragePooling2D"),
     **_kinded(_GlobalPooling, "GlobalAveragePooling2D", "GlobalMaxPooling2D"),
@@ -447,4 +512,5 @@ def build(kind: str, config: dict, input_shape: tuple) -> KerasLayer:
 
 
 __all__ = ["LAYERS", "ACTIVATIONS", "KerasLayer", "Dense", "BatchNormalization", "LayerNormalization", "Embedding",
-           "Dropout", "ZeroPadding2D", "Rescaling", "Normalization", "build", "activation", "same_padding"]
+           "Dropout", "ZeroPadding2D", "Rescaling", "Normalization",
+           "MultiHeadAttention", "build", "activation", "same_padding"]
