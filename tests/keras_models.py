@@ -1,7 +1,8 @@
 """Small Keras 3 models, saved as ``.keras`` files by Keras itself (JAX backend), for the tests of
 the Keras door: an MLP, a CNN (strided 'same' conv, BN, depthwise, grouped and separable convs,
 pooling), a Functional model with two inputs (residual Add, Concatenate, Multiply,
-LayerNormalization, Embedding), two attention layers, two of keras.applications' models, and files flopcount must refuse (a Lambda, a custom layer).
+LayerNormalization, Embedding), two attention layers, a model
+of models, two of keras.applications' models, and files flopcount must refuse (a Lambda, a custom layer).
 
 ``keras_or_skip()`` imports keras (skipping the test without it or h5py); ``saved(directory)``
 writes the files once and returns {name: (path, keras model)}.
@@ -73,6 +74,19 @@ def attention(keras):
     return keras.Model([query, memory], x, name="attention")
 
 
+def nested(keras):
+    """Transfer learning: a frozen Functional backbone and a Sequential head, both used as layers."""
+    layers = keras.layers
+    source = keras.Input((10, 10, 3))
+    x = layers.BatchNormalization(name="bn")(layers.Conv2D(6, 3, name="conv")(source))
+    backbone = keras.Model(source, x, name="backbone")
+    backbone.trainable = False
+    head = keras.Sequential([keras.Input((6,)), layers.Dense(4, activation="relu", name="hidden"),
+                             layers.Dense(2, name="logits")], name="head")
+    image = keras.Input((10, 10, 3), name="image")
+    return keras.Model(image, head(layers.GlobalAveragePooling2D(name="gap")(backbone(image))), name="nested")
+
+
 def lambda_model(keras):
     return keras.Sequential([keras.Input((4,)), keras.layers.Lambda(lambda x: x * 2.0, name="doubler"),
                              keras.layers.Dense(2)])
@@ -119,7 +133,7 @@ def efficientnet_b0(keras):
 
 
 APPLICATIONS = ("mobilenet_v2", "efficientnet_b0")
-BUILDERS = {"mlp": mlp, "cnn": cnn, "two_inputs": two_inputs, "attention": attention, "lambda": lambda_model, "custom": custom_model,
+BUILDERS = {"mlp": mlp, "cnn": cnn, "two_inputs": two_inputs, "attention": attention, "nested": nested, "lambda": lambda_model, "custom": custom_model,
             "mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0}
 
 

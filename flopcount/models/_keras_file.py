@@ -9,7 +9,7 @@ Keras name, so the rows read like ``model.summary()``. Weights are read with h5p
 the model: counting builds it on the meta device and reads none).
 
     loaded = load("mnist_cnn.keras", weights=False)
-    loaded.model, loaded.inputs       # KerasModel on meta, [("input_layer", (28, 28, 1), "float32", None)]
+    loaded.model, loaded.inputs       # a Sequential (a KerasModel) on meta, [("input_layer", (28, 28, 1), "float32", None)]
 """
 
 from __future__ import annotations
@@ -97,6 +97,14 @@ class KerasModel(Module):
         return self.keras_name
 
 
+class Sequential(KerasModel):
+    """A Keras Sequential model (its type in a report, as ``model.summary()`` names it)."""
+
+
+class Functional(KerasModel):
+    """A Keras Functional model, ``keras.Model(inputs, outputs)``."""
+
+
 # --- the archive -----------------------------------------------------------------------------------
 
 def _read_json(archive: zipfile.ZipFile, name: str, path: str) -> dict:
@@ -155,9 +163,9 @@ def weight_store(path: str):
 def _refuse_custom(path: str, layer: dict) -> None:
     kind, name = layer.get("class_name"), layer.get("config", {}).get("name", layer.get("name"))
     module, registered = layer.get("module"), layer.get("registered_name")
-    if kind in _MODELS:
-        raise errors.UnsupportedOpError(f"{path}: layer {name!r} is a nested Keras model, which flopcount does "
-                                        f"not rebuild yet")
+    if kind in _MODELS and module in ("keras", "keras.models", "keras.src.models.functional",
+                                      "keras.src.models.sequential") and registered in (None, kind):
+        return   # a Sequential or Functional model used as a layer: rebuilt as one
     if kind == "Lambda":
         raise errors.UnsupportedOpError(f"{path}: layer {name!r} is a Lambda layer (Python code stored in the "
                                         f"file), which flopcount never runs; nothing was loaded")
@@ -295,8 +303,8 @@ def _module_name(name: str) -> str:
     """The layer's name as a module name: a dot would split the dotted path; a name Module
     itself uses (``training``, ``forward``) gets a trailing underscore."""
     safe = name.replace(".", "_")
-    return safe + "_" if hasattr(KerasModel, safe) or safe in ("training", "keras_name", "calls") \
-        or keyword.iskeyword(safe) else safe
+    own = ("training", "keras_name", "keras_kind", "keras_layers", "input_names", "calls", "outputs")
+    return safe + "_" if hasattr(KerasModel, safe) or safe in own or keyword.iskeyword(safe) else safe
 
 
 # --- building ----------------------------------------------------------------------------------------
@@ -313,10 +321,25 @@ def load(path: str, weights: bool) -> KerasFile:
         raise errors.UnsupportedOpError(f"{path}: its config.json holds a model of class {kind!r}; flopcount "
                                         f"rebuilds Sequential and Functional models (a subclassed model's code "
                                         f"is not in the file)")
-    if kind == "Model":
-        kind = "Functional"   # keras.Model(inputs, outputs) is saved as a Functional config
+    model = _model(path, kind, config["config"])
+    if weights:
+        with weight_store(path) as store:
+            _fill(path, store, "", model)
+    notes: list = []
+    layers, calls = model.keras_layers, model.calls
+    declared = {_module_name(_name(l)): l for l in layers if l.get("class_name") == "InputLayer"}
+    specs = [_input_spec(declared[n], n, model, calls, notes) for n in model.input_names if n in declared]
+    if len(specs) != len(model.input_names):
+        raise errors.ModelFileError(f"{path}: a model input is not an InputLayer ({', '.join(model.input_names)})")
+    return KerasFile(model.eval(), specs, notes)
+
+
+def _model(path: str, kind: str, config: dict) -> KerasModel:
+    """A Sequential or Functional config as a KerasModel; a model used as a layer is one too, a
+    child named as that layer (its weights under its group: ``layers/functional/layers/...``)."""
+    kind = "Functional" if kind == "Model" else kind   # keras.Model(inputs, outputs) is saved so
     try:
-        layers, calls, inputs, outputs = _graph(path, kind, config["config"])
+        layers, calls, inputs, outputs = _graph(path, kind, config)
     except ValueError as exc:
         raise errors.ModelFileError(f"{path}: {exc}") from None
     for layer in layers:
@@ -324,22 +347,23 @@ def load(path: str, weights: bool) -> KerasFile:
     names = {_name(l): _module_name(_name(l)) for l in layers}
     calls = [(names[layer], node, _renamed(args, names), _renamed(kwargs, names))
              for layer, node, args, kwargs in calls]
-    model = KerasModel(config["config"].get("name", kind), [names[n] for n in inputs], calls,
-                       _renamed(outputs, names))
-    built = {}
+    cls = Sequential if kind == "Sequential" else Functional
+    model = cls(config.get("name", kind), [names[n] for n in inputs], calls, _renamed(outputs, names))
+    model.keras_kind, model.keras_layers = kind, layers
     for layer in layers:
         if layer.get("class_name") == "InputLayer":
             continue
-        built[_name(layer)] = module = _build(path, layer)
+        if layer.get("class_name") in _MODELS:
+            if not isinstance(layer.get("config"), dict):
+                raise errors.ModelFileError(f"{path}: nested model {_name(layer)!r} has no config")
+            module = _model(path, layer["class_name"], layer["config"])
+            if layer["config"].get("trainable") is False:   # a frozen backbone
+                for param in module.parameters():
+                    param.requires_grad = False
+        else:
+            module = _build(path, layer)
         model.add_module(names[_name(layer)], module)
-    notes = []
-    if weights:
-        _fill(path, kind, layers, built)
-    declared = {_name(l): l for l in layers if l.get("class_name") == "InputLayer"}
-    specs = [_input_spec(declared[n], model, calls, names, notes) for n in inputs if n in declared]
-    if len(specs) != len(inputs):
-        raise errors.ModelFileError(f"{path}: a model input is not an InputLayer ({', '.join(inputs)})")
-    return KerasFile(model.eval(), specs, notes)
+    return model
 
 
 def _renamed(item, names: dict):
@@ -370,9 +394,8 @@ def _build(path: str, layer: dict):
     return module
 
 
-def _input_spec(layer: dict, model: KerasModel, calls: list, names: dict, notes: list) -> tuple:
+def _input_spec(layer: dict, name: str, model: KerasModel, calls: list, notes: list) -> tuple:
     config = layer.get("config") or {}
-    name = names[_name(layer)]
     shape = config.get("batch_shape") or config.get("batch_input_shape")
     if not isinstance(shape, list) or len(shape) < 1:
         raise errors.ModelFileError(f"input {name!r} has no batch_shape")
@@ -416,36 +439,43 @@ def weight_groups(kind: str, layers: list) -> dict:
     return groups
 
 
-def _fill(path: str, kind: str, layers: list, built: dict) -> None:
-    """Each layer's parameters from ``model.weights.h5``, rearranged to flopcount's layout."""
+def _fill(path: str, store, prefix: str, model: KerasModel) -> None:
+    """Each layer's parameters from ``model.weights.h5``, rearranged to flopcount's layout; a
+    nested model's from the groups under its own."""
     from ..runtime.device import CPU
 
-    with weight_store(path) as store:
-        for name, layer_path in weight_groups(kind, layers).items():
-            module = built.get(name)
-            if module is None or not module.keras_weights:
-                continue
-            layer_group = store.get(layer_path)
-            if layer_group is None:
-                raise errors.ModelFileError(f"{path}: {WEIGHTS} has no {layer_path} for layer {name!r}")
-            saved_name = layer_group.get("vars", {}).attrs.get("name") if "vars" in layer_group else None
-            if saved_name is not None and str(saved_name) != name:
-                raise errors.ModelFileError(f"{path}: {WEIGHTS}'s {layer_path} holds layer {str(saved_name)!r}'s "
-                                            f"weights, not {name!r}'s")
-            wanted: dict = {}
-            for attr, rearrange, place in module.keras_weights:
-                group_path, _, index = place.rpartition("/")
-                wanted.setdefault(group_path, []).append((attr, rearrange, index))
-            for group_path, weights in wanted.items():
-                # a sublayer's group is its attribute's name: query_dense, or _query_dense before Keras 3.x
-                group = layer_group.get(group_path) or layer_group.get("_" + group_path)
-                where = f"{layer_path}/{group_path}"
-                if group is None or len(group) != len(weights):
-                    found = 0 if group is None else len(group)
-                    raise errors.ModelFileError(f"{path}: layer {name!r} has {found} weight(s) in {WEIGHTS}'s "
-                                                f"{where}, its config needs {len(weights)}")
-                for attr, rearrange, index in weights:
-                    _put(path, f"{where}/{index}", name, group.get(index), getattr(module, attr), rearrange, CPU)
+    layers = {_name(l): l for l in model.keras_layers}
+    for name, layer_path in weight_groups(model.keras_kind, model.keras_layers).items():
+        if layers[name].get("class_name") == "InputLayer":
+            continue
+        module = model._modules[_module_name(name)]
+        layer_path = prefix + layer_path
+        if isinstance(module, KerasModel):
+            _fill(path, store, layer_path + "/", module)
+            continue
+        if not module.keras_weights:
+            continue
+        layer_group = store.get(layer_path)
+        if layer_group is None:
+            raise errors.ModelFileError(f"{path}: {WEIGHTS} has no {layer_path} for layer {name!r}")
+        saved_name = layer_group["vars"].attrs.get("name") if "vars" in layer_group else None
+        if saved_name is not None and str(saved_name) != name:
+            raise errors.ModelFileError(f"{path}: {WEIGHTS}'s {layer_path} holds layer {str(saved_name)!r}'s "
+                                        f"weights, not {name!r}'s")
+        wanted: dict = {}
+        for attr, rearrange, place in module.keras_weights:
+            group_path, _, index = place.rpartition("/")
+            wanted.setdefault(group_path, []).append((attr, rearrange, index))
+        for group_path, weights in wanted.items():
+            # a sublayer's group is its attribute's name: query_dense, or _query_dense before Keras 3.x
+            group = layer_group.get(group_path) or layer_group.get("_" + group_path)
+            where = f"{layer_path}/{group_path}"
+            if group is None or len(group) != len(weights):
+                found = 0 if group is None else len(group)
+                raise errors.ModelFileError(f"{path}: layer {name!r} has {found} weight(s) in {WEIGHTS}'s "
+                                            f"{where}, its config needs {len(weights)}")
+            for attr, rearrange, index in weights:
+                _put(path, f"{where}/{index}", name, group.get(index), getattr(module, attr), rearrange, CPU)
 
 
 def _put(path: str, where: str, name: str, dataset, param, rearrange, cpu) -> None:
@@ -469,4 +499,4 @@ def _put(path: str, where: str, name: str, dataset, param, rearrange, cpu) -> No
     param.data, param.dtype, param.device = array, get_dtype(array.dtype), cpu
 
 
-__all__ = ["KerasFile", "KerasModel", "Ref", "load", "read", "weight_groups", "H5PY_INSTALL"]
+__all__ = ["KerasFile", "KerasModel", "Sequential", "Functional", "Ref", "load", "read", "weight_groups", "H5PY_INSTALL"]

@@ -91,6 +91,7 @@ HAND_MACS = {
             + 8 * 5),                      # head
     # attention, T query and S key tokens: projections T*d*h*k, S*d*h*k, S*d*h*v, scores T*S*h*k,
     # weighted values T*S*h*v, output T*h*v*d
+    "nested": 8 * 8 * 6 * 27 + 6 * 4 + 4 * 2,
     "attention": (5 * 16 * 8 + 7 * 12 * 8 + 7 * 12 * 8 + 5 * 7 * 8 + 5 * 7 * 8 + 5 * 8 * 16
                   + 5 * 16 * 12 + 5 * 16 * 12 + 5 * 16 * 12 + 5 * 5 * 12 + 5 * 5 * 12 + 5 * 12 * 16),
 }
@@ -115,7 +116,7 @@ def test_counts_match_keras_hand_formulas_and_the_pytorch_twin(files, name):
         assert counted.macs == HAND_MACS[name]
 
 
-@pytest.mark.parametrize("name", ["mobilenet_v2", "efficientnet_b0", "attention"])
+@pytest.mark.parametrize("name", ["mobilenet_v2", "efficientnet_b0", "attention", "nested"])
 def test_larger_models_count_as_keras_does(files, name):
     path, model = files[name]
     counted = flopcount.profile(path)
@@ -151,6 +152,16 @@ def test_rows_are_the_keras_layers_by_name(files):
         assert by_name[layer.name].params == layer.count_params()
 
 
+def test_a_model_used_as_a_layer_is_a_child_module(files):
+    path, model = files["nested"]
+    counted = flopcount.profile(path)
+    rows = {r.name: r for r in counted.rows if r.kind != "op"}
+    assert rows[""].type == "Functional" and rows["head"].type == "Sequential"
+    assert rows["backbone.conv"].macs == 8 * 8 * 6 * 27
+    backbone = model.get_layer("backbone")
+    assert rows["backbone"].params == rows["backbone"].frozen_params == backbone.count_params()   # frozen
+
+
 def test_default_inputs_are_the_input_layers(files):
     counted = flopcount.profile(files["two_inputs"][0])
     assert counted.input_shapes == [(1, 8, 8, 4), (1, 6)]
@@ -164,11 +175,12 @@ def _inputs(name, rng):
         return [rng.normal(size=(2, 8, 8, 4)).astype("float32"), rng.integers(0, 20, size=(2, 6)).astype("int32")]
     if name == "attention":
         return [rng.normal(size=(2, 5, 16)).astype("float32"), rng.normal(size=(2, 7, 12)).astype("float32")]
-    shapes = {"mlp": (2, 8), "cnn": (2, 12, 12, 3), "mobilenet_v2": (2, 96, 96, 3), "efficientnet_b0": (2, 64, 64, 3)}
+    shapes = {"mlp": (2, 8), "nested": (2, 10, 10, 3), "cnn": (2, 12, 12, 3), "mobilenet_v2": (2, 96, 96, 3), "efficientnet_b0": (2, 64, 64, 3)}
     return [rng.normal(size=shapes[name]).astype("float32")]
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn", "two_inputs", "attention", "mobilenet_v2", "efficientnet_b0"])
+@pytest.mark.parametrize("name", ["mlp", "cnn", "two_inputs", "attention", "nested", "mobilenet_v2",
+                                  "efficientnet_b0"])
 def test_outputs_equal_keras_predict(files, name):
     path, model = files[name]
     arrays = _inputs(name, np.random.default_rng(1))
