@@ -2,7 +2,7 @@
 the Keras door: an MLP, a CNN (strided 'same' conv, BN, depthwise, grouped and separable convs,
 pooling), a Functional model with two inputs (residual Add, Concatenate, Multiply,
 LayerNormalization, Embedding), two attention layers, a model
-of models, two of keras.applications' models, and files flopcount must refuse (a Lambda, a custom layer).
+of models, 1-D convolutions over tokens, two of keras.applications' models, and files flopcount must refuse (a Lambda, a custom layer).
 
 ``keras_or_skip()`` imports keras (skipping the test without it or h5py); ``saved(directory)``
 writes the files once and returns {name: (path, keras model)}.
@@ -74,6 +74,17 @@ def attention(keras):
     return keras.Model([query, memory], x, name="attention")
 
 
+def text(keras):
+    """Token ids through an Embedding, a causal and a strided 'same' Conv1D, average and max pooling."""
+    layers = keras.layers
+    ids = keras.Input((12,), dtype="int32", name="ids")
+    x = layers.Conv1D(6, 3, padding="causal", activation="relu", name="causal")(layers.Embedding(30, 8, name="embed")(ids))
+    x = layers.Conv1D(4, 3, strides=2, padding="same", name="strided")(x)   # 12 -> 6, pads (0, 1)
+    pooled = layers.Concatenate(name="pooled")([layers.GlobalAveragePooling1D(name="mean")(x),
+                                                layers.GlobalMaxPooling1D(name="max")(x)])
+    return keras.Model(ids, layers.Dense(2, name="logits")(pooled), name="text")
+
+
 def nested(keras):
     """Transfer learning: a frozen Functional backbone and a Sequential head, both used as layers."""
     layers = keras.layers
@@ -133,7 +144,7 @@ def efficientnet_b0(keras):
 
 
 APPLICATIONS = ("mobilenet_v2", "efficientnet_b0")
-BUILDERS = {"mlp": mlp, "cnn": cnn, "two_inputs": two_inputs, "attention": attention, "nested": nested, "lambda": lambda_model, "custom": custom_model,
+BUILDERS = {"mlp": mlp, "cnn": cnn, "two_inputs": two_inputs, "attention": attention, "nested": nested, "text": text, "lambda": lambda_model, "custom": custom_model,
             "mobilenet_v2": mobilenet_v2, "efficientnet_b0": efficientnet_b0}
 
 

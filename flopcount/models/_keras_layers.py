@@ -179,6 +179,42 @@ class _Conv(KerasLayer):
         return y if self.act is None else self.act(y)
 
 
+class Conv1D(KerasLayer):
+    """Conv1D on (batch, length, channels): kernel (k, in / groups, out) -> weight (out, in / groups,
+    k); ``padding="causal"`` pads (k - 1) * dilation before."""
+
+    keras_class = "Conv1D"
+
+    def __init__(self, config: dict, input_shape: tuple):
+        super().__init__()
+        if config.get("data_format", "channels_last") != "channels_last":
+            raise errors.UnsupportedOpError(f"Conv1D with data_format {config.get('data_format')!r}: "
+                                            f"flopcount reads channels_last Keras models")
+        size = config["kernel_size"]
+        self.kernel = int(size[0] if isinstance(size, list) else size)
+        self.stride, self.dilation = (int(_pair(config.get(k, 1))[0]) for k in ("strides", "dilation_rate"))
+        self.padding = config.get("padding", "valid")
+        if self.padding not in ("valid", "same", "causal"):
+            raise errors.UnsupportedOpError(f"Conv1D padding {self.padding!r} (flopcount knows 'valid', 'same' "
+                                            f"and 'causal')")
+        channels, filters = int(_known(input_shape)[-1]), int(config["filters"])
+        self.groups = int(config.get("groups", 1))
+        self._add("weight", (filters, channels // self.groups, self.kernel), lambda a: a.transpose(2, 1, 0))
+        self._absent("bias")
+        if config.get("use_bias", True):
+            self._add("bias", (filters,))
+        self.act = activation(config)
+
+    def forward(self, x):
+        x = rt.swapaxes(x, 1, 2)
+        if self.padding == "causal":
+            x = F.pad(x, ((self.kernel - 1) * self.dilation, 0))
+        elif self.padding == "same":
+            x = F.pad(x, same_padding(x.shape[2], self.kernel, self.stride, self.dilation))
+        y = rt.swapaxes(F.conv1d(x, self.weight, self.bias, self.stride, 0, self.dilation, self.groups), 1, 2)
+        return y if self.act is None else self.act(y)
+
+
 class _Pooling(KerasLayer):
     """MaxPooling2D and AveragePooling2D (an average over the window's pixels inside the image,
     as Keras does with ``padding="same"``)."""
@@ -227,8 +263,9 @@ class _GlobalPooling(KerasLayer):
         self.keepdims = bool(config.get("keepdims", False))
 
     def forward(self, x):
-        reduce = rt.mean if self.keras_class == "GlobalAveragePooling2D" else rt.amax
-        return reduce(x, dim=(1, 2), keepdim=self.keepdims)
+        reduce = rt.mean if self.keras_class.startswith("GlobalAverage") else rt.amax
+        axes = (1,) if self.keras_class.endswith("1D") else (1, 2)   # the length, or height and width
+        return reduce(x, dim=axes, keepdim=self.keepdims)
 
 
 class BatchNormalization(KerasLayer):
@@ -496,10 +533,11 @@ def _plain(cls):
 LAYERS = {
     "Dense": _plain(Dense), "BatchNormalization": _plain(BatchNormalization),
     "LayerNormalization": _plain(LayerNormalization), "Embedding": _plain(Embedding), "Dropout": _plain(Dropout),
-    "MultiHeadAttention": _plain(MultiHeadAttention), "ZeroPadding2D": _plain(ZeroPadding2D), "Rescaling": _plain(Rescaling), "Normalization": _plain(Normalization),
+    "MultiHeadAttention": _plain(MultiHeadAttention), "Conv1D": _plain(Conv1D), "ZeroPadding2D": _plain(ZeroPadding2D), "Rescaling": _plain(Rescaling), "Normalization": _plain(Normalization),
     **_kinded(_Conv, "Conv2D", "DepthwiseConv2D", "SeparableConv2D"),
     **_kinded(_Pooling, "MaxPooling2D", "AveragePooling2D"),
-    **_kinded(_GlobalPooling, "GlobalAveragePooling2D", "GlobalMaxPooling2D"),
+    **_kinded(_GlobalPooling, "GlobalAveragePooling2D", "GlobalMaxPooling2D", "GlobalAveragePooling1D",
+              "GlobalMaxPooling1D"),
     **_kinded(_Shape, "Flatten", "Reshape"),
     **_kinded(_Activation, "Activation", "ReLU", "Softmax"),
     **_kinded(_Merge, "Add", "Subtract", "Multiply", "Average", "Maximum", "Minimum", "Concatenate"),
@@ -513,4 +551,4 @@ def build(kind: str, config: dict, input_shape: tuple) -> KerasLayer:
 
 __all__ = ["LAYERS", "ACTIVATIONS", "KerasLayer", "Dense", "BatchNormalization", "LayerNormalization", "Embedding",
            "Dropout", "ZeroPadding2D", "Rescaling", "Normalization",
-           "MultiHeadAttention", "build", "activation", "same_padding"]
+           "MultiHeadAttention", "Conv1D", "build", "activation", "same_padding"]

@@ -92,6 +92,7 @@ HAND_MACS = {
     # attention, T query and S key tokens: projections T*d*h*k, S*d*h*k, S*d*h*v, scores T*S*h*k,
     # weighted values T*S*h*v, output T*h*v*d
     "nested": 8 * 8 * 6 * 27 + 6 * 4 + 4 * 2,
+    "text": 12 * 6 * 8 * 3 + 6 * 4 * 6 * 3 + 8 * 2,   # causal: 12 long; strided 'same': 6 long
     "attention": (5 * 16 * 8 + 7 * 12 * 8 + 7 * 12 * 8 + 5 * 7 * 8 + 5 * 7 * 8 + 5 * 8 * 16
                   + 5 * 16 * 12 + 5 * 16 * 12 + 5 * 16 * 12 + 5 * 5 * 12 + 5 * 5 * 12 + 5 * 12 * 16),
 }
@@ -116,7 +117,7 @@ def test_counts_match_keras_hand_formulas_and_the_pytorch_twin(files, name):
         assert counted.macs == HAND_MACS[name]
 
 
-@pytest.mark.parametrize("name", ["mobilenet_v2", "efficientnet_b0", "attention", "nested"])
+@pytest.mark.parametrize("name", ["mobilenet_v2", "efficientnet_b0", "attention", "nested", "text"])
 def test_larger_models_count_as_keras_does(files, name):
     path, model = files[name]
     counted = flopcount.profile(path)
@@ -173,13 +174,15 @@ def test_default_inputs_are_the_input_layers(files):
 def _inputs(name, rng):
     if name == "two_inputs":
         return [rng.normal(size=(2, 8, 8, 4)).astype("float32"), rng.integers(0, 20, size=(2, 6)).astype("int32")]
+    if name == "text":
+        return [rng.integers(0, 30, size=(2, 12)).astype("int32")]
     if name == "attention":
         return [rng.normal(size=(2, 5, 16)).astype("float32"), rng.normal(size=(2, 7, 12)).astype("float32")]
     shapes = {"mlp": (2, 8), "nested": (2, 10, 10, 3), "cnn": (2, 12, 12, 3), "mobilenet_v2": (2, 96, 96, 3), "efficientnet_b0": (2, 64, 64, 3)}
     return [rng.normal(size=shapes[name]).astype("float32")]
 
 
-@pytest.mark.parametrize("name", ["mlp", "cnn", "two_inputs", "attention", "nested", "mobilenet_v2",
+@pytest.mark.parametrize("name", ["mlp", "cnn", "two_inputs", "attention", "nested", "text", "mobilenet_v2",
                                   "efficientnet_b0"])
 def test_outputs_equal_keras_predict(files, name):
     path, model = files[name]
