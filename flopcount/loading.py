@@ -484,7 +484,7 @@ def file_errors(target: Target):
     try:
         yield
     except (ArithmeticError, ValueError, TypeError, IndexError, KeyError, RuntimeError) as exc:
-        if isinstance(exc, errors.FlopcountError) or target.kind not in (ONNX, NATIVE):
+        if isinstance(exc, errors.FlopcountError) or target.kind not in (ONNX, NATIVE, KERAS):
             raise
         text = " ".join(str(exc).split())
         raise errors.ModelFileError(f"{target.path}: running the model failed, the file holds values it cannot "

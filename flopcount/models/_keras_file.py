@@ -69,9 +69,11 @@ class KerasModel(Module):
                                     f"({', '.join(self.input_names)}), got {len(inputs)}")
         given = dict(zip(self.input_names, inputs))
         for name, value in named.items():
-            if name not in self.input_names or name in given:
-                raise errors.ShapeError(f"{self.keras_name} has no input {name!r} to give again or by name "
-                                        f"(its inputs: {', '.join(self.input_names)})")
+            if name not in self.input_names:
+                raise errors.ShapeError(f"{self.keras_name} has no input {name!r} (its inputs: "
+                                        f"{', '.join(self.input_names)})")
+            if name in given:
+                raise errors.ShapeError(f"{self.keras_name}: input {name!r} given twice, by position and by name")
             given[name] = value
         missing = [n for n in self.input_names if n not in given]
         if missing:
@@ -121,8 +123,8 @@ def _read_json(archive: zipfile.ZipFile, name: str, path: str) -> dict:
 
 
 def read(path: str) -> tuple:
-    """(config, metadata, the weights file's bytes or None) of a ``.keras`` archive; weights
-    only when ``model.weights.h5`` is in it (they are read later, and only to run the model)."""
+    """(config, metadata) of a ``.keras`` archive, both JSON objects (the weights are read
+    apart, and only to run the model: :func:`weight_store`)."""
     with open_model_file(path) as f:
         try:
             with zipfile.ZipFile(f) as archive:
@@ -243,6 +245,11 @@ def _graph(path: str, kind: str, config: dict) -> tuple:
     layers = config.get("layers")
     if not isinstance(layers, list) or not all(isinstance(l, dict) for l in layers):
         raise ValueError("its config has no list of layers")
+    for layer in layers:
+        if not isinstance(layer.get("class_name"), str) or not isinstance(layer.get("config"), dict):
+            raise ValueError(f"a layer has no class name or config ({str(layer)[:80]})")
+        if not isinstance(layer.get("build_config"), (dict, type(None))):
+            raise ValueError(f"a {layer['class_name']} layer's build_config is not an object")
     if kind == "Sequential":
         inputs = [l for l in layers if l.get("class_name") == "InputLayer"][:1]
         body = [l for l in layers if l.get("class_name") != "InputLayer"]
@@ -268,6 +275,7 @@ def _graph(path: str, kind: str, config: dict) -> tuple:
         for node, inbound in enumerate(layer.get("inbound_nodes") or []):
             args, kwargs = _tensor_ref(inbound.get("args", []), path), _tensor_ref(inbound.get("kwargs", {}), path)
             kwargs = {k: v for k, v in kwargs.items() if v is not None and k not in ("training", "mask")}
+            _check_call(name, args, kwargs)
             calls.append((name, node, args, kwargs))
     inputs = [r.layer for r in _output_refs(config.get("input_layers"))]
     outputs = _output_refs(config.get("output_layers"))
@@ -275,6 +283,16 @@ def _graph(path: str, kind: str, config: dict) -> tuple:
         if ref.layer not in by_name:
             raise ValueError(f"a tensor comes from layer {ref.layer!r}, which the config does not have")
     return layers, _ordered(calls, inputs), inputs, outputs
+
+
+def _check_call(name: str, args, kwargs) -> None:
+    """A call as Keras saves one: tensors, or one list of tensors (a merge), then options."""
+    first = args[0] if isinstance(args, list) and args else None
+    tensors = first if isinstance(first, list) else [first]
+    if not tensors or not all(isinstance(t, Ref) for t in tensors) or not all(isinstance(a, Ref) for a in args[1:]):
+        raise ValueError(f"layer {name!r} is called on {args!r}, not on tensors")
+    if not isinstance(kwargs, dict) or not all(isinstance(v, (Ref, bool, int, float, str)) for v in kwargs.values()):
+        raise ValueError(f"layer {name!r} is called with options {kwargs!r}")
 
 
 def _ordered(calls: list, inputs: list) -> list:
@@ -328,7 +346,10 @@ def load(path: str, weights: bool) -> KerasFile:
     notes: list = []
     layers, calls = model.keras_layers, model.calls
     declared = {_module_name(_name(l)): l for l in layers if l.get("class_name") == "InputLayer"}
-    specs = [_input_spec(declared[n], n, model, calls, notes) for n in model.input_names if n in declared]
+    try:
+        specs = [_input_spec(declared[n], n, model, calls, notes) for n in model.input_names if n in declared]
+    except (ValueError, TypeError) as exc:
+        raise errors.ModelFileError(f"{path}: {exc}") from None
     if len(specs) != len(model.input_names):
         raise errors.ModelFileError(f"{path}: a model input is not an InputLayer ({', '.join(model.input_names)})")
     return KerasFile(model.eval(), specs, notes)
@@ -340,8 +361,9 @@ def _model(path: str, kind: str, config: dict) -> KerasModel:
     kind = "Functional" if kind == "Model" else kind   # keras.Model(inputs, outputs) is saved so
     try:
         layers, calls, inputs, outputs = _graph(path, kind, config)
-    except ValueError as exc:
-        raise errors.ModelFileError(f"{path}: {exc}") from None
+    except (ValueError, TypeError, AttributeError, KeyError) as exc:   # a config Keras did not write
+        raise errors.ModelFileError(f"{path}: its config.json does not describe a {kind} model "
+                                    f"({type(exc).__name__}: {exc})") from None
     for layer in layers:
         _refuse_custom(path, layer)
     names = {_name(l): _module_name(_name(l)) for l in layers}
@@ -385,7 +407,7 @@ def _build(path: str, layer: dict):
         module = _keras_layers.build(kind, config, shape)
     except errors.UnsupportedOpError as exc:
         raise errors.UnsupportedOpError(f"{path}: layer {name!r}: {exc}") from None
-    except (KeyError, TypeError, ValueError, ZeroDivisionError, errors.FlopcountError) as exc:
+    except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, errors.FlopcountError) as exc:
         raise errors.ModelFileError(f"{path}: layer {name!r} ({kind}) has a config flopcount cannot build "
                                     f"({type(exc).__name__}: {exc})") from None
     if config.get("trainable") is False:
@@ -398,10 +420,13 @@ def _input_spec(layer: dict, name: str, model: KerasModel, calls: list, notes: l
     config = layer.get("config") or {}
     shape = config.get("batch_shape") or config.get("batch_input_shape")
     if not isinstance(shape, list) or len(shape) < 1:
-        raise errors.ModelFileError(f"input {name!r} has no batch_shape")
+        raise ValueError(f"input {name!r} has no batch_shape")
     dtype = config.get("dtype", "float32")
     dtype = dtype.get("config", {}).get("name", "float32") if isinstance(dtype, dict) else dtype
-    dtype = get_dtype(dtype).name
+    try:
+        dtype = get_dtype(dtype).name
+    except TypeError:
+        raise ValueError(f"input {name!r} has dtype {dtype!r}, not one flopcount knows") from None
     integer = not get_dtype(dtype).is_floating_point
     fed = [model._modules[layer_] for layer_, _, args, _ in calls if Ref(name, 0, 0) in _refs_in(args)]
     high = next((m.vocabulary for m in fed if isinstance(m, _keras_layers.Embedding)), None)

@@ -5,6 +5,7 @@ the weights, the outputs are ``model.predict``'s. Lambda and custom layers are r
 
 from __future__ import annotations
 
+import re
 import sys
 import zipfile
 
@@ -249,3 +250,44 @@ def test_weight_groups_follow_keras_saving_names():
     assert _keras_file.weight_groups("Sequential", layers) == {
         "d1": "layers/dense", "d2": "layers/dense_1", "bn": "layers/batch_normalization"}
     assert _keras_file.weight_groups("Functional", layers)["in"] == "layers/input_layer"
+
+
+def _crafted(files, tmp_path, change) -> str:
+    """The two-input model's file with its config.json changed by ``change(config)``."""
+    import json
+
+    source = files["two_inputs"][0]
+    with zipfile.ZipFile(source) as archive:
+        config = json.loads(archive.read("config.json"))
+        metadata, weights = archive.read("metadata.json"), archive.read("model.weights.h5")
+    change(config["config"]["layers"])
+    path = tmp_path / "crafted.keras"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("config.json", json.dumps(config))
+        archive.writestr("metadata.json", metadata)
+        archive.writestr("model.weights.h5", weights)
+    return str(path)
+
+
+def _layer(layers, name):
+    return next(layer for layer in layers if layer["name"] == name)
+
+
+CRAFTED = {
+    "a layer called on a number": (lambda layers: _layer(layers, "a")["inbound_nodes"][0].update(args=[3]),
+                                   "layer 'a' is called on [3], not on tensors"),
+    "a config that is not an object": (lambda layers: _layer(layers, "c").update(config=None),
+                                       "a layer has no class name or config"),
+    "an unknown input dtype": (lambda layers: _layer(layers, "ids")["config"].update(dtype="int3"),
+                               "input 'ids' has dtype 'int3'"),
+    "a kernel size the weights do not fit": (lambda layers: _layer(layers, "a")["config"].update(kernel_size=[5, 5]),
+                                             "of layer 'a' has shape (3, 3, 4, 4), which does not fit"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CRAFTED))
+def test_a_crafted_config_is_one_model_file_error(files, tmp_path, case):
+    change, message = CRAFTED[case]
+    path = _crafted(files, tmp_path, change)
+    with pytest.raises(ModelFileError, match=re.escape(message)):
+        flopcount.profile(path, device="cpu")   # with the weights: read and run
