@@ -10,7 +10,9 @@
 * an existing path is that path, even when the zoo has a model of that name (a folder
   ``llama/`` beside you is the folder, with a note naming ``zoo:llama`` for the zoo's model);
 * a zoo name (``resnet50``) is the zoo model; ``zoo:resnet50`` always is;
-* any other path is a native model file (safetensors, only read: nothing is unpickled).
+* any other path is a model file, its kind read from its bytes: a native file (safetensors),
+  a Keras ``.keras`` file (rebuilt from its config, Keras never imported), a PyTorch archive;
+  files are only read: nothing is unpickled or run.
 
 Model files are graphs specialized to their input shapes: an ONNX file's symbolic dims are
 bound from the shapes given (``input_shapes``, ``batch``), a native file takes the shapes it
@@ -31,7 +33,7 @@ from dataclasses import replace
 
 from .inputs import InputSpec
 from .options import Option, option_error
-from .target import FACTORY, GGUF, HF, JAX, NATIVE, OBJECT, ONNX, PT2, TFLITE, TORCH, ZOO, Target, graph_inputs  # noqa: F401
+from .target import FACTORY, GGUF, HF, JAX, KERAS, NATIVE, OBJECT, ONNX, PT2, TFLITE, TORCH, ZOO, Target, graph_inputs  # noqa: F401
 from .runtime import errors
 from .runtime.dtypes import get_dtype
 from .runtime.dispatch import default_device
@@ -301,6 +303,14 @@ def load_native(path: str, device, zoo_device=None) -> Target:
         raise errors.ModelFileError(f"{path}: not a TensorFlow Lite file (no 'TFL3' identifier at bytes 4..8)")
     if path.lower().endswith(".gguf"):
         raise errors.ModelFileError(f"{path}: not a GGUF file (it does not start with 'GGUF')")
+    if kind == sniff.KERAS:
+        return load_keras(path, zoo_device or device)
+    if kind == sniff.DAMAGED_ZIP:
+        raise errors.ModelFileError(f"{path}: a zip archive that cannot be read (truncated or damaged)")
+    if kind == sniff.ZIP:
+        raise errors.ModelFileError(f"{path}: a zip archive that is no model file flopcount reads (a Keras 3 "
+                                    f"file has config.json and a metadata.json naming keras_version; a PyTorch "
+                                    f"one data.pkl)")
     if kind == sniff.SAFETENSORS and sniff.safetensors_metadata(path).get("format") not in (None, "flopcount"):
         return _weights_file(path, device, zoo_device)
     graph = load_graph(path)
@@ -349,6 +359,22 @@ def load_gguf(path: str, device) -> Target:
     target = Target(built.model, os.path.basename(path), GGUF, expected, notes=list(built.notes), path=path)
     if any(p.data is None for p in built.model.parameters()):
         target.device = "meta"
+    return target
+
+
+def load_keras(path: str, device) -> Target:
+    """A Keras 3 ``.keras`` file (see ``models/_keras_file.py``): rebuilt from its config on the
+    meta device to count (``device="meta"``), with its weights to run; its default inputs are
+    its InputLayers' shapes with batch 1."""
+    from .models import _keras_file
+
+    loaded = _keras_file.load(path, weights=str(device) != "meta")
+    expected = [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in loaded.inputs]
+    target = Target(loaded.model, os.path.basename(path), KERAS, expected, notes=list(loaded.notes), path=path)
+    if str(device) == "meta":
+        target.device = "meta"
+    elif str(device) != "cpu":
+        loaded.model.to(device)   # the weights were read on the CPU
     return target
 
 
@@ -525,7 +551,7 @@ def file_errors(target: Target):
     try:
         yield
     except (ArithmeticError, ValueError, TypeError, IndexError, KeyError, RuntimeError) as exc:
-        if isinstance(exc, errors.FlopcountError) or target.kind not in (ONNX, NATIVE, TFLITE, GGUF):
+        if isinstance(exc, errors.FlopcountError) or target.kind not in (ONNX, NATIVE, TFLITE, GGUF, KERAS):
             raise
         text = " ".join(str(exc).split())
         raise errors.ModelFileError(f"{target.path}: running the model failed, the file holds values it cannot "
@@ -547,5 +573,5 @@ def check_fixed(target: Target, specs: list) -> None:
             + (", ".join(s.describe() for s in specs) or "none"))
 
 
-__all__ = ["Target", "kind_of", "zoo_name", "load", "specialize", "load_hf_folder", "file_errors", "load_zoo", "load_native", "load_onnx", "load_tflite", "load_factory", "check_fixed",
+__all__ = ["Target", "kind_of", "zoo_name", "load", "specialize", "load_hf_folder", "file_errors", "load_zoo", "load_native", "load_onnx", "load_tflite", "load_keras", "load_gguf", "load_factory", "check_fixed",
            "graph_inputs", "onnx_binding", "onnx_module"]

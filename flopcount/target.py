@@ -17,6 +17,7 @@ HF = "hf"                     # a Hugging Face model folder (config.json, *.safe
 GGUF = "gguf"                 # a GGUF file (llama.cpp): the same decoders, weights in the file's formats
 JAX = "jax"                   # a JAX function or Flax module (see jax_loading.py)
 TFLITE = "tflite"             # a TensorFlow Lite / LiteRT flatbuffer (.tflite)
+KERAS = "keras"               # a Keras 3 .keras file, rebuilt from its config
 
 
 @dataclass
@@ -57,4 +58,4 @@ def graph_inputs(graph) -> list:
 
 
 __all__ = ["Target", "graph_inputs", "OBJECT", "FACTORY", "ONNX", "NATIVE", "ZOO", "TORCH", "PT2", "HF", "GGUF", "JAX",
-           "TFLITE"]
+           "TFLITE", "KERAS"]

@@ -8,7 +8,9 @@ running or unpickling anything.
 Kinds: ``torch-pickle`` (``torch.save``'s zip), ``pickle`` (a raw pickle stream: ``torch.save``
 with the legacy format, ``pickle.dump``), ``pt2``, ``safetensors``, ``tflite`` (a TensorFlow
 Lite flatbuffer: the file identifier ``TFL3`` at bytes 4..8), ``gguf`` (llama.cpp's format: its
-magic), ``zip`` (another zip) and ``unknown``.
+magic), ``keras`` (a Keras 3 ``.keras`` archive: ``config.json`` and a ``metadata.json`` naming
+the ``keras_version``), ``zip`` (another zip), ``damaged-zip`` (begins as a zip, cannot be read
+as one: truncated) and ``unknown``.
 """
 
 from __future__ import annotations
@@ -23,10 +25,12 @@ from .json_text import parse_json
 TORCH_PICKLE, PICKLE, PT2, SAFETENSORS, ZIP, UNKNOWN = "torch-pickle", "pickle", "pt2", "safetensors", "zip", "unknown"
 GGUF = "gguf"
 TFLITE = "tflite"
+KERAS, DAMAGED_ZIP = "keras", "damaged-zip"
 
 _ZIP_MAGIC = b"PK\x03\x04"
 _TFLITE_IDENTIFIER = b"TFL3"  # a flatbuffer's file identifier follows its 4-byte root offset
 _HEADER_LIMIT = 100 << 20   # a safetensors header larger than this is not one
+_METADATA_LIMIT = 1 << 20   # a Keras metadata.json is a few dozen bytes
 
 
 def sniff(path: str) -> str:
@@ -52,14 +56,28 @@ def _zip_kind(path: str) -> str:
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
-    except (zipfile.BadZipFile, OSError):
-        return UNKNOWN
+            keras = "config.json" in names and "metadata.json" in names and _names_keras(archive)
+    except (zipfile.BadZipFile, OSError, EOFError):
+        return DAMAGED_ZIP
+    if keras:
+        return KERAS
     if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
         return TORCH_PICKLE
     if any(n.endswith("archive_format") for n in names) and any("/models/" in n or n.startswith("models/")
                                                                 for n in names):
         return PT2
     return ZIP
+
+
+def _names_keras(archive: zipfile.ZipFile) -> bool:
+    """Whether the archive's ``metadata.json`` is a JSON object naming a ``keras_version``."""
+    if archive.getinfo("metadata.json").file_size > _METADATA_LIMIT:
+        return False
+    try:
+        metadata = parse_json(archive.read("metadata.json"))
+    except (ValueError, UnicodeDecodeError, zipfile.BadZipFile):
+        return False
+    return isinstance(metadata, dict) and "keras_version" in metadata
 
 
 def safetensors_metadata(path: str) -> dict:
@@ -77,4 +95,4 @@ def safetensors_metadata(path: str) -> dict:
 
 
 __all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "TFLITE", "GGUF", "ZIP",
-           "UNKNOWN"]
+           "KERAS", "DAMAGED_ZIP", "UNKNOWN"]
