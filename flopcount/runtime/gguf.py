@@ -20,6 +20,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .errors import ModelFileError
+from .optional import require
 
 GGUF_INSTALL = "pip install gguf"
 MAGIC = b"GGUF"
@@ -68,11 +69,7 @@ def is_gguf(path: str) -> bool:
 
 
 def _package():
-    try:
-        import gguf
-    except ImportError:
-        raise ModelFileError(f"reading GGUF files needs the gguf package: {GGUF_INSTALL}") from None
-    return gguf
+    return require("gguf", f"reading GGUF files needs the gguf package: {GGUF_INSTALL}", ModelFileError)
 
 
 def read(path) -> GGUFFile:

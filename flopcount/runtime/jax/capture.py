@@ -24,6 +24,7 @@ import inspect
 from dataclasses import dataclass, field
 
 from ..errors import FlopcountError
+from ..optional import require
 
 INSTALL = "pip install 'flopcount[jax]'"
 
@@ -49,11 +50,7 @@ class Captured:
 
 
 def import_jax():
-    try:
-        import jax
-    except ImportError:
-        raise FlopcountError(f"profiling a JAX model needs jax: {INSTALL}") from None
-    return jax
+    return require("jax", f"profiling a JAX model needs jax: {INSTALL}")
 
 
 def path_name(path) -> str:

@@ -38,6 +38,7 @@ import numpy as np
 from ..device import CPU, META, device as parse_device
 from ..dispatch import named_scope
 from ..errors import FlopcountError, ModelFileError, UnsupportedOpError
+from ..optional import require
 from ..allocator import give_back_freed_memory
 from ..io.files import open_model_file
 from ..factories import empty
@@ -59,11 +60,8 @@ _DEFAULT_DOMAINS = ("", "ai.onnx")
 
 
 def _onnx():
-    try:
-        import onnx
-    except ImportError:  # onnx is a core dependency; an environment may still lack it
-        raise FlopcountError("reading and writing ONNX files needs the onnx package: pip install onnx") from None
-    return onnx
+    # onnx is a core dependency; an environment may still lack it
+    return require("onnx", "reading and writing ONNX files needs the onnx package: pip install onnx")
 
 
 # --- reading -----------------------------------------------------------------------------------

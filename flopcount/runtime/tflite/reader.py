@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import ModelFileError
+from ..optional import require
 from ..io.files import open_model_file
 
 IDENTIFIER = b"TFL3"   # the schema's file identifier, bytes 4..8 of every .tflite file
@@ -76,11 +77,7 @@ class TfliteModel:
 
 def tflite_package():
     """The ``tflite`` package, or a one-line ModelFileError naming how to install it."""
-    try:
-        import tflite
-    except ImportError:
-        raise ModelFileError(f"reading TensorFlow Lite files needs the tflite package: {INSTALL}") from None
-    return tflite
+    return require("tflite", f"reading TensorFlow Lite files needs the tflite package: {INSTALL}", ModelFileError)
 
 
 def is_tflite(head: bytes) -> bool:

@@ -19,6 +19,7 @@ import warnings
 from dataclasses import dataclass, field
 
 from ..errors import FlopcountError
+from ..optional import require
 
 
 @dataclass
@@ -47,11 +48,7 @@ class Captured:
 
 def require_torch():
     """``torch``, or a one-line error saying what to install."""
-    try:
-        import torch
-    except ImportError:
-        raise FlopcountError("PyTorch models need torch: pip install 'flopcount[torch]'") from None
-    return torch
+    return require("torch", "PyTorch models need torch: pip install 'flopcount[torch]'")
 
 
 @contextlib.contextmanager
