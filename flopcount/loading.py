@@ -400,16 +400,30 @@ def _weights_file(path: str, device, zoo_device) -> Target:
 def load_tflite(path: str, device) -> Target:
     """Import a TFLite file (its shapes are fixed, NHWC as the file declares them); on the meta
     device no arrays are made for its weights."""
-    try:
-        from .runtime import tflite as tflite_io
+    from .runtime import tflite as tflite_io
+
+    with _naming(path):
         graph = tflite_io.load(path, device="meta" if str(device) == "meta" else None)
+    return _graph_file(graph, path, TFLITE, device)
+
+
+@contextlib.contextmanager
+def _naming(path: str, keep: tuple = ()):
+    """An error of a node or operator of the file at ``path`` names the file too (but those of
+    the types in ``keep``, which the caller words itself)."""
+    try:
+        yield
     except errors.FlopcountError as exc:
-        if str(exc).startswith(path):
+        if str(exc).startswith(path) or isinstance(exc, keep):
             raise
-        raise type(exc)(f"{path}: {exc}") from exc   # an operator's error: name the file too
+        raise type(exc)(f"{path}: {exc}") from exc
+
+
+def _graph_file(graph: Graph, path: str, kind: str, device) -> Target:
+    """The Target of a graph imported from a file: fixed to its shapes, placed on ``device``."""
     graph = _placed(graph, device)
-    return Target(graph, os.path.basename(path), TFLITE, graph_inputs(graph), fixed=True,
-                  notes=list(graph.notes), path=path)
+    return Target(graph, os.path.basename(path), kind, graph_inputs(graph), fixed=True, notes=list(graph.notes),
+                  path=path)
 
 
 # --- ONNX files ------------------------------------------------------------------------------
@@ -436,9 +450,10 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, values: 
     from .runtime.onnx.symbolic import InputShapeError, InputValueError
 
     try:
-        # on meta, the importer makes no arrays for the weights at all
-        graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch),
-                             device="meta" if str(device) == "meta" else None, input_values=values)
+        with _naming(path, keep=(InputValueError, InputShapeError)):
+            # on meta, the importer makes no arrays for the weights at all
+            graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch),
+                                 device="meta" if str(device) == "meta" else None, input_values=values)
     except InputValueError as exc:
         what = str(exc).rsplit("; bind them", 1)[0]
         raise option_error(errors.ShapeError, f"{os.path.basename(path)}: {what}; give their values: ",
@@ -446,13 +461,7 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, values: 
     except InputShapeError as exc:
         hint = _onnx_hint(path, example=not given and batch is None)
         raise option_error(errors.ShapeError, f"{os.path.basename(path)}: {exc}; ", *hint) from exc
-    except errors.FlopcountError as exc:
-        if str(exc).startswith(path):
-            raise
-        raise type(exc)(f"{path}: {exc}") from exc   # a node's error: name the file too
-    graph = _placed(graph, device)
-    return Target(graph, os.path.basename(path), ONNX, graph_inputs(graph), fixed=True,
-                  notes=list(graph.notes), path=path)
+    return _graph_file(graph, path, ONNX, device)
 
 
 def _onnx_hint(path: str, example: bool) -> tuple:
