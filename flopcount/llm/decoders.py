@@ -30,13 +30,8 @@ from ..runtime import torch as rt_torch
 from .cache import from_layout
 from .moe import moe_summary
 from .phases import kv_cache_layout
+from .layers import layer_list
 from .torch_decoder import StepGraph
-
-
-def layer_list(model) -> str | None:
-    """The dotted path of the decoder's layers: the longest ModuleList (``model.layers``)."""
-    lists = [(len(m), path) for path, m in model.named_modules() if type(m).__name__ == "ModuleList" and len(m)]
-    return max(lists)[1] if lists else None
 
 
 class NativeDecoder:

@@ -32,6 +32,7 @@ from dataclasses import dataclass, field
 from .. import runtime as rt
 from ..runtime.errors import FlopcountError, ModelFileError, ShapeError
 from .cache import LayerCache
+from .layers import layer_list
 from .moe import MoESummary, untied_embedding_params
 from .phases import Prefill
 
@@ -187,8 +188,6 @@ class TorchDecoder:
 
     @property
     def layer_path(self) -> str | None:
-        from .decoders import layer_list
-
         return layer_list(self.module)
 
     @contextlib.contextmanager

@@ -32,6 +32,7 @@ from dataclasses import replace
 
 from ..errors import ShapeError, UnsupportedOpError
 from .converters import packet_name
+from .fx_walk import needed_nodes
 
 _COMPLEX_MUL = None
 
@@ -400,14 +401,12 @@ def lower(captured):
     returned in its real layout, and a note says so."""
     import torch
 
-    from .importer import _needed
-
     placeholders = {n.name: n for n in captured.graph.nodes if n.op == "placeholder"}
     for name in captured.inputs:
         if _is_complex(placeholders[name].meta.get("val")):
             raise UnsupportedOpError(f"input {name!r} is complex; flopcount takes real inputs (pass "
                                      f"torch.view_as_real(x) and view_as_complex inside the model)")
-    lowering = _Lowering(captured.graph, _needed(captured.graph, captured.outputs))
+    lowering = _Lowering(captured.graph, needed_nodes(captured.graph, captured.outputs))
     outputs = lowering.run(list(captured.outputs))
     params = {}
     for name, (target, tensor, kind) in captured.params.items():

@@ -34,6 +34,7 @@ from ..nn.parameter import Parameter
 from ..registry import Spec
 from ..tensor import Tensor
 from .complex import has_complex
+from .fx_walk import needed_nodes
 from .complex import lower as lower_complex
 from .converters import CONVERTERS, NodeContext, packet_name
 from .fallback import Slot, fallback_op
@@ -92,7 +93,7 @@ class _Walk:
         self.placeholders = placeholders   # placeholder name -> runtime tensor (params, constants)
         self.tracer = None
         self.fallbacks: Counter = Counter()
-        self.needed = _needed(captured.graph, captured.outputs)
+        self.needed = needed_nodes(captured.graph, captured.outputs)
 
     def __call__(self, *inputs):
         values = dict(self.placeholders)
@@ -188,26 +189,6 @@ class _Walk:
 
         return apply(fallback_op(name, random), *inputs, target=target, args=call_args, kwargs=call_kwargs,
                      specs=ctx.out)
-
-
-def _needed(graph, outputs) -> set:
-    """Names of the FX nodes the model's outputs depend on."""
-    import torch
-
-    needed, stack = set(), [o for o in _flat(outputs) if isinstance(o, torch.fx.Node)]
-    while stack:
-        node = stack.pop()
-        if node.name in needed:
-            continue
-        needed.add(node.name)
-        stack.extend(node.all_input_nodes)
-    return needed
-
-
-def _flat(value) -> list:
-    if isinstance(value, (list, tuple)):
-        return [leaf for v in value for leaf in _flat(v)]
-    return [value]
 
 
 def _check_specs(ctx, result) -> None:

@@ -23,7 +23,7 @@ from __future__ import annotations
 import operator
 
 from ..errors import UnsupportedOpError
-from .capture import Captured
+from .captured import Captured
 from .fused_attention import whole_attention
 from .importer import class_name
 
