@@ -60,25 +60,48 @@ class Value:
 
 class Node:
     """One op call: the op class, its input values (None for an absent optional input), its
-    output values, attrs, the dotted scope of the module that ran it and that module's type.
-    ``source`` names the node of the model file it came from (an ONNX node name), so reports
-    join with other tools' profiles of that file; it is empty for traced nodes. ``mac_dtype``
-    names the dtype its MACs run in where that is not its inputs' (a quantized file's conv on
-    dequantized int8 weights and activations runs on int8 in the engine it is made for); None
-    means the inputs say it."""
+    output values, its attrs, and ``meta``, an open dict of what is known about the call
+    beyond the op (as torch.fx's ``node.meta``). The keys every producer may stamp:
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "scope", "module_type", "source", "mac_dtype")
+    * ``scope``: the dotted path of the module that ran it, ``module_type`` that module's class;
+    * ``source``: the node of the model file it came from (an ONNX node name), so reports join
+      with other tools' profiles of that file; absent for traced nodes;
+    * ``mac_dtype``: the dtype its MACs run in where that is not its inputs' (a quantized
+      file's conv on dequantized int8 weights and activations runs on int8 in the engine it is
+      made for).
+
+    The four have attribute views (``node.scope``...) with their empty defaults.
+    """
+
+    __slots__ = ("op", "inputs", "outputs", "attrs", "meta")
 
     def __init__(self, op, inputs: list, outputs: list, attrs: dict, scope: str = "",
-                 module_type: str = "", source: str = "", mac_dtype: str | None = None):
+                 module_type: str = "", source: str = "", mac_dtype: str | None = None,
+                 meta: dict | None = None):
         self.op = op
         self.inputs = list(inputs)
         self.outputs = list(outputs)
         self.attrs = dict(attrs)
-        self.scope = scope
-        self.module_type = module_type
-        self.source = source
-        self.mac_dtype = mac_dtype
+        self.meta = dict(meta or {})
+        for key, value in (("scope", scope), ("module_type", module_type), ("source", source),
+                           ("mac_dtype", mac_dtype)):
+            if value:
+                self.meta[key] = value
+
+    scope = property(lambda self: self.meta.get("scope", ""),
+                     lambda self, value: self._stamp("scope", value))
+    module_type = property(lambda self: self.meta.get("module_type", ""),
+                           lambda self, value: self._stamp("module_type", value))
+    source = property(lambda self: self.meta.get("source", ""),
+                      lambda self, value: self._stamp("source", value))
+    mac_dtype = property(lambda self: self.meta.get("mac_dtype"),
+                         lambda self, value: self._stamp("mac_dtype", value))
+
+    def _stamp(self, key: str, value) -> None:
+        if value:
+            self.meta[key] = value
+        else:
+            self.meta.pop(key, None)
 
     @property
     def name(self) -> str:
@@ -90,8 +113,7 @@ class Node:
         return self.op.name
 
     def copy(self) -> "Node":
-        return Node(self.op, self.inputs, self.outputs, self.attrs, self.scope, self.module_type, self.source,
-                    self.mac_dtype)
+        return Node(self.op, self.inputs, self.outputs, self.attrs, meta=self.meta)
 
     def output_specs(self):
         specs = tuple(v.spec for v in self.outputs)
