@@ -8,7 +8,7 @@ Phases are inputs (``phases.py``): the decoder is traced on a prompt, or on one 
 meta KV cache of the context's length. Each op's MACs, FLOPs and bytes (weights, KV cache,
 activations) come from the op's cost rule on the traced shapes (``step.py``, ``traffic.py``); a
 generation's decode steps are summed exactly from a few traces (``generation.py``); a hardware
-profile (``flopcount.hardware``) turns them into roofline times (``timing.py``).
+profile (``flopcount.hardware``) turns them into roofline times (``roofline_times.py``).
 """
 
 from .api import decoder, fit, kv_bytes_per_token, kv_cache_bytes, profile, profile_decoder

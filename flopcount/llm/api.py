@@ -104,7 +104,7 @@ def _profile(net, phase, batch: int, hardware, routing: str, kv) -> LLMReport:
     if report.moe is not None:
         report.notes.append(note(routing))
     if hardware is not None:
-        from .timing import phase_times
+        from .roofline_times import phase_times
 
         report.roofline = phase_times(report, hardware)
     return report

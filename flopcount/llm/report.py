@@ -2,7 +2,7 @@
 
 ``LLMReport`` holds the counted steps (``step.StepCost``, ``generation.DecodeSteps``), the
 model's KV cache geometry and MoE layers, and renders them: ``table()`` (text), ``to_dict()``
-(JSON-ready). Times come from a roofline (``timing.py``) when a hardware profile is given.
+(JSON-ready). Times come from a roofline (``roofline_times.py``) when a hardware profile is given.
 """
 
 from __future__ import annotations

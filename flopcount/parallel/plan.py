@@ -352,7 +352,7 @@ def _shared_gradients(rank, stage, shared: dict, plan: Plan) -> list:
 def _slot(stage, act, traffic, hw, plan) -> float:
     """Seconds of one micro-batch on the stage: its ops' rooflines (recomputed ones twice) and
     its in-micro-batch collectives."""
-    from .timing import links, node_time, traffic_time
+    from .step_estimate import links, node_time, traffic_time
 
     nodes = stage.graph.nodes
     compute = sum(node_time(n, hw, plan.dtype) for n in nodes)
@@ -365,7 +365,7 @@ def _slot(stage, act, traffic, hw, plan) -> float:
 def _step_time(report: PlanReport, hw) -> tuple:
     """(step seconds, bubble seconds): 1F1B over the slowest stage, then each stage's once-per-step
     traffic and its optimizer update (reading and writing its states at memory bandwidth)."""
-    from .timing import links, pipeline_step, traffic_time
+    from .step_estimate import links, pipeline_step, traffic_time
 
     plan = report.plan
     slot = max(s.slot_s for s in report.stages)

@@ -123,7 +123,7 @@ def _pipeline_sizes(n: int, layers: int) -> list:
 
 def _measure(module, sample, tp: int, sp: bool, dtype, hw, seq_len) -> tuple:
     """Per-layer parts of the model sharded for (tp, sp) at micro-batch 1."""
-    from .timing import links, node_time, traffic_time
+    from .step_estimate import links, node_time, traffic_time
 
     step = _traced_step(module, sample, Plan(dtype=dtype))
     rank = shard_step(step, tensor=tp, sequence_parallel=sp)
@@ -147,7 +147,7 @@ def _measure(module, sample, tp: int, sp: bool, dtype, hw, seq_len) -> tuple:
 
 def _price(plan: Plan, parts: list, layers: int, hw) -> tuple:
     """(step seconds, peak bytes) of ``plan`` from the per-layer parts."""
-    from .timing import links, pipeline_step, traffic_time
+    from .step_estimate import links, pipeline_step, traffic_time
 
     b, m, mode = plan.micro_batch, plan.micro_batches, plan.recompute
     per = max(len(parts) // plan.pp, 1)

@@ -8,7 +8,7 @@ import pytest
 import flopcount.runtime as rt
 from flopcount import hardware, llm
 from flopcount.hardware import COMPUTE, MEMORY
-from flopcount.llm.timing import sum_of_max
+from flopcount.llm.roofline_times import sum_of_max
 
 HALF = getattr(rt, "bfloat16", rt.float16)
 # NVIDIA H100 SXM5 datasheet: 989.4 TFLOP/s dense BF16/FP16 tensor (1,979 with sparsity),
