@@ -13,7 +13,7 @@ import flopcount.runtime as rt
 from flopcount.runtime import cpu_kernels
 from flopcount.runtime.ops import _conv_kernels, _erf
 from flopcount.runtime.ops.activations import _stable_sigmoid
-from avx2_only import run_without_avx512
+from avx2_only import run_without_avx512, run_without_vector_fma
 
 pytest.importorskip("numba")
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -510,6 +510,73 @@ def test_depthwise_and_narrow_conv_blocks_on_an_avx2_cpu(tmp_path):
         size = sum(_depthwise.depthwise_conv2d(np.abs(x64[:, c:c + 1]), np.abs(w64[:, c:c + 1]), None, (2, 2),
                                                (3, 3), (1, 1)) for c in range(3))
         assert np.all(np.abs(got - exact) <= 148 * 2.0 ** -24 * size), "stem"
+        print("ok")
+    """, tmp_path)
+    assert out == "ok"
+
+
+_POOL_ONCE = """
+import numpy as np
+from flopcount.runtime import cpu_kernels
+from flopcount.runtime.cpu_kernels import _jit
+_jit.KERNEL_SALT = {salt}
+pooling = cpu_kernels.kernel("pooling")
+x = np.arange(2 * 3 * 6 * 6, dtype=np.float32).reshape(2, 3, 6, 6)
+out = pooling.max_pool2d(x, (3, 3), (2, 2), (2, 2), (0, 0), (1, 1))
+assert np.array_equal(out, x[:, :, 1::2, 1::2]), out
+print(cpu_kernels.compilations())
+"""
+
+
+def _compilations_in_a_new_process(salt: int, cache_dir) -> int:
+    env = dict(os.environ, NUMBA_CACHE_DIR=str(cache_dir), PYTHONPATH=ROOT)
+    done = subprocess.run([sys.executable, "-c", _POOL_ONCE.format(salt=salt)], env=env, capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    return int(done.stdout.strip().splitlines()[-1])
+
+
+def test_the_disk_cache_is_keyed_by_the_kernel_salt(tmp_path):
+    # a second process loads what the first compiled; a new salt compiles again
+    assert _compilations_in_a_new_process(1, tmp_path) > 0
+    assert _compilations_in_a_new_process(1, tmp_path) == 0
+    assert _compilations_in_a_new_process(2, tmp_path) > 0
+
+
+def test_the_cache_stamp_follows_every_file_of_the_kernel_folder(tmp_path, monkeypatch):
+    # numba alone checks a kernel against its own file; the IR pieces in _simd.py are another
+    from flopcount.runtime.cpu_kernels import _jit
+
+    for name in ("_gemm.py", "_simd.py"):
+        (tmp_path / name).write_text("# kernel\n")
+    monkeypatch.setattr(_jit, "_HERE", str(tmp_path))
+    before = _jit.folder_stamp()
+    (tmp_path / "_simd.py").write_text("# kernel, edited\n")
+    assert _jit.folder_stamp() != before
+    monkeypatch.setattr(_jit, "KERNEL_SALT", _jit.KERNEL_SALT + 1)
+    assert _jit.folder_stamp()[0] != before[0]
+
+
+def test_on_a_cpu_without_vector_fma_the_kernels_fall_back_and_agree(tmp_path):
+    # as on an ARM or an old x86 CPU: no AVX2/FMA, so no hand-vectorized kernel; the ops run their
+    # portable compiled or numpy code and still give numpy's results
+    out = run_without_vector_fma("""
+        import numpy as np
+        import flopcount.runtime as rt
+        from flopcount.runtime import cpu_kernels
+        from flopcount.runtime.cpu_kernels import _simd
+        assert _simd.LANES == 0 and not _simd.available()
+        rng = np.random.default_rng(0)
+        a, b = rng.standard_normal((37, 53)).astype(np.float32), rng.standard_normal((53, 29)).astype(np.float32)
+        assert np.allclose((rt.tensor(a) @ rt.tensor(b)).numpy(), a @ b, rtol=1e-5, atol=1e-5)
+        x = rng.standard_normal((2, 6, 15, 17)).astype(np.float32)
+        depthwise = rt.nn.Conv2d(6, 6, 3, padding=1, groups=6)
+        stem = rt.nn.Conv2d(6, 4, 7, stride=2, padding=3)
+        for conv in (depthwise, stem):
+            got = conv(rt.tensor(x)).numpy()
+            with cpu_kernels.numpy_only():
+                want = conv(rt.tensor(x)).numpy()
+            assert np.allclose(got, want, rtol=1e-4, atol=1e-4), conv
         print("ok")
     """, tmp_path)
     assert out == "ok"
