@@ -32,12 +32,12 @@ from ._window import FlatWindows, _phased, batch_chunks, col2im, im2col, out_siz
 WIDE_RATIO = 1.15
 # maps of at most this many positions run as one GEMM over the whole batch, columns laid out
 # (C·K, N·P): per image, a GEMM of a few dozen columns keeps BLAS far from its peak (a 3x3 conv
-# on 7x7 maps: 20% faster), at the price of transposing the output (or gradient) once
+# on 7x7 maps is faster over the batch), at the price of transposing the output (or gradient) once
 SMALL_MAP = 64
 BATCH_COLUMN_BYTES = 64 * 2**20
 # a weight gradient on the wide grid takes one GEMM per image and kernel position, with no
-# column buffer, from this many input channels (5-9% faster on ResNet's 3x3 layers); with
-# fewer, such GEMMs are too thin (an RGB stem: 3.5x slower) and columns are built
+# column buffer, from this many input channels (a little faster on ResNet's 3x3 layers); with
+# fewer, such GEMMs are too thin (an RGB stem is several times slower) and columns are built
 DIRECT_WEIGHT_GRAD_CHANNELS = 16
 
 
@@ -245,7 +245,7 @@ def _is_flipped_conv(kernel, stride, padding, output_padding, dilation, groups) 
     """Whether a transposed conv is a plain conv with the flipped kernel: stride and dilation 1,
     one group, and padding below the kernel size. It is then cheaper that way (the input
     gradient of every stride-1 conv): columns gathered ahead of the GEMM instead of the GEMM's
-    columns scattered after it, 10% faster on ResNet's 3x3 layers. 1x1 kernels are a GEMM
+    columns scattered after it, measurably faster on ResNet's 3x3 layers. 1x1 kernels are a GEMM
     either way."""
     return (groups == 1 and all(s == 1 for s in stride) and all(d == 1 for d in dilation)
             and not any(output_padding) and any(k > 1 for k in kernel)

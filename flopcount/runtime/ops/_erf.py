@@ -8,8 +8,9 @@ is below float32 resolution next to 1), the coefficients Eigen and XLA use for f
 approximation is within 7e-8 of erf. It is evaluated in float64, because in float32 the
 alternating terms at |x| near 3 cancel to a 4e-7 error. The evaluation runs over blocks of
 ``BLOCK`` elements with every step written in place into a few block-sized buffers that stay in
-cache: about 25 passes over data in cache instead of as many full-size temporaries (6x faster
-than the Cody form for a ViT MLP activation). ``gelu_erf`` runs GELU's own arithmetic in the
+cache: about 25 passes over data in cache instead of as many full-size temporaries (several
+times faster than the Cody form for a ViT MLP activation; benchmarks/RESULTS.md, "Figures behind
+design choices in the code"). ``gelu_erf`` runs GELU's own arithmetic in the
 same blocks. Where numba is there, float32 runs the same arithmetic in one compiled loop
 (``cpu_kernels``, with fused multiply-adds in its float64 evaluation: within one unit in the
 last place of this kernel's result, and nearly always its bits).

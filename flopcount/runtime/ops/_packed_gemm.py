@@ -5,9 +5,9 @@ the weight is read-only (an imported model's weights are read-only views of the 
 which the runtime never writes), and the shape is one where it beat OpenBLAS here (one thread,
 AMD EPYC with AVX-512): from ``MIN_ROWS`` to ``MAX_ROWS`` rows of A (the tokens of a
 transformer, the pixels of a late conv stage) and at least ``MIN_DEPTH`` deep. With weights
-from memory (``benchmarks/packed_gemm.py``, 2026-11-28) 2 to 16 rows took 0.34-0.66 of
-OpenBLAS's time, 49 rows 0.7, 128 rows 0.91-0.94, 196 rows 0.97; from about 240 rows BLAS was
-as fast, and one row is BLAS's matrix-vector product (1.18x). Other matmuls run in BLAS.
+from memory (``benchmarks/packed_gemm.py``; its figures are in benchmarks/RESULTS.md) the gain
+is largest at a few rows and shrinks as rows grow, until BLAS is as fast; one row is BLAS's
+matrix-vector product, which is faster. Other matmuls run in BLAS.
 
 The packed copy of a weight is kept while the weight's memory lives, as onnxruntime keeps its
 prepacked weights; at most ``MAX_PACKED_BYTES`` in all, past which weights run in BLAS.
@@ -30,7 +30,8 @@ MIN_DEPTH = 128
 MAX_POSITIONS = 64
 MIN_COLUMNS = 64
 MAX_PACKED_BYTES = 2**30
-# multiply-adds a thread must get before a hand-off pays (a submit and a wait cost ~20 us)
+# multiply-adds a thread must get before a hand-off pays (a submit and a wait cost tens of
+# microseconds; see _parallel)
 _MIN_MACS_PER_THREAD = 1 << 21
 
 _packs: dict = {}  # (address, shape, strides) of a read-only weight -> (weakref to its owner, pack)

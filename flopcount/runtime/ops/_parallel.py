@@ -3,10 +3,11 @@
 numpy runs each ufunc on one core, while BLAS runs a matmul on all of them (as many threads as
 ``OMP_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS`` say). numpy releases the GIL inside its loops, so
 other cores can run parts of the same ufunc from Python threads. This pays only for ufuncs that
-are compute-bound (numpy's NaN-keeping ``maximum`` runs at 40% of memory bandwidth: a ReLU on two
-threads takes 0.6x the time) and only with one call per thread: memory-bound ones (a multiply-add)
-gain nothing, and many small calls per thread hand the GIL back and forth (measured slower than
-one thread).
+are compute-bound (numpy's NaN-keeping ``maximum`` runs well below memory bandwidth, so a ReLU on
+two threads takes clearly less time) and only with one call per thread: memory-bound ones (a
+multiply-add) gain nothing, and many small calls per thread hand the GIL back and forth (measured
+slower than one thread). The figures are in benchmarks/RESULTS.md, "Figures behind design choices
+in the code".
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ import os
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
-# elements a thread must get before a hand-off pays (a submit and a wait cost ~20 us)
+# elements a thread must get before a hand-off pays (a submit and a wait cost tens of
+# microseconds, as much as a small ufunc call itself)
 MIN_PER_THREAD = 1 << 17
 
 

@@ -3,7 +3,8 @@ buffers, padded planes, wide-grid outputs).
 
 numpy takes a large array from ``mmap`` and gives it back on free, so the next array of that
 size is fresh memory whose pages fault in one by one as they are first written: filling a new
-58 MB im2col buffer costs 5 ms of page faults on top of the 2 ms of copying. Each thread keeps
+im2col buffer costs more in page faults than in copying (benchmarks/RESULTS.md, "Figures behind
+design choices in the code"). Each thread keeps
 one buffer per role, grown to the largest size asked for, and hands out views of it; a kernel
 asks for each role once per call, so its temporaries never alias. On other array modules (CuPy
 has its own memory pool) this is a plain ``empty``.

@@ -177,7 +177,8 @@ class FlatWindows:
 
     numpy runs a ufunc or a copy over one long contiguous range at full speed; over the
     (N, C, *out) views of ``windows`` it pays a per-row overhead that outweighs rows of a few
-    dozen elements (5x slower for a 56-wide max pool).
+    dozen elements (a 56-wide max pool was several times slower; RESULTS.md, "Figures behind
+    design choices in the code").
 
     ``extent`` (per dim, in padded coordinates) is how much of the padded input the planes
     hold: the windows' reach for a gather, at least S + padding for a scatter back to S.

@@ -2,10 +2,11 @@
 
 The transforms are compiled (``cpu_kernels/_winograd.py``, which says what they compute); the
 16 products run through BLAS. Against im2col and one GEMM of (Cout, 9·C) by (9·C, positions),
-this does 16/36 of the multiply-adds: ResNet's 3x3 layers on 56x56 to 14x14 maps run in
-0.5-0.65 of the time, one thread. It pays where the GEMMs stay wide: at least
-``MIN_TILES`` 2x2 output blocks in the batch and ``MIN_CHANNELS`` input channels (an RGB layer
-has GEMMs three deep and is twice as slow this way). Rounding differs from the direct sum, as
+this does 16/36 of the multiply-adds, and ResNet's 3x3 layers on 56x56 to 14x14 maps take
+clearly less time (benchmarks/RESULTS.md, "Figures behind design choices in the code"). It pays
+where the GEMMs stay wide: at least ``MIN_TILES`` 2x2 output blocks in the batch and
+``MIN_CHANNELS`` input channels (an RGB layer has GEMMs three deep and is slower this way).
+Rounding differs from the direct sum, as
 in cuDNN's and oneDNN's Winograd kernels, by a few units in the last place of the largest terms.
 
 The counts are not affected: a conv's cost rule prices the convolution, not the algorithm.
@@ -28,7 +29,7 @@ from ._scratch import scratch
 MIN_TILES = 40
 MIN_CHANNELS = 8
 # planes of a transformed array whose byte distance is within this of a multiple of 4 KiB
-# share cache sets: the transforms, which touch all 16 planes per block, ran 5-10x slower
+# share cache sets: the transforms, which touch all 16 planes per block, ran several times slower
 _ALIAS_BYTES = 512
 _ALIAS_SHIFT = 160  # elements added to such a plane distance
 

@@ -63,8 +63,9 @@ _zero_blocks: dict = {}
 def _max_with_zero(x, out) -> None:
     """``numpy.maximum(x, 0, out=out)`` at memory speed, NaN kept as ``maximum`` keeps it.
 
-    numpy's ``maximum`` against a scalar takes a loop without SIMD, 8x slower than against an
-    array; so the scalar is a read-only block of zeros that stays in the cache, block by block.
+    numpy's ``maximum`` against a scalar takes a loop without SIMD, several times slower than
+    against an array; so the scalar is a read-only block of zeros that stays in the cache, block
+    by block.
     """
     zeros = _zero_blocks.get(x.dtype)
     if zeros is None:

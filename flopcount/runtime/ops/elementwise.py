@@ -121,7 +121,7 @@ def _small_exponent(a, b) -> float | None:
     """2 or 3 when ``b`` is that one number held on the host and the result keeps ``a``'s dtype.
 
     The ``x ** 3`` of tanh-GELU is most of GPT-2's elementwise time through numpy's general
-    ``power`` (about 250x slower than ``x * x * x``); PyTorch's CPU kernel multiplies for these
+    ``power`` (orders of magnitude slower than ``x * x * x``); PyTorch's CPU kernel multiplies for these
     exponents too. A device array's value is not read: that would wait for the device.
     """
     if not isinstance(b, (int, float, np.ndarray, np.generic)) or np.size(b) != 1:
@@ -319,7 +319,7 @@ def select(xp, cond, a, b):
     """``xp.where(cond, a, b)`` on arrays, without a branch per element on the CPU.
 
     numpy's ``where`` branches on every condition value; on a mask such as ReLU's (about half
-    True, in no order) mispredictions make it 7x slower than an arithmetic pass. Operands of one
+    True, in no order) mispredictions make it several times slower than an arithmetic pass. Operands of one
     4- or 8-byte dtype are selected through their bits instead, ``b ^ ((a ^ b) & -cond)``,
     which is exact for every value, NaN and infinities included. Other dtypes, and other array
     modules (a GPU has no branch to mispredict), use ``where``.

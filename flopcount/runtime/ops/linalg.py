@@ -26,7 +26,8 @@ from ._helpers import broadcast_shapes
 def blas_operand(xp, x):
     """``x``, copied to C order when it is a stack of matrices that are neither row- nor column-
     contiguous (e.g. attention heads split off a projection by reshape + transpose): numpy's
-    matmul runs such stacks in a loop more than 10x slower than BLAS, costing far more than the copy."""
+    matmul runs such stacks in a loop an order of magnitude slower than BLAS, costing far more than the
+    copy."""
     if x.ndim <= 2 or x.flags.c_contiguous or xp.swapaxes(x, -1, -2).flags.c_contiguous:
         return x
     return xp.ascontiguousarray(x)
@@ -35,7 +36,7 @@ def blas_operand(xp, x):
 def gemm(xp, a, b):
     """``a @ b`` on arrays. A stack of rows (..., m, k) times one matrix (k, n) runs as a single
     (...·m, k) @ (k, n) GEMM: numpy's matmul would call BLAS once per leading index, with as
-    many thread start-ups (7x slower for a (8, 128, 512) activation on two threads). A model's
+    many thread start-ups (several times slower for a transformer's activation on two threads). A model's
     read-only float32 weight may run through the compiled GEMM on a packed copy instead
     (``_packed_gemm``)."""
     if b.ndim == 2:

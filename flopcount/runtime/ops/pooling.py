@@ -67,8 +67,8 @@ def _lowest(dtype) -> float:
 
 # planes per block of the CPU max pool kernels: each kernel position's pass over a block finds
 # the running maximum, argmax and masks still in cache, where whole-batch passes stream each of
-# them through memory once per position (resnet's stem pool at batch 8: forward 15.5 to 7.9 ms,
-# backward 42 to 21 ms)
+# them through memory once per position (blocks halved resnet's stem pool, forward and
+# backward; benchmarks/RESULTS.md, "Figures behind design choices in the code")
 BLOCK_BYTES = 2**20
 
 
@@ -116,7 +116,7 @@ def _argmax_windows(xp, fw, x):
     Branch-free: a position that beats every earlier one is the argmax so far, so the argmax is
     the largest such position, ``arg = max(arg, i·better)``; ``best`` is the running maximum
     (numpy's ``maximum`` keeps NaN). Boolean-mask writes and ``where`` branch per element and
-    ran 5x slower."""
+    ran several times slower."""
     nan_possible = x.dtype.kind == "f" and not bool(xp.isfinite(x.sum()))
     planes = fw.gather(xp, x, _lowest(x.dtype))
     shape = x.shape[:2] + (fw.length,)
