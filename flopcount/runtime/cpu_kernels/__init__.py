@@ -11,7 +11,8 @@ numba is imported, and a kernel compiled, on the first call that needs it, never
 ``import flopcount``: counting a model pays nothing for it. Compiled code is cached on disk
 (``__pycache__`` next to these files, else numba's user cache directory, else not at all), so a
 later process loads it instead of compiling again. The first timed run after installing
-compiles what the model needs (resnet18: about 15 s on 2 cores): ``compilations()`` counts the
+compiles what the model needs (seconds per model; benchmarks/RESULTS.md, "Figures behind design
+choices in the code"): ``compilations()`` counts the
 kernels compiled in this process, so that a timed run in which one compiled is run again
 (``recording/timing.py``), and ``on_compile(callback)`` names each one as it starts, for a
 status line.

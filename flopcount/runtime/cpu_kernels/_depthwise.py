@@ -13,7 +13,8 @@ kernel positions (``_block``, in LLVM IR): one fused multiply-add per output ele
 position, and no pass over a wide-grid accumulator per few positions; the extra columns of
 the wide grid are not computed. Seven rows split the 7, 14, 28, 56 and 112-row maps of
 mobile and ConvNeXt networks evenly, and seven independent sums keep the vector unit busy.
-2.2-2.9x faster than the wide-grid passes on ConvNeXt's 7x7 layers (``benchmarks/conv_layers.py``).
+Several times faster than the wide-grid passes on ConvNeXt's 7x7 layers (``benchmarks/conv_layers.py``;
+the figures are in benchmarks/RESULTS.md).
 """
 
 from __future__ import annotations

@@ -4,11 +4,12 @@ hardswish, ReLU.
 
 erf is the numpy kernel's own arithmetic (``ops/_erf.py``: x·P(x²)/Q(x²) in float64 on x
 clamped to [-4, 4], its coefficients passed in) in the same order, with each multiply and the add
-after it fused (rounded once; a fifth less time on ConvNeXt's GELUs). Rounded to float32 at
+after it fused (rounded once; less time on ConvNeXt's GELUs). Rounded to float32 at
 the end, the result is the numpy kernel's but where the float64 value lies within the float64
 rounding of a float32 halfway point: then the two differ by one unit in the last place.
 This package imports nothing else of the runtime: the ops import it. numba compiles ``math.exp``
-to a call per element that the compiler cannot vectorize (6x slower than numpy's SIMD exp), so
+to a call per element that the compiler cannot vectorize (several times slower than numpy's
+SIMD exp; benchmarks/RESULTS.md, "Figures behind design choices in the code"), so
 sigmoid's float32 exp is written out here: Cody and Waite's range reduction, Cephes' expf
 polynomial (within 2 ulp), and 2^n put together from its bits, over blocks that stay in cache.
 """
@@ -247,7 +248,7 @@ def hardswish_float32(x, out):
 @jit
 def relu_float32(x, out):
     """out = maximum(x, 0) over flat float32 arrays, as numpy's gives it. numpy's maximum
-    against a scalar runs without SIMD (at 40% of memory speed)."""
+    against a scalar runs without SIMD (well below memory speed)."""
     for i in range(x.size):
         out[i] = _relu(x[i])
 

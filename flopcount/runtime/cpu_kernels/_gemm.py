@@ -2,7 +2,8 @@
 
 BLAS packs B into cache-sized panels on every call, reading the weight and writing the copy
 before it multiplies; onnxruntime packs a constant weight once, when the session is made, and
-its GEMMs on transformer shapes (128 rows, 768 deep) ran 1.1-1.3x faster than OpenBLAS's here.
+its GEMMs on transformer shapes (128 rows, 768 deep) ran faster than OpenBLAS's here
+(benchmarks/RESULTS.md, "Figures behind design choices in the code").
 This is the same scheme: ``pack_weight`` lays B out once as panels of ``panel_width()`` columns,
 (panels, K, width), zero-padded at the right edge, and ``gemm`` multiplies any A by it.
 
@@ -123,8 +124,9 @@ def pack_weight(b, out):
 def tile_rows(m):
     """Rows of C per block for an M-row product: 7 where the CPU has them (``MAX_ROWS``) and
     7-row blocks pad M to no more rows than 6-row blocks do, else 6. Measured against 6-row
-    blocks in one process: 11-14% faster at 49 rows (a 7x7 map: 49 rows against 54), 1-2%
-    at 196, within 2% at 128 and 197, 12% slower at 3 and 8 rows (padded to 7 and 14)."""
+    blocks in one process, 7-row ones win where they pad less (a 7x7 map: 49 rows against 54),
+    are even where both pad alike, and lose where they pad more (3 and 8 rows padded to 7 and
+    14); the figures are in benchmarks/RESULTS.md."""
     six = (m + 5) // 6 * 6
     seven = (m + 6) // 7 * 7
     return 7 if MAX_ROWS == 7 and seven <= six else 6
