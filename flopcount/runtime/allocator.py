@@ -3,7 +3,8 @@
 glibc hands blocks above its mmap threshold straight back to the kernel when they are freed,
 and trims the heap's top above its trim threshold. A model's activations are exactly such
 blocks: every op allocates its output afresh, so each run pays a page fault per 4 KB of every
-temporary (a sigmoid over 1.2 M floats: 15.7 ms instead of 4.7 ms, most of it in the kernel).
+temporary (a sigmoid over a million floats took several times as long, most of it in the kernel;
+benchmarks/RESULTS.md, "Figures behind design choices in the code").
 PyTorch's and onnxruntime's CPU arenas keep freed memory for the next allocation; raising both
 thresholds does the same for numpy. The process keeps its peak resident size afterwards, as
 those arenas do. Elsewhere than glibc (macOS, musl) nothing changes.

@@ -82,7 +82,7 @@ class MemoryTracker:
 class CPUBackend(Backend):
     name = "cpu"
     xp = np
-    # numpy's float16 has no BLAS (a 256x256 matmul is ~300x slower than in float32) and sums in
+    # numpy's float16 has no BLAS (a matmul is orders of magnitude slower than in float32) and sums in
     # half; ml_dtypes' bfloat16 and float8 have slow ufuncs, no einsum and no BLAS; int4 arrays
     # have few ufuncs. PyTorch's CPU kernels do the same: load, compute in float32, round.
     compute_dtypes = {_dt.float16: _dt.float32, _dt.bfloat16: _dt.float32,

@@ -2,7 +2,8 @@
 
 BLAS (OpenBLAS, MKL), PyTorch's OpenMP pool and onnxruntime spin while they wait for work, so
 they are fast on idle cores and very slow on busy ones: with one other busy process on a 2-core
-machine, resnet18's median went from 39 ms to 2.65 s on two threads, and to 94 ms on one. So a
+machine, two threads made resnet18's median dozens of times longer, one thread little more than
+twice as long (benchmarks/RESULTS.md, "Figures behind design choices in the code"). So a
 timed run takes its thread count from the cores free when it starts, unless told:
 
 * the cores this process may run on (``os.sched_getaffinity``, else ``os.cpu_count``), less
