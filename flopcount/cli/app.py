@@ -74,7 +74,7 @@ def _note(message: str, quiet: bool) -> None:
 def _reporter(steps, quiet: bool):
     """The steps of a run for the progress bar; where no bar shows but stderr is a terminal
     (``flopcount m --latency | less``), the first kernel compilation is still said once there,
-    so a first run is not 15 s of silence. Scripts reading both streams get nothing extra."""
+    so a first run is not seconds of silence. Scripts reading both streams get nothing extra."""
     told = []
 
     def say(step: str) -> None:

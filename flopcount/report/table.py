@@ -262,11 +262,11 @@ def tabulate_text(report, fmt: str = "github", depth=None, top=None, sort=None, 
     return text + "\n\n" + "\n".join(_footer(report)) + "\n"
 
 
-# rich lays out every cell of every row in Python, about 2 ms a row: a 200,000-node graph's
-# table took minutes, far longer than counting it. Above this many rows the same cells, title
-# and footer are drawn in a box of the same lines by _large_table_text: padding strings only
-# (tabulate, tried first, spends most of its time guessing each cell's type: 20 s for 100,000
-# rows), so no colours and no cutting.
+# rich lays out every cell of every row in Python, a cost per row that makes a huge graph's
+# table take far longer than counting it (benchmarks/RESULTS.md, "Figures behind design choices
+# in the code"). Above this many rows the same cells, title and footer are drawn in a box of the
+# same lines by _large_table_text: padding strings only (tabulate, tried first, spends most of
+# its time guessing each cell's type), so no colours and no cutting.
 RICH_MAX_ROWS = 2000
 
 
