@@ -183,7 +183,7 @@ def run_test(folder: str) -> dict:
             shapes = {name: np.shape(x) for name, x in feeds.items() if isinstance(x, np.ndarray)}
             graph = rt.onnx.load(model_path, input_shapes=shapes, input_values=feeds, strict=True)
             args = [rt.tensor(feeds[v.name]) for v in graph.inputs]
-            result = graph(*args)
+            result = rt.GraphModule(graph)(*args)
             result = list(result) if isinstance(result, (tuple, list)) else [result]
             got = [t.numpy() for t in result]
     except UnsupportedOpError as exc:

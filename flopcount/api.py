@@ -105,7 +105,7 @@ def _run_view(mode: str, model, args: tuple, kwargs: dict, **options) -> Report:
 
 
 def _eager_form(model):
-    """``rt.Graph(module)`` is its module, compiled on each call for the inputs given: profiled
+    """``rt.compile(module)`` is its module, compiled on each call for the inputs given: profiled
     as that module (the graph view traces it for the same inputs)."""
     return model.module if isinstance(model, LazyGraph) else model
 
@@ -189,7 +189,7 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
             progress: Callable[[str], None] | None = None, **named_inputs) -> Report:
     """What ``model`` costs: a :class:`~flopcount.report.Report` (rows, totals, memory, latency).
 
-    ``model`` is a Module (``rt.Graph(module)`` counts as its module), a Graph, a JAX model
+    ``model`` is a Module (``rt.compile(module)`` counts as its module), a Graph, a JAX model
     (a plain or jitted function, a Flax ``nnx.Module``, or ``(linen_module, variables)``, traced
     on ``inputs``: arrays or ``jax.ShapeDtypeStruct``; ``framework="jax"`` when a plain function
     is not recognised, and for a ``file.py:factory`` returning ``(model, example_args)``; see

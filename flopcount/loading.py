@@ -250,9 +250,7 @@ def _require_file(path: str) -> None:
 
 
 def _placed(graph: Graph, device) -> Graph:
-    if str(device) != str(graph.device):
-        graph.to(device)
-    return graph
+    return graph.to(device) if str(device) != str(graph.device) else graph
 
 
 # --- zoo -------------------------------------------------------------------------------------
@@ -321,7 +319,7 @@ def load_native(path: str, device, zoo_device=None) -> Target:
         if str(device) != "meta":
             target.notes.append(f"{target.label} was saved without weights: counted on the meta device, not run")
     else:
-        _placed(graph, device)
+        target.model = _placed(graph, device)
     return target
 
 

@@ -107,12 +107,13 @@ def load_pt2(path: str, device, given: list, batch: int | None = None) -> Target
     if batch is not None:
         shapes = [(batch,) + tuple(s[1:]) for s in shapes] if shapes else batch
     graph = rt_torch.load(path, input_shapes=shapes, device="meta" if str(device) == "meta" else None)
+    on_meta = any(graph.tensors[n].data is None for n in graph.parameters)
+    if not on_meta and str(device) not in ("cpu", "meta"):
+        graph = graph.to(device)
     target = Target(graph, os.path.basename(path), PT2, graph_inputs(graph), fixed=True, notes=list(graph.notes),
                     path=path)
-    if any(graph.tensors[n].data is None for n in graph.parameters):
+    if on_meta:
         target.device = "meta"
-    elif str(device) not in ("cpu", "meta"):
-        graph.to(device)
     return target
 
 

@@ -169,7 +169,7 @@ def test_public_names():
 def test_a_lazy_graph_is_profiled_as_its_module():
     rt.manual_seed(0)
     net = rt.nn.Sequential(rt.nn.Linear(4, 3), rt.nn.ReLU(), rt.nn.Linear(3, 2))
-    lazy = rt.Graph(net)
+    lazy = rt.compile(net)
     x = rt.randn(5, 4)
     lazy(x)                                     # compiled for x: profiling leaves it as it was
     for mode in ("graph", "eager"):

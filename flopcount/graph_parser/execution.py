@@ -15,7 +15,7 @@ from ..recording import pricing
 from ..recording.steps import training_step
 from ..runtime.device import backend
 from ..runtime.dispatch import no_grad, observe
-from ..runtime.graph import executor
+from ..runtime.graph import GraphModule, executor
 from ..runtime.graph.executor import NodeScope
 from ..runtime.graph.tree import tensor_leaves
 from ..runtime.registry import Cost
@@ -48,10 +48,11 @@ def _grad_state(graph) -> list:
     return [(t, t.grad) for t in graph.tensors.values()]
 
 
-def _backward_step(graph, args, kwargs, clock=None):
+def _backward_step(runnable: GraphModule, args, kwargs, clock=None):
     """A training step through the executor, each node under its NodeScope (``clock`` around
     the backward pass: ``training_step``)."""
-    return training_step(lambda: executor.run(graph, args, kwargs, node_scopes=True), graph.tensors.values(), clock)
+    return training_step(lambda: executor.run(runnable, args, kwargs, node_scopes=True),
+                         runnable.graph.tensors.values(), clock)
 
 
 def _graph_index(graph):
@@ -71,7 +72,7 @@ def predict_training_peak(graph, args, kwargs) -> int | None:
     saved = _grad_state(graph)
     recorder = Recorder(None, tensor_leaves((list(args), kwargs)), index=_graph_index(graph))
     try:
-        return mem.predict_before_running(lambda: _backward_step(graph, args, kwargs), recorder,
+        return mem.predict_before_running(lambda: _backward_step(GraphModule(graph), args, kwargs), recorder,
                                           training=True, calls=False)
     finally:
         for t, g in saved:
@@ -94,21 +95,22 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     runs = []
     memory = {}
     warmup = 1 if timing else 0  # a discarded first run keeps kernel compilation (CUDA) out of the times
+    runnable = GraphModule(graph)
     try:
         for i in range(warmup + max(1, repeat if timing else 1)):
             collector = _Collector(timing)
             with observe(collector):
                 if i == 0:
                     with recorder.attached(calls=False):
-                        out = _backward_step(graph, args, kwargs)
+                        out = _backward_step(runnable, args, kwargs)
                     outputs = [recorder.serial(t) for t in tensor_leaves(out)]
                     del out
                 else:
-                    _backward_step(graph, args, kwargs)
+                    _backward_step(runnable, args, kwargs)
             if i >= warmup:
                 runs.append(collector.events)
         if measure_on is not None:
-            memory["measured"] = _measure_step(graph, args, kwargs, measure_on)
+            memory["measured"] = _measure_step(runnable, args, kwargs, measure_on)
     finally:
         for t, g in saved:
             t.grad = g
@@ -136,7 +138,7 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     return per_node, latency, records, memory
 
 
-def _measure_step(graph, args, kwargs, device) -> tuple:
+def _measure_step(runnable: GraphModule, args, kwargs, device) -> tuple:
     """(tracker peak, most bytes held between two ops) of one more training step."""
     be = backend(device)
     held = [0]
@@ -145,10 +147,10 @@ def _measure_step(graph, args, kwargs, device) -> tuple:
         def on_op(self, event):
             held.append(tracker.current())
 
-    for t in graph.tensors.values():
+    for t in runnable.graph.tensors.values():
         t.grad = None
     with be.track_memory() as tracker, observe(Sampler()):
-        out = _backward_step(graph, args, kwargs)
+        out = _backward_step(runnable, args, kwargs)
         del out
     return tracker.peak, max(held)
 
@@ -164,6 +166,7 @@ def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) 
     from ..recording.timing import median_min, without_compilation
 
     be = backend(device)
+    runnable = GraphModule(graph)
     index = {id(n): i for i, n in enumerate(graph.nodes)}
     samples = [[] for _ in graph.nodes]
     starts = [None] * len(graph.nodes)
@@ -184,15 +187,15 @@ def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) 
         """One whole run and one per-node run: (whole seconds, [(node, seconds, start ms)])."""
         be.synchronize()
         t0 = be.timer_start()
-        graph(*args, **kwargs)
+        runnable(*args, **kwargs)
         spent = be.timer_stop(t0)
         clock["run"], clock["nodes"] = time.perf_counter(), []
-        graph.run(*args, before=before, after=after, **kwargs)
+        runnable.run(*args, before=before, after=after, **kwargs)
         return spent, clock["nodes"]
 
     with no_grad():
         for _ in range(warmup):
-            graph(*args, **kwargs)
+            runnable(*args, **kwargs)
         for spent, nodes in without_compilation(pair, repeat):
             whole.append(spent)
             for i, elapsed, start in nodes:
@@ -212,7 +215,8 @@ def time_backward_pass(graph, args, kwargs, device, repeat: int) -> float | None
 
     saved = _grad_state(graph)
     try:
-        return median_min(time_backward(lambda clock: _backward_step(graph, args, kwargs, clock), device, 1,
+        runnable = GraphModule(graph)
+        return median_min(time_backward(lambda clock: _backward_step(runnable, args, kwargs, clock), device, 1,
                                         repeat))[0]
     finally:
         for t, g in saved:
@@ -224,14 +228,15 @@ def measure_peak(graph, args, kwargs, device) -> tuple:
     held between two nodes). The first includes each kernel's temporaries; the second is what
     liveness predicts: the activations alive while a node runs, sampled when it returns."""
     be = backend(device)
+    runnable = GraphModule(graph)
     with no_grad():
         # the first run builds the executor's program, and the CPU kernels' kept transforms of
         # read-only weights (Winograd's, the packed GEMM's): not the model's activations. A
         # callback makes it the node-by-node program measured below (a plain call would build
         # the plain run's)
-        graph.run(*args, after=lambda node, outs: None, **kwargs)
+        runnable.run(*args, after=lambda node, outs: None, **kwargs)
     held = [0]
     with no_grad(), be.track_memory() as tracker:
-        out = graph.run(*args, after=lambda node, outs: held.append(tracker.current()), **kwargs)
+        out = runnable.run(*args, after=lambda node, outs: held.append(tracker.current()), **kwargs)
         del out
     return tracker.peak, max(held)

@@ -39,7 +39,7 @@ from .ops.linalg import bmm, einsum, linear, matmul, mm
 from .ops.activations import log_softmax, relu, sigmoid, softmax
 from . import cuda, nn, optim
 from .nn import functional
-from .graph import Graph, get_mode, set_mode, trace
+from .graph import Graph, GraphModule, compile, get_mode, set_mode, trace
 from .io import load, load_state_dict, save
 from .quantization import WeightFormat, quantize_weights, weight_format
 from . import onnx  # rt.onnx.load / rt.onnx.export (the onnx package is needed only when called)

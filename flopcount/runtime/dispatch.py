@@ -25,9 +25,9 @@ from .errors import DeviceError
 class _State(threading.local):
     """The runtime state of one run: per thread, as PyTorch keeps grad mode and its dispatch state.
 
-    Observers, grad mode, the tracer, the scope stack and the default device belong to the code
-    that set them: a profile running in one thread must not see another thread's ops, and a
-    trace must not record them. Each thread starts from these defaults (``__init__`` runs once
+    Observers, grad mode, the tracer, the scope stack, graph mode and the default device belong
+    to the code that set them: a profile running in one thread must not see another thread's
+    ops, and a trace must not record them. Each thread starts from these defaults (``__init__`` runs once
     per thread on its first access). One object, so the hot path does one global lookup.
     """
 
@@ -42,6 +42,7 @@ class _State(threading.local):
         self.backward_module = None  # module that made the node whose gradient is being run
         self.call_observer = None    # runs every module call (nn.observe_module_calls), if any
         self.shapes_only = False     # every op runs as on the meta device (``shapes_only()``)
+        self.graph_mode_call = None  # runs top-level module calls in graph mode (graph.set_mode)
 
 
 state = _State()

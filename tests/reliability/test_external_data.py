@@ -97,7 +97,7 @@ def test_external_data_inside_the_model_folder_is_read(tmp_path, where):
     path = folder / "m.onnx"
     onnx.save_model(_reshape_model("target.bin", where), path)
     graph = rt.onnx.load(str(path))
-    out = graph(rt.tensor(np.arange(6, dtype=np.float32).reshape(2, 3)))
+    out = rt.GraphModule(graph)(rt.tensor(np.arange(6, dtype=np.float32).reshape(2, 3)))
     assert tuple(out.shape) == (3, 2)
 
 

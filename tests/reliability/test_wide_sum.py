@@ -45,5 +45,5 @@ def test_its_values_are_onnxruntimes(tmp_path, op):
     path = _wide(op, str(tmp_path / f"{op}.onnx"))
     x = np.random.default_rng(0).standard_normal((1, 16)).astype(np.float32)
     theirs = ort.InferenceSession(path, providers=["CPUExecutionProvider"]).run(None, {"x": x})[0]
-    ours = rt.onnx.load(path)(rt.tensor(x))
+    ours = rt.GraphModule(rt.onnx.load(path))(rt.tensor(x))
     np.testing.assert_allclose(ours.numpy(), theirs, rtol=1e-4, atol=1e-4)

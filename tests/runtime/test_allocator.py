@@ -42,6 +42,6 @@ def test_graph_runs_on_the_cpu_ask_for_it(monkeypatch):
     from flopcount.runtime import allocator
 
     monkeypatch.setattr(allocator, "_result", None)
-    graph = rt.Graph(rt.nn.Linear(4, 2))
+    graph = rt.compile(rt.nn.Linear(4, 2))
     graph(rt.randn(3, 4))
     assert allocator._result is not None

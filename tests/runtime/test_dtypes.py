@@ -245,4 +245,4 @@ def test_safetensors_dtype_names_match_what_pytorch_writes(tmp_path):
     rt.save(net, tmp_path / "g.safetensors", example_inputs=(x,))
     graph = rt.load(tmp_path / "g.safetensors")
     assert graph.parameters["0.weight"].dtype is rt.bfloat16
-    np.testing.assert_array_equal(graph(x).numpy(), net(x).numpy())
+    np.testing.assert_array_equal(rt.GraphModule(graph)(x).numpy(), net(x).numpy())

@@ -1,4 +1,7 @@
-"""Run a Graph node by node through ``dispatch.apply``, so observers see every op with the
+"""``GraphModule``: what runs a Graph (plain data), as torch.fx's GraphModule runs an fx.Graph;
+it keeps the programs lowered from its graph and the graph's tensors per device.
+
+A run goes node by node through ``dispatch.apply``, so observers see every op with the
 node's scope, autograd records as in eager mode, and values are released at their last use
 (the graph's memory plan). An error while running a node names the node and its scope, as
 torch.fx's interpreter does ("while executing %y = conv(%x, %w) in layer1.0.conv1 (Conv2d)").
@@ -16,9 +19,9 @@ from ..dispatch import apply, state
 from ..errors import DeviceError, ShapeError, add_context
 from ..tensor import Tensor
 from . import plain_run
-from .ir import type_str
+from .ir import Graph
 from .passes.memory_plan import Slots
-from .printing import node_summary
+from .printing import node_summary, type_str
 from .tree import flatten, unflatten
 
 
@@ -38,6 +41,39 @@ class NodeScope(NamedTuple):
         return self.path
 
 
+class GraphModule:
+    """Run ``graph``: ``gm(*inputs)``, or ``gm.run(*inputs, before=, after=)`` with per-node
+    callbacks; ``gm.to(device)`` runs a moved copy of the graph from then on (the graph it was
+    given keeps its tensors).
+
+    >>> import flopcount.runtime as rt
+    >>> gm = rt.GraphModule(rt.trace(rt.nn.Linear(4, 2), rt.randn(3, 4)))
+    >>> gm(rt.randn(3, 4)).shape
+    (3, 2)
+    """
+
+    def __init__(self, graph: Graph):
+        if not isinstance(graph, Graph):
+            raise TypeError(f"GraphModule: expects a Graph (rt.trace's or a loaded one), got {type(graph).__name__}")
+        self.graph = graph
+        self.cache: dict = {}  # lowered programs, and the graph's tensors per device
+
+    def __call__(self, *args, **kwargs):
+        return run(self, args, kwargs)
+
+    def run(self, *args, before=None, after=None, **kwargs):
+        """Run with per-node callbacks: ``before(node, inputs)`` and ``after(node, outputs)``
+        (tensors), e.g. to time each node or to watch memory."""
+        return run(self, args, kwargs, before=before, after=after)
+
+    def to(self, device) -> "GraphModule":
+        self.graph, self.cache = self.graph.to(device), {}
+        return self
+
+    def __repr__(self) -> str:
+        return repr(self.graph)
+
+
 class _Program(Slots):
     """A graph lowered for running: every value gets a slot in a flat list; each step carries
     its node's scope."""
@@ -48,13 +84,6 @@ class _Program(Slots):
         super().__init__(graph)
         self.steps = [(node, ins, outs, free, node.scope) for node, ins, outs, free in self.steps]
         self.node_scopes = [NodeScope(node.scope, i) for i, node in enumerate(graph.nodes)]
-
-
-def _program(graph) -> _Program:
-    prog = graph._cache.get("program")
-    if prog is None:
-        prog = graph._cache["program"] = _Program(graph)
-    return prog
 
 
 def _bind(graph, args: tuple, kwargs: dict) -> list:
@@ -71,20 +100,15 @@ def _bind(graph, args: tuple, kwargs: dict) -> list:
         if tuple(t.shape) != v.shape or t.dtype is not v.dtype:
             raise ShapeError(f"graph {graph.name}: input %{v.name} expects {type_str(v.shape, v.dtype)}, "
                              f"got {type_str(tuple(t.shape), t.dtype)} (a graph is specialized to its "
-                             f"traced shapes; trace again, or use rt.Graph(module) which retraces)")
+                             f"traced shapes; trace again, or use rt.compile(module) which retraces)")
     return tensors
 
 
-def _device_of(graph, tensors):
-    for t in tensors:
-        return t.device
-    return graph.device
-
-
-def _fixed_tensors(graph, dev) -> dict:
+def _fixed_tensors(module, dev) -> dict:
     """Parameters and constants as the run on ``dev`` needs them (cached per device)."""
+    graph = module.graph
     key = ("fixed", str(dev))
-    cached = graph._cache.get(key)
+    cached = module.cache.get(key)
     if cached is not None:
         return cached
     out = {}
@@ -99,7 +123,7 @@ def _fixed_tensors(graph, dev) -> dict:
     for name in graph.constants:
         t = graph.tensors[name]
         out[name] = t if t.device == dev else _constant_on(t, dev)
-    graph._cache[key] = out
+    module.cache[key] = out
     return out
 
 
@@ -111,19 +135,23 @@ def _constant_on(t: Tensor, dev) -> Tensor:
     return t.to(dev)
 
 
-def run(graph, args: tuple, kwargs: dict, before=None, after=None, node_scopes: bool = False):
-    """Execute ``graph`` on the call's arguments; returns outputs nested as traced. With
-    ``node_scopes`` each node runs under its :class:`NodeScope` instead of its scope string."""
+def run(module, args: tuple, kwargs: dict, before=None, after=None, node_scopes: bool = False):
+    """Execute ``module``'s graph (a GraphModule: its programs are cached there) on the call's
+    arguments; returns outputs nested as traced. With ``node_scopes`` each node runs under its
+    :class:`NodeScope` instead of its scope string."""
+    graph = module.graph
     tensors = _bind(graph, args, kwargs)
-    device = _device_of(graph, tensors)
+    device = tensors[0].device if tensors else graph.device
     if device.type == "cpu":
         keep_freed_memory()  # each op's output reuses freed memory instead of faulting pages in
-    fixed = _fixed_tensors(graph, device)
-    if device.type == "cpu" and plain_run.applies(graph, tensors, before, after, node_scopes):
-        outputs = plain_run.run(graph, tensors, fixed)
+    fixed = _fixed_tensors(module, device)
+    if device.type == "cpu" and plain_run.applies(graph, module.cache, tensors, before, after, node_scopes):
+        outputs = plain_run.run(graph, module.cache, tensors, fixed)
         if outputs is not None:
             return unflatten(graph.output_tree, outputs)
-    prog = _program(graph)
+    prog = module.cache.get("program")
+    if prog is None:
+        prog = module.cache["program"] = _Program(graph)
     env: list = [None] * prog.n_slots
     for slot, name in prog.fixed:
         env[slot] = fixed[name]

@@ -1,8 +1,9 @@
 """The graph IR: ``Value`` (a named shape and dtype), ``Node`` (one op call) and ``Graph``.
 
-A Graph is what ``rt.trace`` records, what passes rewrite, what the executor runs and what a
-native file stores. Values are immutable and shared between copies of a graph; nodes are
-copied, so a pass returns a new Graph and leaves its argument as it was.
+A Graph is plain data: what ``rt.trace`` records, what passes rewrite, what a native file
+stores, and what a ``GraphModule`` (``executor.py``) runs. Values are immutable and shared
+between copies of a graph; nodes are copied, so a pass returns a new Graph and leaves its
+argument as it was.
 """
 
 from __future__ import annotations
@@ -12,13 +13,9 @@ from math import prod
 from ..device import META, device as parse_device
 from ..errors import DeviceError, ShapeError
 from ..registry import Cost, Spec
+from .printing import format_graph, format_node, type_str
 
 VALUE_KINDS = ("input", "param", "buffer", "const", "node")
-
-
-def type_str(shape: tuple, dtype) -> str:
-    """``float32[2, 4]``: how printing and error messages show a value's type."""
-    return f"{dtype.name}[{', '.join(str(s) for s in shape)}]"
 
 
 class Value:
@@ -125,34 +122,21 @@ class Node:
         return self.op.cost(self.output_specs(), *inputs, **self.attrs)
 
     def __repr__(self) -> str:
-        from .printing import format_node
-
         return format_node(self)
 
 
 class Graph:
     """A traced or loaded model: inputs, parameters (and buffers), constants, nodes in
-    topological order, and outputs. ``graph(*inputs)`` runs it through the dispatcher.
-
-    ``rt.Graph(module)`` instead gives the lazy form: it traces and optimizes the module on its
-    first call for each input signature, then runs the graph (see ``lazy.py``).
+    topological order, and outputs; the tensors of its parameters and constants by name.
+    Plain data: ``rt.GraphModule(graph)`` runs it.
 
     >>> import flopcount.runtime as rt
     >>> g = rt.trace(rt.nn.Linear(4, 2), rt.randn(3, 4))
     >>> [n.op_name for n in g.nodes], list(g.parameters)
     (['linear'], ['weight', 'bias'])
-    >>> g(rt.randn(3, 4)).shape
-    (3, 2)
     """
 
-    def __new__(cls, module=None, **options):
-        if module is not None and cls is Graph:
-            from .lazy import LazyGraph
-
-            return LazyGraph(module, **options)
-        return super().__new__(cls)
-
-    def __init__(self, module=None, **options):
+    def __init__(self):
         self.name = "graph"
         self.inputs: list[Value] = []
         self.input_tree = {"tuple": [{"tuple": []}, {"dict": []}]}  # (args, kwargs) of a call
@@ -162,12 +146,11 @@ class Graph:
         self.constants: dict[str, Value] = {}
         self.tensors: dict = {}                  # name -> Tensor, for parameters and constants
         self.nodes: list[Node] = []
-        self.memory_plan = None                  # set by passes.plan_memory; the executor uses it
+        self.memory_plan = None                  # set by passes.plan_memory; a GraphModule follows it
         self.module_types: dict = {}             # scope -> module class name, from an importer
         self.notes: list = []                    # an importer's remarks (how it captured the model)
         self._names: set = set()
         self._suffix: dict = {}
-        self._cache: dict = {}                   # executor program, per-device copies
 
     # --- building ------------------------------------------------------------------------
     def unique_name(self, base: str) -> str:
@@ -199,7 +182,6 @@ class Graph:
         v = Value(name, tensor.shape, tensor.dtype, kind)
         self.parameters[name] = v
         self.tensors[name] = tensor
-        self._cache.clear()
         return v
 
     def add_constant(self, tensor, base: str = "c") -> Value:
@@ -207,7 +189,6 @@ class Graph:
         v = Value(self.unique_name(base), tensor.shape, tensor.dtype, "const")
         self.constants[v.name] = v
         self.tensors[v.name] = tensor
-        self._cache.clear()
         return v
 
     def new_value(self, base: str, shape: tuple, dtype) -> Value:
@@ -302,35 +283,23 @@ class Graph:
             if defined.get(v.name) is not v:
                 raise ShapeError(f"graph: output %{v.name} is not defined")
 
-    # --- running and moving ----------------------------------------------------------------
-    def __call__(self, *args, **kwargs):
-        from .executor import run
-
-        return run(self, args, kwargs)
-
-    def run(self, *args, before=None, after=None, **kwargs):
-        """Run with per-node callbacks: ``before(node, inputs)`` and ``after(node, outputs)``
-        (tensors), e.g. to time each node or to watch memory."""
-        from .executor import run
-
-        return run(self, args, kwargs, before=before, after=after)
-
+    # --- moving ---------------------------------------------------------------------------
     def to(self, device) -> "Graph":
-        """Move parameters and buffers to ``device`` (in place, like Module.to); constants
-        follow at run time. Moving meta parameters to a real device is refused."""
+        """A copy with parameters and buffers on ``device`` (this graph keeps its own);
+        constants follow at run time. Moving meta parameters to a real device is refused."""
         dev = parse_device(device)
-        for name in self.parameters:
-            t = self.tensors[name]
+        g = self.copy()
+        g.nodes, g.memory_plan = list(self.nodes), self.memory_plan  # only tensors change: nodes stay shared
+        for name in g.parameters:
+            t = g.tensors[name]
             if t.device != dev:
                 if t.data is None and dev.type != "meta":
                     raise DeviceError(f"graph.to({dev}): parameter {name!r} is on meta and has no data")
                 moved = t.detach().to(dev)
                 moved.requires_grad = t.requires_grad and t.dtype.is_floating_point
-                self.tensors[name] = moved
-        self._cache.clear()
-        return self
+                g.tensors[name] = moved
+        return g
 
     def __repr__(self) -> str:
-        from .printing import format_graph
-
         return format_graph(self)
+

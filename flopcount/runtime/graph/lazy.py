@@ -1,11 +1,11 @@
-"""Lazy graph mode: ``rt.Graph(module)`` and ``rt.set_mode("graph")``.
+"""Lazy graph mode: ``rt.compile(module)`` and ``rt.set_mode("graph")``.
 
 A lazy graph traces and optimizes its module on the first call for each input signature
 (shapes, dtypes, devices, plain-Python arguments and the module's training flag), then runs the
-compiled graph; outputs equal the eager outputs. ``set_mode("graph")`` sends every call of a
-top-level module (none running around it) through such a graph, like MindSpore's switch from
-PyNative to Graph mode; a module with forward hooks in its tree, or any global module hook,
-still runs eagerly there (hooks need the module calls).
+compiled graph (a GraphModule); outputs equal the eager outputs. ``set_mode("graph")`` sends
+every call of a top-level module (none running around it) in this thread through such a graph,
+like MindSpore's switch from PyNative to Graph mode; a module with forward hooks in its tree, or
+any global module hook, still runs eagerly there (hooks need the module calls).
 
 A graph replays ops, not in-place writes to buffers (batch norm's running statistics in
 training), so a module in training mode that has buffers runs eagerly in both forms. Nor does
@@ -19,7 +19,9 @@ from __future__ import annotations
 import json
 import weakref
 
-from ..nn.modules.hooks import graph_mode_call, hooks_active, set_graph_mode_call
+from ..dispatch import state
+from ..nn.modules.hooks import hooks_active
+from .executor import GraphModule
 from .ir import Graph
 from .passes import optimize
 from .trace import trace
@@ -29,10 +31,10 @@ _MODES = ("eager", "graph")
 
 
 class LazyGraph:
-    """What ``rt.Graph(module)`` returns: compile on first call per signature, then run.
+    """``rt.compile(module)``, as torch.compile: compile on first call per signature, then run.
 
     >>> import flopcount.runtime as rt
-    >>> net = rt.Graph(rt.nn.Linear(4, 2))
+    >>> net = rt.compile(rt.nn.Linear(4, 2))
     >>> net(rt.randn(3, 4)).shape
     (3, 2)
     >>> [n.op_name for n in net.graph.nodes]
@@ -46,7 +48,7 @@ class LazyGraph:
         self.module = module
         self.fold_bn = fold_bn
         self.fuse = fuse
-        self._graphs: dict = {}
+        self._compiled: dict = {}        # signature -> GraphModule
         self.graph: Graph | None = None  # the graph of the latest call
 
     def _key(self, args: tuple, kwargs: dict):
@@ -55,24 +57,24 @@ class LazyGraph:
                 tuple((t.shape, t.dtype.name, str(t.device)) for t in leaves),
                 getattr(self.module, "training", None))
 
-    def graph_for(self, *args, **kwargs) -> Graph:
+    def compiled_for(self, *args, **kwargs) -> GraphModule:
         """The compiled graph for these arguments (traced and optimized on first use)."""
         key = self._key(args, kwargs)
-        g = self._graphs.get(key)
-        if g is None:
-            g = self._graphs[key] = optimize(trace(self.module, *args, **kwargs),
-                                             fold_bn=self.fold_bn, fuse=self.fuse)
-        self.graph = g
-        return g
+        gm = self._compiled.get(key)
+        if gm is None:
+            gm = self._compiled[key] = GraphModule(optimize(trace(self.module, *args, **kwargs),
+                                                            fold_bn=self.fold_bn, fuse=self.fuse))
+        self.graph = gm.graph
+        return gm
 
     def __call__(self, *args, **kwargs):
         if _updates_buffers(self.module) or not _replayable(self.module):
             return self.module(*args, **kwargs)
-        return self.graph_for(*args, **kwargs)(*args, **kwargs)
+        return self.compiled_for(*args, **kwargs)(*args, **kwargs)
 
     def reset(self) -> None:
         """Forget every compiled graph (the next call traces again)."""
-        self._graphs.clear()
+        self._compiled.clear()
         self.graph = None
 
     def __repr__(self) -> str:
@@ -81,6 +83,8 @@ class LazyGraph:
             return f"LazyGraph({name}, not compiled yet)"
         return repr(self.graph)
 
+
+compile = LazyGraph
 
 _lazy_graphs: "weakref.WeakKeyDictionary" = weakref.WeakKeyDictionary()
 
@@ -100,13 +104,13 @@ def _call_in_graph_mode(module, args: tuple, kwargs: dict):
         return NotImplemented
     lazy = _lazy_graphs.get(module)
     if lazy is None:
-        lazy = _lazy_graphs[module] = LazyGraph(module)
+        lazy = _lazy_graphs[module] = LazyGraph(module)  # shared by threads: a cache, not a mode
     return lazy(*args, **kwargs)
 
 
 def set_mode(mode: str) -> str:
     """``"graph"``: calls of top-level modules run compiled graphs; ``"eager"``: ops run as
-    called (the default). Returns the previous mode.
+    called (the default). The mode is this thread's. Returns the previous mode.
 
     >>> import flopcount.runtime as rt
     >>> previous = rt.set_mode("graph")
@@ -116,11 +120,11 @@ def set_mode(mode: str) -> str:
     if mode not in _MODES:
         raise ValueError(f"set_mode: mode must be one of {_MODES}, got {mode!r}")
     previous = get_mode()
-    set_graph_mode_call(_call_in_graph_mode if mode == "graph" else None)
+    state.graph_mode_call = _call_in_graph_mode if mode == "graph" else None
     return previous
 
 
 def get_mode() -> str:
     """The current mode, ``"eager"`` or ``"graph"``."""
-    return "graph" if graph_mode_call() is not None else "eager"
+    return "graph" if state.graph_mode_call is not None else "eager"
 

@@ -47,29 +47,30 @@ class _PlainProgram(Slots):
         self.steps = _with_epilogues(fused, steps)
 
 
-def applies(graph, tensors, before, after, node_scopes: bool) -> bool:
-    """Whether a run of ``graph`` on ``tensors`` may be a plain one (see the module docstring)."""
+def applies(graph, cache: dict, tensors, before, after, node_scopes: bool) -> bool:
+    """Whether a run of ``graph`` on ``tensors`` may be a plain one (see the module docstring);
+    ``cache`` is its GraphModule's."""
     st = state
     if (before is not None or after is not None or node_scopes or st.observers or st.tracer is not None
             or st.shapes_only or st.grad_enabled):
         return False
     if any(t.device.type != "cpu" for t in tensors):
         return False
-    usable = graph._cache.get("plain_usable")
+    usable = cache.get("plain_usable")
     if usable is None:
         wide = backend(CPU).compute_dtypes
-        usable = graph._cache["plain_usable"] = not any(v.dtype in wide for v in graph.values())
+        usable = cache["plain_usable"] = not any(v.dtype in wide for v in graph.values())
     return usable
 
 
-def run(graph, tensors, fixed: dict) -> list | None:
+def run(graph, cache: dict, tensors, fixed: dict) -> list | None:
     """The graph's outputs (Tensors, in output order) for input ``tensors``; ``fixed`` maps the
     names of parameters and constants to their Tensors on the CPU. None where a parameter or
     constant no longer has its traced shape or dtype (swapped after tracing): no shape rule
     runs here, so the node-by-node run must, and name the node that cannot take it."""
-    prog = graph._cache.get("plain_program")
+    prog = cache.get("plain_program")
     if prog is None:
-        prog = graph._cache["plain_program"] = _PlainProgram(graph)
+        prog = cache["plain_program"] = _PlainProgram(graph)
     if prog.checked is not fixed:
         if any((tuple(fixed[name].shape), fixed[name].dtype) != prog.specs[name] for _, name in prog.fixed):
             return None

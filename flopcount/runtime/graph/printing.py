@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from .ir import type_str
 from .tree import unflatten
 
 _SHOW_CONSTANT_UP_TO = 6  # elements; larger constants print their type only
+
+
+def type_str(shape: tuple, dtype) -> str:
+    """``float32[2, 4]``: how printing and error messages show a value's type."""
+    return f"{dtype.name}[{', '.join(str(s) for s in shape)}]"
 
 
 class _Raw(str):

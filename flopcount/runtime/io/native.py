@@ -127,12 +127,14 @@ def save(obj, path, example_inputs: tuple | None = None) -> None:
     >>> [n.op_name for n in rt.load(path).nodes]
     ['linear']
     """
-    from ..graph import Graph, LazyGraph, trace
+    from ..graph import Graph, GraphModule, LazyGraph, trace
     from ..nn.modules.module import Module
 
     if isinstance(obj, LazyGraph):
         if obj.graph is None:
-            raise TypeError("save: this rt.Graph(module) has not been called yet, so it has no graph")
+            raise TypeError("save: this rt.compile(module) has not been called yet, so it has no graph")
+        obj = obj.graph
+    if isinstance(obj, GraphModule):
         obj = obj.graph
     if isinstance(obj, Module):
         if example_inputs is None:

@@ -153,7 +153,7 @@ def to_model(graph: Graph, opset: int = 17):
 def export(module_or_graph, path, *example_inputs, opset: int = 17) -> None:
     """Write ``module_or_graph`` to ``path`` as an ONNX model.
 
-    A Module (or ``rt.Graph(module)``) is traced on ``example_inputs`` (``export(m, p, x)`` or,
+    A Module (or ``rt.compile(module)``) is traced on ``example_inputs`` (``export(m, p, x)`` or,
     as ``torch.onnx.export`` takes them, ``export(m, p, (x, y))``); a Graph is written as it is.
     Weights above 1 GiB go to ``path + ".data"`` next to the model.
 
@@ -163,9 +163,10 @@ def export(module_or_graph, path, *example_inputs, opset: int = 17) -> None:
 
     onnx = _onnx()  # one line saying what to install, rather than a ModuleNotFoundError
 
+    from ..graph.executor import GraphModule
     from ..graph.lazy import LazyGraph
 
-    graph = module_or_graph
+    graph = module_or_graph.graph if isinstance(module_or_graph, GraphModule) else module_or_graph
     if not isinstance(graph, Graph):
         target = graph.module if isinstance(graph, LazyGraph) else graph
         if len(example_inputs) == 1 and isinstance(example_inputs[0], tuple):

@@ -19,7 +19,7 @@ def test_a_graph_error_names_the_node_and_its_scope():
     graph = rt.trace(_mlp(), rt.randn(5, 4))
     graph.tensors["2.0.weight"] = rt.randn(2, 7)   # weights of the wrong size swapped in after tracing
     with pytest.raises(rt.ShapeError) as info:
-        graph(rt.randn(5, 4))
+        rt.GraphModule(graph)(rt.randn(5, 4))
     message = str(info.value)
     assert message.startswith("linear: input (5, 3) does not fit weight (2, 7)")
     assert message.endswith("(while executing %linear_1 = linear(%relu, %2.0.weight, %2.0.bias) in 2.0 (Linear))")
@@ -79,6 +79,6 @@ def test_node_scopes_name_the_node_each_op_came_from():
             seen.append(rt.dispatch.state.scope_stack[-1])
 
     with rt.dispatch.observe(Scopes()):
-        executor.run(graph, (rt.randn(5, 4),), {}, node_scopes=True)
+        executor.run(rt.GraphModule(graph), (rt.randn(5, 4),), {}, node_scopes=True)
     assert seen == [NodeScope("0", 0), NodeScope("1", 1), NodeScope("2.0", 2)]
     assert [str(s) for s in seen] == ["0", "1", "2.0"]     # a scope as the module path it stands for

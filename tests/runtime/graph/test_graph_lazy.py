@@ -1,4 +1,6 @@
-"""rt.Graph(module) and rt.set_mode("graph"): compile on first call per signature, equal eager."""
+"""rt.compile(module) and rt.set_mode("graph"): compile on first call per signature, equal eager."""
+
+import threading
 
 import numpy as np
 import pytest
@@ -34,7 +36,7 @@ def graph_mode():
 
 def test_graph_of_a_module_compiles_once_per_signature(count_traces):
     model = MLP()
-    net = rt.Graph(model)
+    net = rt.compile(model)
     assert isinstance(net, LazyGraph) and "not compiled" in repr(net)
     x = rt.randn(2, 4)
     assert_close(net(x), model(x))
@@ -51,7 +53,7 @@ def test_lazy_graph_is_optimized_and_folds_batch_norm_when_asked():
     model = SmallCNN().eval()
     randomize_norms(model)
     x = rt.randn(2, 3, 16, 16)
-    plain, folded = rt.Graph(model), rt.Graph(model, fold_bn=True)
+    plain, folded = rt.compile(model), rt.compile(model, fold_bn=True)
     assert_close(plain(x), model(x))
     assert_close(folded(x), model(x))
     ops = [n.op_name for n in folded.graph.nodes]
@@ -61,7 +63,7 @@ def test_lazy_graph_is_optimized_and_folds_batch_norm_when_asked():
 
 def test_training_flag_is_part_of_the_signature(count_traces):
     model = Attention()
-    net = rt.Graph(model)
+    net = rt.compile(model)
     x = rt.randn(2, 5, 16)
     net(x)
     model.eval()
@@ -102,6 +104,27 @@ def test_set_mode_keeps_hooks_and_training_batch_norm_eager(count_traces, graph_
     before = cnn.bn.running_mean.numpy().copy()
     cnn(rt.randn(4, 3, 8, 8))
     assert count_traces == [] and not np.allclose(before, cnn.bn.running_mean.numpy())
+
+
+def test_graph_mode_belongs_to_the_thread_that_set_it(count_traces, graph_mode):
+    model = MLP()
+    x = rt.randn(2, 4)
+    seen = []
+
+    def other_thread():
+        seen.append(rt.get_mode())
+        model(x)                        # this thread never set graph mode: an eager call
+        seen.append(rt.set_mode("graph"))
+        model(x)                        # now it has: traced here
+
+    worker = threading.Thread(target=other_thread)
+    worker.start()
+    worker.join()
+    assert seen == ["eager", "eager"] and count_traces == ["MLP"]
+    assert rt.get_mode() == "graph"     # the worker's calls left this thread's mode alone
+    rt.set_mode("eager")
+    model(x)
+    assert count_traces == ["MLP"]
 
 
 def test_gradients_flow_through_graph_mode(graph_mode):

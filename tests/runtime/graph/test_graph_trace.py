@@ -18,9 +18,9 @@ def test_traced_graph_equals_eager(make, shape):
     randomize_norms(model)
     x = rt.randn(*shape)
     graph = rt.trace(model, x)
-    assert_close(graph(x), model(x))
+    assert_close(rt.GraphModule(graph)(x), model(x))
     y = rt.randn(*shape)  # a graph is not tied to its example values
-    assert_close(graph(y), model(y))
+    assert_close(rt.GraphModule(graph)(y), model(y))
 
 
 GOLDEN_MLP = """\
@@ -64,7 +64,7 @@ def test_outputs_may_be_tuples_lists_and_dicts_with_kwargs_inputs():
     x, s, a, b = rt.randn(2), rt.randn(2), rt.randn(2), rt.randn(2)
     graph = rt.trace(fn, x, scale=s, pair=(a, b))
     assert [v.name for v in graph.inputs] == ["x", "scale", "pair_0", "pair_1"]
-    out = graph(x, scale=s, pair=(a, b))
+    out = rt.GraphModule(graph)(x, scale=s, pair=(a, b))
     ref = fn(x, scale=s, pair=(a, b))
     assert set(out) == {"sum", "rest"} and out["rest"][1][1] == 3
     assert_close(out["sum"], ref["sum"])
@@ -83,20 +83,20 @@ def test_constant_arithmetic_folds_at_trace_time():
     const = graph.nodes[1].inputs[1]
     assert const.kind == "const" and graph.tensors[const.name].item() == 6.0
     x = rt.randn(2, 3)
-    assert_close(graph(x), fn(x))
+    assert_close(rt.GraphModule(graph)(x), fn(x))
 
 
 def test_random_ops_are_recorded_not_folded():
     graph = rt.trace(lambda x: x + F.dropout(rt.ones(1000), p=0.5, training=True), rt.zeros(1000))
     assert [n.op_name for n in graph.nodes] == ["dropout", "add"]
-    first, second = graph(rt.zeros(1000)).numpy(), graph(rt.zeros(1000)).numpy()
+    first, second = rt.GraphModule(graph)(rt.zeros(1000)).numpy(), rt.GraphModule(graph)(rt.zeros(1000)).numpy()
     assert set(np.unique(first)) <= {0.0, 2.0} and not np.array_equal(first, second)
 
 
 def test_input_shape_mismatch_is_named():
     graph = rt.trace(MLP(), rt.randn(2, 4))
     with pytest.raises(rt.ShapeError, match=r"input %x expects float32\[2, 4\], got float32\[3, 4\]"):
-        graph(rt.randn(3, 4))
+        rt.GraphModule(graph)(rt.randn(3, 4))
 
 
 def test_a_meta_tensor_from_nowhere_is_refused():
@@ -116,7 +116,7 @@ def test_executor_callbacks_and_observers_see_every_node_with_its_scope():
     model = MLP()
     graph = rt.trace(model, rt.randn(2, 4))
     calls = []
-    graph.run(rt.randn(2, 4), before=lambda node, ins: calls.append(("before", node.op_name, len(ins))),
+    rt.GraphModule(graph).run(rt.randn(2, 4), before=lambda node, ins: calls.append(("before", node.op_name, len(ins))),
               after=lambda node, outs: calls.append(("after", node.op_name, outs[0].shape)))
     assert calls[:2] == [("before", "linear", 3), ("after", "linear", (2, 8))]
     assert len(calls) == 2 * len(graph.nodes)
@@ -130,7 +130,7 @@ def test_executor_callbacks_and_observers_see_every_node_with_its_scope():
 
     rec = Recorder()
     with rt.observe(rec):
-        graph(rt.randn(2, 4))
+        rt.GraphModule(graph)(rt.randn(2, 4))
     assert rec.events == [("linear", "fc1"), ("relu", "act"), ("linear", "fc2"), ("mul", None)]
 
 
@@ -138,7 +138,7 @@ def test_gradients_through_the_graph_equal_eager():
     model = MLP()
     x = rt.randn(2, 4)
     graph = rt.trace(model, x)
-    graph(x).sum().backward()
+    rt.GraphModule(graph)(x).sum().backward()
     from_graph = {n: p.grad.numpy().copy() for n, p in model.named_parameters()}
     model.zero_grad()
     model(x).sum().backward()
@@ -147,13 +147,27 @@ def test_gradients_through_the_graph_equal_eager():
 
 
 def test_meta_inputs_run_the_graph_by_shape_and_to_moves_parameters():
-    graph = rt.trace(MLP(), rt.randn(2, 4))
-    out = graph(rt.randn(2, 4, device="meta"))
+    gm = rt.GraphModule(rt.trace(MLP(), rt.randn(2, 4)))
+    out = gm(rt.randn(2, 4, device="meta"))
     assert out.device.type == "meta" and out.shape == (2, 3)
-    graph.to("meta")
-    assert all(graph.tensors[n].data is None for n in graph.parameters)
+    gm.to("meta")
+    assert all(gm.graph.tensors[n].data is None for n in gm.graph.parameters)
     with pytest.raises(rt.DeviceError, match="call graph.to"):
-        graph(rt.randn(2, 4))
+        gm(rt.randn(2, 4))
+
+
+def test_a_graph_is_data_and_a_graph_module_runs_it():
+    model, x = MLP(), rt.randn(2, 4)
+    graph = rt.trace(model, x)
+    assert isinstance(graph, rt.Graph) and not callable(graph) and not hasattr(graph, "run")
+    gm = rt.GraphModule(graph)
+    assert_close(gm(x), model(x))
+    assert gm.to("meta") is gm and gm.graph is not graph and gm.graph.device.type == "meta"
+    # moving the module's graph leaves the traced graph (and its nodes' order) as it was
+    assert all(graph.tensors[n].data is not None for n in graph.parameters)
+    assert [n.name for n in gm.graph.nodes] == [n.name for n in graph.nodes]
+    with pytest.raises(TypeError, match="expects a Graph.*MLP"):
+        rt.GraphModule(model)
 
 
 def test_meta_trace_of_a_large_model_is_allocation_free():
@@ -188,7 +202,7 @@ def test_assigning_into_a_constant_after_use_does_not_change_earlier_reads():
 
     x = rt.randn(3)
     graph = rt.trace(fn, x)
-    np.testing.assert_array_equal(graph(x).numpy(), fn(x).numpy())
+    np.testing.assert_array_equal(rt.GraphModule(graph)(x).numpy(), fn(x).numpy())
 
 
 def test_constants_moved_to_the_meta_inputs_device_keep_their_values():
@@ -201,8 +215,8 @@ def test_constants_moved_to_the_meta_inputs_device_keep_their_values():
 
     graph = rt.trace(fn, rt.zeros(300, 300, device="meta"))
     x = rt.randn(300, 300)
-    np.testing.assert_array_equal(graph(x).numpy(), fn(x).numpy())
-    np.testing.assert_allclose(graph(x).numpy(), x.numpy() + 0.5 * big, rtol=1e-6)
+    np.testing.assert_array_equal(rt.GraphModule(graph)(x).numpy(), fn(x).numpy())
+    np.testing.assert_allclose(rt.GraphModule(graph)(x).numpy(), x.numpy() + 0.5 * big, rtol=1e-6)
 
 
 def test_named_scopes_extend_module_paths():
@@ -234,4 +248,4 @@ def test_detach_keeps_the_traced_value():
     x = rt.randn(3, 5)
     graph = rt.trace(lambda t: rt.logsumexp(t, 1), x)
     expected = np.log(np.exp(x.numpy()).sum(1))
-    np.testing.assert_allclose(graph(x).numpy(), expected, rtol=1e-5)
+    np.testing.assert_allclose(rt.GraphModule(graph)(x).numpy(), expected, rtol=1e-5)

@@ -41,7 +41,7 @@ class _Block(rt.nn.Module):
 
 def _graph():
     rt.manual_seed(0)
-    return rt.trace(_Block(), rt.randn(2, 4, 9, 9))
+    return rt.GraphModule(rt.trace(_Block(), rt.randn(2, 4, 9, 9)))
 
 
 def _node_by_node(graph, x):
@@ -54,7 +54,7 @@ def test_plain_run_gives_the_node_by_node_results_bit_for_bit(path):
     context = cpu_kernels.numpy_only() if path == "numpy" else _nothing()
     with context, rt.no_grad():
         plain = graph(x)
-        assert "plain_program" in graph._cache  # the plain run is what ran
+        assert "plain_program" in graph.cache  # the plain run is what ran
         reference = _node_by_node(graph, x)
     for got, want in zip(plain, reference):
         assert got.shape == want.shape and got.dtype == want.dtype
@@ -63,11 +63,11 @@ def test_plain_run_gives_the_node_by_node_results_bit_for_bit(path):
 
 def test_plain_run_fuses_the_silu_and_leaves_the_graph_as_it_is():
     graph, x = _graph(), rt.randn(2, 4, 9, 9)
-    before = [n.op_name for n in graph.nodes]
+    before = [n.op_name for n in graph.graph.nodes]
     with rt.no_grad():
         graph(x)
-    assert [n.op_name for n in graph.nodes] == before  # counting reads this graph: unchanged
-    steps = graph._cache["plain_program"].steps
+    assert [n.op_name for n in graph.graph.nodes] == before  # counting reads this graph: unchanged
+    steps = graph.cache["plain_program"].steps
     fused = [n.attrs["steps"] for n, *_ in steps if n.op_name == "fused_elementwise"]
     assert (("exp", (0,), {}), ("add", (-1, 1), {}), ("relu", (-2,), {})) in fused
     # each conv read only by its activation or residual add runs it in the same step (the
@@ -86,24 +86,24 @@ def test_observed_runs_and_gradients_go_node_by_node():
 
     with rt.no_grad(), rt.observe(Observer()):
         graph(x)
-    assert seen == [n.op_name for n in graph.nodes]
-    assert "plain_program" not in graph._cache
+    assert seen == [n.op_name for n in graph.graph.nodes]
+    assert "plain_program" not in graph.cache
     x.requires_grad = True
     out = graph(x)  # gradients on: the tape needs every node
     (out[0].sum() + out[1].sum()).backward()
-    assert x.grad is not None and "plain_program" not in graph._cache
+    assert x.grad is not None and "plain_program" not in graph.cache
 
 
 def test_a_weight_swapped_after_tracing_is_still_named_by_its_node():
     graph = rt.trace(rt.nn.Sequential(rt.nn.Linear(4, 3), rt.nn.ReLU(), rt.nn.Linear(3, 2)), rt.randn(5, 4))
     graph.tensors["2.weight"] = rt.randn(2, 7)
     with rt.no_grad(), pytest.raises(rt.ShapeError, match="while executing %linear_1"):
-        graph(rt.randn(5, 4))
+        rt.GraphModule(graph)(rt.randn(5, 4))
 
 
 def test_half_precision_graphs_keep_the_node_by_node_rounding():
     graph = rt.trace(lambda x: (x * 3.0 + 1.0).sigmoid(), rt.randn(8).to(rt.float16))
-    assert not plain_run.applies(graph, [rt.randn(8).to(rt.float16)], None, None, False)
+    assert not plain_run.applies(graph, {}, [rt.randn(8).to(rt.float16)], None, None, False)
 
 
 class _nothing:
@@ -149,11 +149,11 @@ class _Projections(rt.nn.Module):
 
 def test_a_matmul_adds_its_bias_in_place_with_the_node_by_node_bits():
     rt.manual_seed(1)
-    graph, x = rt.trace(_Projections(), rt.randn(3, 5, 8)), rt.randn(3, 5, 8)
+    graph, x = rt.GraphModule(rt.trace(_Projections(), rt.randn(3, 5, 8))), rt.randn(3, 5, 8)
     with rt.no_grad():
         plain = graph(x)
         reference = _node_by_node(graph, x)
     np.testing.assert_array_equal(plain.numpy(), reference.numpy())
-    steps = graph._cache["plain_program"].steps
+    steps = graph.cache["plain_program"].steps
     after_matmul = [getattr(kernel, "activation", None) for node, kernel, *_ in steps if node.op_name == "matmul"]
     assert after_matmul == ["bias", "bias", "bias", None]

@@ -49,11 +49,11 @@ def test_graph_equals_eager(name):
         expected = model(*inputs)
         if not all(getattr(m, "replayable", True) for m in model.modules()):
             # routing by value (mixture of experts): graph mode runs it eagerly
-            _assert_same(rt.Graph(model)(*inputs), expected, f"{name}: lazy graph")
+            _assert_same(rt.compile(model)(*inputs), expected, f"{name}: lazy graph")
             return
         graph = rt.trace(model, *inputs)
-        _assert_same(graph(*inputs), expected, f"{name}: traced graph")
-        _assert_same(optimize(graph, fold_bn=True)(*inputs), expected, f"{name}: optimized graph")
+        _assert_same(rt.GraphModule(graph)(*inputs), expected, f"{name}: traced graph")
+        _assert_same(rt.GraphModule(optimize(graph, fold_bn=True))(*inputs), expected, f"{name}: optimized graph")
 
 
 @pytest.mark.parametrize("name", sorted(META_ONLY))
@@ -62,5 +62,5 @@ def test_meta_only_presets_trace_to_the_eager_shapes(name):
         model = models.get(name)
     x = models.example_input(name, device="meta")[:, :SHORT_TEXT]
     graph = rt.trace(model, x)
-    for g, e in zip(_flat(graph(x)), _flat(model(x)), strict=True):
+    for g, e in zip(_flat(rt.GraphModule(graph)(x)), _flat(model(x)), strict=True):
         assert (g.shape, g.dtype) == (e.shape, e.dtype)

@@ -33,7 +33,7 @@ def _tree_size(tree) -> int:
 
 def _run(graph, *args):
     """The imported graph run on flopcount's runtime."""
-    return graph(*[rt.tensor(np.asarray(a)) for a in args]).numpy()
+    return rt.GraphModule(graph)(*[rt.tensor(np.asarray(a)) for a in args]).numpy()
 
 
 def _rows(report) -> dict:

@@ -26,7 +26,7 @@ def _normal(*shape, seed=0):
 
 
 def _same_as_jax(graph, fn, *args):
-    out = graph(*[rt.tensor(np.asarray(a)) for a in args])
+    out = rt.GraphModule(graph)(*[rt.tensor(np.asarray(a)) for a in args])
     outs = out if isinstance(out, tuple) else (out,)
     refs = fn(*args)
     refs = refs if isinstance(refs, (tuple, list)) else (refs,)

@@ -90,7 +90,7 @@ def run_ort(model, feeds: dict) -> list:
 
 def run_flopcount(model, feeds: dict, input_shapes=None):
     graph = rt.onnx.load(model, input_shapes=input_shapes)
-    out = graph(*[rt.tensor(a) for a in feeds.values()])
+    out = rt.GraphModule(graph)(*[rt.tensor(a) for a in feeds.values()])
     return graph, list(out) if isinstance(out, tuple) else [out]
 
 

@@ -52,7 +52,7 @@ def test_loop_unrolls_each_iteration_in_its_own_scope():
     model = _loop_model()
     x = randn(2, 4)
     graph = rt.onnx.load(model)
-    assert_same(list(graph(rt.tensor(x))), run_ort(model, {"x": x}))
+    assert_same(list(rt.GraphModule(graph)(rt.tensor(x))), run_ort(model, {"x": x}))
     matmuls = [n.scope for n in graph.nodes if n.op_name == "matmul"]
     assert matmuls == ["loop.0", "loop.1", "loop.2"]
     assert graph.notes == ["Loop node 'loop': 3 iterations counted"]
@@ -67,7 +67,7 @@ def test_a_trip_count_from_an_input_is_bound_by_value_or_named():
     x = randn(2, 4)
     graph = rt.onnx.load(model, input_values={"n": np.array(3)})
     assert [v.name for v in graph.inputs] == ["x"]
-    assert_same(list(graph(rt.tensor(x))), run_ort(model, {"x": x, "n": np.array(3, np.int64)}))
+    assert_same(list(rt.GraphModule(graph)(rt.tensor(x))), run_ort(model, {"x": x, "n": np.array(3, np.int64)}))
 
 
 def test_profile_reports_every_iteration_and_the_trip_count(tmp_path):
@@ -117,7 +117,7 @@ def test_if_with_a_known_condition_converts_the_branch_taken():
     graph = rt.onnx.load(model)
     assert [n.op_name for n in graph.nodes] == ["neg"] and graph.nodes[0].scope == "branch.else"
     x = randn(3, 4)
-    assert_same([graph(rt.tensor(x))], run_ort(model, {"x": x}))
+    assert_same([rt.GraphModule(graph)(rt.tensor(x))], run_ort(model, {"x": x}))
 
 
 @pytest.mark.parametrize("sign", [1, -1])
@@ -127,7 +127,7 @@ def test_if_on_the_data_counts_both_branches_and_selects(sign):
     assert {"relu", "neg", "where"} <= {n.op_name for n in graph.nodes}
     assert graph.notes == ["If node 'branch': the condition depends on the data; both branches are counted"]
     x = np.abs(randn(3, 4)) * sign
-    assert_same([graph(rt.tensor(x))], run_ort(model, {"x": x}))
+    assert_same([rt.GraphModule(graph)(rt.tensor(x))], run_ort(model, {"x": x}))
 
 
 def _scan_model(opset: int, reverse: bool = False):
@@ -155,6 +155,6 @@ def test_scan_iterates_over_its_inputs(opset, reverse):
     shapes = [tuple(d.dim_value for d in v.type.tensor_type.shape.dim) for v in model.graph.input]
     feeds = {v.name: randn(*shape, seed=i) for i, (v, shape) in enumerate(zip(model.graph.input, shapes))}
     graph = rt.onnx.load(model)
-    assert_same(list(graph(*[rt.tensor(a) for a in feeds.values()])), run_ort(model, feeds))
+    assert_same(list(rt.GraphModule(graph)(*[rt.tensor(a) for a in feeds.values()])), run_ort(model, feeds))
     steps = 5 * (2 if opset == 8 else 1)
     assert sum(n.op_name == "add" for n in graph.nodes) == steps

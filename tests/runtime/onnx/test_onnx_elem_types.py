@@ -64,8 +64,8 @@ def test_an_initializer_of_each_type_is_read_from_the_file(tmp_path, code, count
     (y,) = [values.astype(np.float32)] if code in NEWEST else run_ort(model, {})
     np.testing.assert_array_equal(y, values.astype(np.float32))
     graph = rt.onnx.load(path)
-    np.testing.assert_array_equal(graph().numpy(), y)
-    assert rt.onnx.load(path, device="meta")().shape == (count,)
+    np.testing.assert_array_equal(rt.GraphModule(graph)().numpy(), y)
+    assert rt.GraphModule(rt.onnx.load(path, device="meta"))().shape == (count,)
 
 
 @pytest.mark.parametrize("code", list(NEW_TYPES), ids=[TensorProto.DataType.Name(c) for c in NEW_TYPES])
@@ -76,7 +76,7 @@ def test_a_graph_input_of_each_type(code):
     graph = rt.onnx.load(model)
     assert graph.inputs[0].dtype.np == np.dtype(NEW_TYPES[code])
     x = _values(NEW_TYPES[code], 15).reshape(3, 5)
-    np.testing.assert_array_equal(graph(rt.tensor(x)).numpy(), x.astype(np.float32))
+    np.testing.assert_array_equal(rt.GraphModule(graph)(rt.tensor(x)).numpy(), x.astype(np.float32))
 
 
 FLOAT8 = [TensorProto.FLOAT8E4M3FN, TensorProto.FLOAT8E4M3FNUZ, TensorProto.FLOAT8E5M2, TensorProto.FLOAT8E5M2FNUZ]
@@ -92,7 +92,7 @@ def test_cast_to_float8_saturates_as_asked(code, saturate):
                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [x.size])],
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [x.size])])
     (want,) = run_ort(model, {"x": x})
-    got = rt.onnx.load(model)(rt.tensor(x)).numpy()
+    got = rt.GraphModule(rt.onnx.load(model))(rt.tensor(x)).numpy()
     np.testing.assert_array_equal(got, want)
 
 
@@ -110,7 +110,7 @@ def test_cast_from_float(code):
                    [helper.make_tensor_value_info("x", TensorProto.FLOAT, [x.size])],
                    [helper.make_tensor_value_info("y", TensorProto.FLOAT, [x.size])])
     (want,) = run_ort(model, {"x": x})
-    np.testing.assert_array_equal(rt.onnx.load(model)(rt.tensor(x)).numpy(), want)
+    np.testing.assert_array_equal(rt.GraphModule(rt.onnx.load(model))(rt.tensor(x)).numpy(), want)
 
 
 def test_arithmetic_in_uint64_and_bfloat16():
@@ -120,7 +120,7 @@ def test_arithmetic_in_uint64_and_bfloat16():
                    [helper.make_tensor_value_info(n, TensorProto.UINT64, [3]) for n in "ab"],
                    [helper.make_tensor_value_info(n, TensorProto.UINT64, [3]) for n in "sp"])
     want = run_ort(model, {"a": a, "b": b})
-    got = rt.onnx.load(model)(rt.tensor(a), rt.tensor(b))
+    got = rt.GraphModule(rt.onnx.load(model))(rt.tensor(a), rt.tensor(b))
     for w, g in zip(want, got):
         np.testing.assert_array_equal(g.numpy(), w)
 
@@ -152,7 +152,7 @@ def test_the_exporter_writes_bfloat16_and_int4_tensors(tmp_path):
     stored = {t.name: t.data_type for t in onnx.load(path).graph.initializer}
     assert sorted(stored.values()) == sorted([TensorProto.BFLOAT16, TensorProto.INT4])
     want = net(x)
-    got = rt.onnx.load(path)(x)
+    got = rt.GraphModule(rt.onnx.load(path))(x)
     for w, g in zip(want, got):
         assert g.dtype == w.dtype
         np.testing.assert_array_equal(g.numpy().astype(np.float32), w.numpy().astype(np.float32))
@@ -185,7 +185,7 @@ def test_float4_float8e8m0_and_int2_written_and_saved(tmp_path):
     graph = rt.onnx.load(path)
     rt.save(graph, native)
     for loaded in (graph, rt.load(native)):
-        for w, g in zip(want, loaded(x)):
+        for w, g in zip(want, rt.GraphModule(loaded)(x)):
             np.testing.assert_array_equal(g.numpy(), w)
 
 
@@ -200,4 +200,4 @@ def test_cast_to_float8e8m0_rounds_as_asked():
                         helper.make_node("Cast", ["q"], ["y"], to=TensorProto.FLOAT)],
                        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [x.size])],
                        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [x.size])], opset=24)
-        np.testing.assert_array_equal(rt.onnx.load(model)(rt.tensor(x)).numpy(), np.array(want, np.float32), mode)
+        np.testing.assert_array_equal(rt.GraphModule(rt.onnx.load(model))(rt.tensor(x)).numpy(), np.array(want, np.float32), mode)

@@ -60,8 +60,8 @@ def test_external_data_loads_from_the_model_directory(tmp_path, monkeypatch):
     path, _ = _with_side_file(tmp_path)
     monkeypatch.chdir(os.path.dirname(HERE))  # the side file resolves next to the model, not here
     x = randn(1, 3, 32, 32)
-    ours = rt.onnx.load(path, input_shapes=[x.shape])(rt.tensor(x)).numpy()
-    expected = rt.onnx.load(CNN, input_shapes=[x.shape])(rt.tensor(x)).numpy()
+    ours = rt.GraphModule(rt.onnx.load(path, input_shapes=[x.shape]))(rt.tensor(x)).numpy()
+    expected = rt.GraphModule(rt.onnx.load(CNN, input_shapes=[x.shape]))(rt.tensor(x)).numpy()
     np.testing.assert_array_equal(ours, expected)
 
 

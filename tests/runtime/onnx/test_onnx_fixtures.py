@@ -53,7 +53,7 @@ def test_outputs_match_onnxruntime(name, imported):
     inputs = FIXTURES[name][3]
     feeds = _feeds(inputs)
     graph = imported[name]
-    out = graph(*[rt.tensor(v) for v in feeds.values()])
+    out = rt.GraphModule(graph)(*[rt.tensor(v) for v in feeds.values()])
     ours = list(out) if isinstance(out, tuple) else [out]
     theirs = run_ort(onnx.load(os.path.join(HERE, name)), feeds)
     assert_same(ours, theirs, rtol=1e-4, atol=1e-5, what=name)
@@ -121,4 +121,4 @@ def test_export_with_torch_on_the_fly(tmp_path, dynamo):
     graph = rt.onnx.load(path, input_shapes=[(2, 3, 24, 20)])
     with torch.no_grad():
         expected = model(x).numpy()
-    np.testing.assert_allclose(graph(rt.tensor(x.numpy())).numpy(), expected, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(rt.GraphModule(graph)(rt.tensor(x.numpy())).numpy(), expected, rtol=1e-4, atol=1e-5)

@@ -146,10 +146,10 @@ def test_a_write_to_an_imported_weight_is_seen(tmp_path):
                               [numpy_helper.from_array(w, "w")])
     path = tmp_path / "conv.onnx"
     onnx.save(helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)]), path)
-    model = rt.onnx.load(str(path))
+    model = rt.GraphModule(rt.onnx.load(str(path)))
     x = rt.from_numpy(rng.standard_normal((1, 16, 20, 20)).astype(np.float32))
     before = model(x).numpy()
-    weight = next(t for name, t in model.tensors.items() if tuple(t.shape) == (64, 16, 3, 3))
+    weight = next(t for name, t in model.graph.tensors.items() if tuple(t.shape) == (64, 16, 3, 3))
     assert not weight.data.flags.writeable
     weight.mul_(2.0)
     np.testing.assert_allclose(model(x).numpy(), 2 * before, rtol=1e-6, atol=1e-5)

@@ -288,7 +288,7 @@ def test_cuda_attention_kernels_convert_to_the_attention_op(name, target, args):
     captured = Captured(graph, {}, [n.name for n in nodes], [spec_of(t) for t in metas], [item], "hand")
     converted, notes = convert(captured)
     assert not notes and [n.op_name for n in converted.nodes] == ["scaled_dot_product_attention"]
-    got = converted(*[rt.tensor(t.numpy()) for t in (q, k, v)]).numpy()
+    got = rt.GraphModule(converted)(*[rt.tensor(t.numpy()) for t in (q, k, v)]).numpy()
     np.testing.assert_allclose(got, F.scaled_dot_product_attention(q, k, v, is_causal=True).numpy(), rtol=1e-5,
                                atol=1e-6)
     SEEN.add(packet_name(target))
@@ -314,7 +314,7 @@ def test_training_mode_batch_norm_and_dropout():
     graph = rt.torch.to_graph(module, x, train=True)
     assert module.training and not graph.notes
     assert [n.op_name for n in graph.nodes if n.op_name in ("batch_norm", "dropout")] == ["batch_norm", "dropout"]
-    normed, dropped = graph(rt.tensor(x.numpy()))
+    normed, dropped = rt.GraphModule(graph)(rt.tensor(x.numpy()))
     with torch.no_grad():
         expected = F.batch_norm(x, None, None, module.bn.weight, module.bn.bias, training=True)
     np.testing.assert_allclose(normed.numpy(), expected.numpy(), rtol=1e-5, atol=1e-5)
@@ -374,7 +374,7 @@ def test_grouped_matmul_of_sorted_tokens(how):
     assert not graph.notes, graph.notes
     from flopcount.runtime.torch.tensors import from_torch
 
-    got = graph(*[from_torch(t, "an input") for t in (x, w, offsets)])
+    got = rt.GraphModule(graph)(*[from_torch(t, "an input") for t in (x, w, offsets)])
     assert got.dtype.name == "bfloat16" and tuple(got.shape) == (6, 8)
     expected = module(x, w, offsets).float().numpy()
     np.testing.assert_allclose(got.numpy().astype(np.float32), expected, rtol=2e-2, atol=2e-2)
@@ -423,7 +423,7 @@ def test_a_caches_growth_recorded_as_cache_append_computes_cat_and_costs_the_new
     assert mark_cache_appends(captured, {"cache_0_keys"}) == 1
     graph, notes = convert(captured)
     assert not notes and [n.op_name for n in graph.nodes][0] == "cache_append"
-    out = graph(rt.tensor(new.numpy()), rt.tensor(cached.numpy()))
+    out = rt.GraphModule(graph)(rt.tensor(new.numpy()), rt.tensor(cached.numpy()))
     np.testing.assert_allclose(out.numpy(), (torch.cat([cached, new], -2) * 2).numpy())
     assert graph.nodes[0].cost().bytes_written == new.numel() * 4
     SEEN.add("flopcount.cache_append")

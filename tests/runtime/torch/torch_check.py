@@ -85,7 +85,7 @@ def compare(graph, module, inputs: tuple, kwargs: dict | None = None, rtol: floa
     with torch.no_grad():
         expected = leaves(module(*inputs, **kwargs))
     flat = [t for t in leaves((inputs, kwargs)) if isinstance(t, torch.Tensor)]
-    got = leaves(graph(*[rt.tensor(t.detach().numpy()) for t in flat]))
+    got = leaves(rt.GraphModule(graph)(*[rt.tensor(t.detach().numpy()) for t in flat]))
     assert len(got) == len(expected), f"{len(got)} outputs, torch gives {len(expected)}"
     for ours, theirs in zip(got, expected):
         ours, theirs = to_numpy(ours), to_numpy(theirs)

@@ -1,6 +1,6 @@
 """Graph passes: plain functions from Graph to Graph (each returns a new graph), and analyses.
 
-``optimize`` is the pipeline ``rt.Graph(module)`` runs after tracing.
+``optimize`` is the pipeline ``rt.compile(module)`` runs after tracing.
 """
 
 from .constant_fold import constant_fold

@@ -103,10 +103,6 @@ class Slots:
 
 
 def plan_for(graph) -> MemoryPlan:
-    """The plan the executor follows: the graph's own, or one made now and cached."""
-    if graph.memory_plan is not None:
-        return graph.memory_plan
-    plan = graph._cache.get("memory_plan")
-    if plan is None:
-        plan = graph._cache["memory_plan"] = make_plan(graph)
-    return plan
+    """The plan a run follows: the graph's own, or one made now (a GraphModule keeps the
+    program built on it)."""
+    return graph.memory_plan if graph.memory_plan is not None else make_plan(graph)

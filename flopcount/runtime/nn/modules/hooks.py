@@ -1,6 +1,6 @@
-"""What runs around a module call besides its forward: global forward hooks, the module-call
-observer, and the graph-mode call; and the one question the rest of the runtime asks of them,
-:func:`hooks_active`.
+"""What runs around a module call besides its forward: global forward hooks and the module-call
+observer (graph mode's call is the dispatcher's per-thread ``state.graph_mode_call``); and the
+one question the rest of the runtime asks of them, :func:`hooks_active`.
 
 ``Module.__call__`` (``module.py``) runs them: with none set it takes its fast path. A module's
 own hooks live on the module (``register_forward_hook``); the global ones here apply to every
@@ -17,7 +17,7 @@ from typing import Callable, Iterator
 from ...dispatch import state
 
 __all__ = ["RemovableHandle", "register_module_forward_pre_hook", "register_module_forward_hook",
-           "observe_module_calls", "hooks_active", "set_graph_mode_call", "graph_mode_call"]
+           "observe_module_calls", "hooks_active"]
 
 _global_forward_pre_hooks: "OrderedDict[int, Callable]" = OrderedDict()
 _global_forward_hooks: "OrderedDict[int, Callable]" = OrderedDict()
@@ -106,23 +106,6 @@ def observe_module_calls(observer) -> Iterator:
         yield observer
     finally:
         st.call_observer = None
-
-
-# Set by runtime.graph.set_mode("graph"): a top-level call goes through a compiled graph (it
-# returns NotImplemented to decline, e.g. when hooks need the module calls).
-_graph_mode_call: Callable | None = None
-
-
-def set_graph_mode_call(call: Callable | None) -> None:
-    """``call(module, args, kwargs)`` runs every top-level module call from now on (None: none
-    does); it returns the output, or NotImplemented to let the module run as usual."""
-    global _graph_mode_call
-    _graph_mode_call = call
-
-
-def graph_mode_call() -> Callable | None:
-    """The call :func:`set_graph_mode_call` set, or None."""
-    return _graph_mode_call
 
 
 def hooks_active(module=None) -> bool:

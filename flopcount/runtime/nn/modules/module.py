@@ -1,8 +1,8 @@
 """Module: PyTorch's nn.Module semantics on the flopcount runtime.
 
 Attributes register themselves (``__setattr__``), ``named_modules`` gives dotted paths, hooks
-return removable handles (the global hooks, the call observer and the graph-mode call are in
-``hooks.py``), and ``__call__`` takes a fast path when no hook is set. While
+return removable handles (the global hooks and the call observer are in ``hooks.py``; graph
+mode's call is the dispatcher's ``state.graph_mode_call``), and ``__call__`` takes a fast path when no hook is set. While
 ``forward`` runs, the module is on the dispatcher's scope stack, which is how observers learn
 which module an op ran in.
 """
@@ -19,7 +19,6 @@ from ...dispatch import state
 from ...errors import ShapeError, add_context
 from ...tensor import Tensor
 from ..parameter import Buffer, Parameter
-from . import hooks
 from .hooks import (RemovableHandle, _global_forward_hooks, _global_forward_hooks_always_called,
                     _global_forward_hooks_with_kwargs, _global_forward_pre_hooks, add_hook, flags_set)
 from .hooks import observe_module_calls, register_module_forward_hook, register_module_forward_pre_hook  # noqa: F401
@@ -81,7 +80,7 @@ class Module:
     # --- calling ---------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
         stack = state.scope_stack
-        graph_call = hooks._graph_mode_call
+        graph_call = state.graph_mode_call
         if graph_call is not None and not stack and state.tracer is None:
             output = graph_call(self, args, kwargs)
             if output is not NotImplemented:
