@@ -37,14 +37,13 @@ import numpy as np
 
 from ..device import CPU, META, device as parse_device
 from ..dispatch import named_scope
-from ..errors import FlopcountError, ModelFileError, UnsupportedOpError
+from ..errors import ModelFileError, UnsupportedOpError
 from ..optional import require
 from ..allocator import give_back_freed_memory
 from ..io.files import open_model_file
-from ..factories import empty
 from ..graph.ir import Graph
 from ..graph.passes.dce import dce
-from ..graph.trace import Tracer
+from ..graph.importing import first_line, node_inputs, trace_import
 from ..nn.parameter import Parameter
 from ..tensor import Tensor
 from . import naming, symbolic, wire
@@ -164,7 +163,7 @@ def _read(path: str, meta: bool = False) -> tuple:
             model = onnx.load_model_from_string(data)
     except Exception as exc:  # protobuf's DecodeError and friends
         raise ModelFileError(f"{path}: not a readable ONNX model (truncated, corrupted or another "
-                             f"format): {_first_line(exc)}") from None
+                             f"format): {first_line(exc)}") from None
     if model.ir_version <= 0 or not model.HasField("graph"):
         raise ModelFileError(f"{path}: not an ONNX model (no IR version or no graph; truncated or "
                              f"another format)")
@@ -210,11 +209,6 @@ def _check_names(model, path: str) -> None:
     if bad is not None:
         raise ModelFileError(f"{path}: not a readable ONNX model (a name is not valid UTF-8: {bad[:40]!r}; "
                              f"the file is corrupted)")
-
-
-def _first_line(exc) -> str:
-    text = str(exc).strip()
-    return text.splitlines()[0] if text else type(exc).__name__
 
 
 def _all_tensors(model):
@@ -369,7 +363,7 @@ def _for_inference(model, weights: FileWeights):
 def _checker_error(exc: Exception, path: str) -> None:
     if "is deprecated in domain_version" in str(exc):
         return  # a deprecated op version (GroupNormalization-18) is still a defined one
-    raise ModelFileError(f"{path or 'model'}: not a valid ONNX model: {_first_line(exc)}") from None
+    raise ModelFileError(f"{path or 'model'}: not a valid ONNX model: {first_line(exc)}") from None
 
 
 def _check_raw_sizes(stripped: list, path: str) -> None:
@@ -416,7 +410,7 @@ def _load_external_data(model, path: str) -> dict:
         try:
             onnx.external_data_helper.load_external_data_for_tensor(tensor, folder)
         except Exception as exc:
-            raise ModelFileError(f"{path}: cannot read the model's external weight data: {_first_line(exc)}") from None
+            raise ModelFileError(f"{path}: cannot read the model's external weight data: {first_line(exc)}") from None
     return mapped
 
 
@@ -438,7 +432,7 @@ def _mapped_tensor(tensor, folder: str, path: str, files: dict) -> np.ndarray:
         length = int(info.get("length", need))
         size = os.stat(file).st_size
     except (ValueError, OSError) as exc:
-        raise ModelFileError(f"{path}: cannot read the model's external weight data: {_first_line(exc)}") from None
+        raise ModelFileError(f"{path}: cannot read the model's external weight data: {first_line(exc)}") from None
     if offset < 0 or length != need or offset + length > size:
         raise ModelFileError(f"{path}: cannot read the model's external weight data: tensor {tensor.name!r} "
                              f"claims bytes {offset} to {offset + length} of {info['location']!r} ({size} bytes), "
@@ -669,25 +663,11 @@ def _array_of(init, dtype, path: str, mapped: dict | None = None) -> np.ndarray:
         array = _onnx().numpy_helper.to_array(init)
     except Exception as exc:
         raise ModelFileError(f"{path or 'model'}: initializer {init.name!r} cannot be read: "
-                             f"{_first_line(exc)}") from None
+                             f"{first_line(exc)}") from None
     return np.asarray(array, dtype=dtype.np)
 
 
 # --- conversion --------------------------------------------------------------------------------
-
-class _OnnxTracer(Tracer):
-    """The graph tracer, with graph inputs named as the ONNX inputs and the initializers
-    registered as named parameters before the trace starts."""
-
-    def __init__(self, fn, input_names: list, params: dict):
-        super().__init__(fn)
-        self.input_names = input_names
-        for name, (tensor, kind) in params.items():
-            self.known[id(tensor)] = self.graph.add_parameter(name, tensor, kind)
-
-    def _arg_names(self, args: tuple, kwargs: dict) -> list:
-        return list(self.input_names)
-
 
 class _Conversion:
     """Runs the ONNX nodes through their converters (the function the tracer traces)."""
@@ -797,7 +777,7 @@ class _Conversion:
             self._inferred = found
         return self._inferred
 
-    def _convert(self, node, values: dict) -> None:
+    def _convert(self, node, values: dict, nested: bool = False) -> None:
         opset = self.opset if node.domain in _DEFAULT_DOMAINS else self.domains.get(node.domain, 1)
         ctx = NodeContext(node.op_type, node.name, opset, node_attributes(node, opset),
                           len(node.output), tuple(bool(name) and name in self.used for name in node.output),
@@ -807,37 +787,15 @@ class _Conversion:
             scope, module_type = naming.node_scope(node_name, {p.key: p.value for p in node.metadata_props})
         except ModelFileError as exc:
             raise ModelFileError(f"{ctx.where}: {exc}") from None
-        inputs = []
-        for name in node.input:
-            if not name:
-                inputs.append(None)
-            elif name in values:
-                inputs.append(values[name])
-            else:
-                raise ModelFileError(f"{ctx.where} reads {name!r}, which no input, initializer or "
-                                     f"earlier node defines")
-        while inputs and inputs[-1] is None:
-            inputs.pop()
-        recorded = self.tracer.graph.nodes
-        first = len(recorded)
-        convert = CONVERTERS.get(op_label(node))
-        try:
-            with named_scope(scope):
-                result = (convert or self._opaque(node))(ctx, *inputs)
-        except (UnsupportedOpError, symbolic.InputValueError):
-            raise
-        except FlopcountError as exc:
-            raise type(exc)(f"{ctx.where}: {exc}") from exc
-        except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as exc:
-            # attribute values or operands no valid file has (a zero step, a negative size)
-            raise ModelFileError(f"{ctx.where}: invalid attributes or operands "
-                                 f"({type(exc).__name__}: {_first_line(exc)})") from exc
+        inputs = node_inputs([name or None for name in node.input], values, lambda name: ModelFileError(
+            f"{ctx.where} reads {name!r}, which no input, initializer or earlier node defines"))
+        convert = CONVERTERS.get(op_label(node)) or self._opaque(node)
+        # a subgraph's nodes are their If's or Loop's: they take its module type and source
+        provenance = {} if nested else {"module_type": module_type, "source": node_name}
         mac = quantized_mac_dtype(op_label(node), list(node.input), values, self.dequantized)
-        for n in recorded[first:]:
-            n.module_type = module_type
-            n.source = node_name
-            if mac:
-                n.mac_dtype = mac
+        with self.tracer.converting(ctx.where, scope, keep=(UnsupportedOpError, symbolic.InputValueError),
+                                    invalid="attributes", mac_dtype=mac, **provenance):
+            result = convert(ctx, *inputs)
         results = result if isinstance(result, (tuple, list)) else (result,)
         for i, name in enumerate(node.output):
             if i < len(results):
@@ -868,7 +826,7 @@ class _Subgraphs:
         values = ChainMap(local, self.outer)
         with named_scope(scope):
             for node in graph.node:
-                self.conversion._convert(node, values)
+                self.conversion._convert(node, values, nested=True)
         missing = [v.name for v in graph.output if v.name not in values]
         if missing:
             raise ModelFileError(f"subgraph {graph.name!r}: output(s) {missing} are not computed by any node")
@@ -969,13 +927,8 @@ def _trace(model, constants: dict, params: dict, declared: list, shapes: list, d
     free = [i for i, (name, _, _) in enumerate(declared) if name not in bound]
     names = [declared[i][0] for i in free]
     conversion = _Conversion(model, fixed, params, names, {name: shape for (name, _, _), shape in zip(declared, shapes)})
-    tracer = _OnnxTracer(conversion, names, params)
-    conversion.tracer = tracer
-    examples = tuple(empty(*shapes[i], dtype=dtypes[i], device="meta") for i in free)
-    try:
-        graph = dce(tracer.run(examples, {}), in_place=True)  # the trace's own graph: nobody else holds it
-    finally:
-        conversion.tracer = None  # no cycle keeps the conversion's tensors alive until a collection
+    graph = trace_import(conversion, names, params, [(shapes[i], dtypes[i]) for i in free])
+    graph = dce(graph, in_place=True)  # the trace's own graph: nobody else holds it
     graph.notes = list(conversion.notes)
     return graph
 
