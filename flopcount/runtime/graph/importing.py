@@ -15,7 +15,7 @@ branch, a JAX call) stamps its own keys; those it leaves empty come from the enc
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from typing import Callable, Iterator, Mapping
 
 from ..dispatch import named_scope
@@ -78,7 +78,7 @@ class ImportTracer(Tracer):
         ModelFileError: the file's values are not ones a valid file has."""
         self._provenance.append({key: value for key, value in provenance.items() if value})
         try:
-            with named_scope(scope) if scope else _nothing():
+            with named_scope(scope) if scope else nullcontext():
                 yield
         except keep:
             raise
@@ -93,11 +93,6 @@ class ImportTracer(Tracer):
                                  f"{first_line(exc)})") from exc
         finally:
             self._provenance.pop()
-
-
-@contextmanager
-def _nothing() -> Iterator[None]:
-    yield
 
 
 def _enclosing(scope: str, module_types: dict) -> str:
@@ -127,6 +122,13 @@ def node_inputs(names, values: Mapping, missing: Callable[[object], Exception]) 
     while args and args[-1] is None:
         args.pop()
     return args
+
+
+def walk_result(names, values: Mapping, missing: Callable[[object], Exception]):
+    """What an importer's walk returns: the values of the graph's outputs by name (one value,
+    or a tuple of them); ``missing(name)`` is the error for an output nothing computed."""
+    outs = node_inputs(names, values, missing)
+    return outs[0] if len(outs) == 1 else tuple(outs)
 
 
 def trace_import(walk, input_names: list, params: dict, specs, module_types: dict | None = None) -> Graph:

@@ -19,7 +19,7 @@ from ..device import CPU, META
 from ..device import device as parse_device
 from ..dtypes import get_dtype
 from ..errors import ModelFileError, UnsupportedOpError
-from ..graph.importing import node_inputs, trace_import
+from ..graph.importing import node_inputs, trace_import, walk_result
 from ..graph.ir import Graph
 from ..graph.passes.dce import dce
 from ..nn.parameter import Parameter
@@ -104,12 +104,9 @@ def import_model(model):
     odd = next((r for r in inputs if r.unsupported), None)
     if odd is not None:
         raise UnsupportedOpError(f"graph input {odd.name!r} has type {odd.unsupported}, which flopcount does not support")
-    names = [_unique(r.name, set()) for r in inputs]
     conversion = _Conversion(model, constants)
-    graph = trace_import(conversion, names, params, [(r.shape, get_dtype(r.dtype)) for r in inputs])
-    graph = dce(graph, in_place=True)
-    graph.notes = list(conversion.notes)
-    return graph
+    graph = trace_import(conversion, [r.name for r in inputs], params, [(r.shape, get_dtype(r.dtype)) for r in inputs])
+    return dce(graph, in_place=True)
 
 
 class _Conversion:
@@ -119,19 +116,14 @@ class _Conversion:
         self.model = model
         self.constants = constants
         self.tracer = None
-        self.notes: list = []
 
     def __call__(self, *inputs):
         values = dict(self.constants)
         values.update(zip(self.model.inputs, inputs))
         for record in self.model.operators:
             self._convert(record, values)
-        outs = []
-        for i in self.model.outputs:
-            if i not in values:
-                raise ModelFileError(f"graph output {self.model.tensors[i].name!r} is not computed by any operator")
-            outs.append(values[i])
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return walk_result(self.model.outputs, values, lambda i: ModelFileError(
+            f"graph output {self.model.tensors[i].name!r} is not computed by any operator"))
 
     def _convert(self, record, values: dict) -> None:
         ctx = OpContext(record, self.model.tensors)
