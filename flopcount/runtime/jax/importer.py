@@ -19,30 +19,14 @@ from __future__ import annotations
 
 from collections import Counter
 
-from ..dispatch import named_scope
 from ..errors import FlopcountError, ShapeError, UnsupportedOpError
-from ..factories import empty
 from ..graph.ir import Graph
-from ..graph.trace import Tracer
+from ..graph.importing import trace_import
 from ..nn.parameter import Parameter
 from ..ops.elementwise import cast
 from ..ops.opaque import opaque
 from ..tensor import Tensor, tensor
 from .converters import CONVERTERS, EqnContext, constant, dtype_of, spec_of
-
-
-class _JaxTracer(Tracer):
-    """The graph tracer, with inputs named as the model's arguments and the model's parameters
-    registered under their tree paths before the trace starts."""
-
-    def __init__(self, fn, input_names: list, params: dict):
-        super().__init__(fn)
-        self.input_names = input_names
-        for name, (t, kind) in params.items():
-            self.known[id(t)] = self.graph.add_parameter(name, t, kind)
-
-    def _arg_names(self, args: tuple, kwargs: dict) -> list:
-        return list(self.input_names)
 
 
 class _Walk:
@@ -53,7 +37,6 @@ class _Walk:
         self.params = params          # leaf name -> runtime tensor (parameters, buffers)
         self.unsupported: Counter = Counter()
         self.notes: list = []
-        self.module_types = captured.module_types
 
     def note(self, text: str) -> None:
         if text not in self.notes:
@@ -99,24 +82,18 @@ class _Walk:
         convert = CONVERTERS.get(eqn.primitive.name)
         recorded = self.tracer.graph.nodes
         first = len(recorded)
-        try:
-            with named_scope(scope) if scope else _nothing():
-                try:
-                    result = convert(ctx, *ins) if convert is not None else self._opaque(ctx, ins)
-                except UnsupportedOpError as exc:
-                    # a case the converter does not take (a transposed conv, a general gather):
-                    # the equation stays in the graph as an opaque op, listed as unsupported
-                    del recorded[first:]
-                    self.note(f"{exc}: counted as 0")
-                    result = self._opaque(ctx, ins)
-        except FlopcountError as exc:
-            if str(exc).startswith("JAX "):
-                raise
-            raise type(exc)(f"{ctx.where}: {exc}") from exc
+        # a node's module type: its scope's (``ImportTracer.module_types``); an inlined call's
+        # nodes keep their own equation as source
+        with self.tracer.converting(ctx.where, scope, prefixed="JAX ", source=eqn.primitive.name):
+            try:
+                result = convert(ctx, *ins) if convert is not None else self._opaque(ctx, ins)
+            except UnsupportedOpError as exc:
+                # a case the converter does not take (a transposed conv, a general gather):
+                # the equation stays in the graph as an opaque op, listed as unsupported
+                del recorded[first:]
+                self.note(f"{exc}: counted as 0")
+                result = self._opaque(ctx, ins)
         outs = list(result) if isinstance(result, (list, tuple)) else [result]
-        for n in recorded[first:]:
-            n.module_type = n.module_type or self._module_type(n.scope)
-            n.source = n.source or eqn.primitive.name   # an inlined call's nodes keep their own
         return [self._checked(ctx, out, var.aval) for out, var in zip(outs, eqn.outvars)]
 
     def _stack(self, eqn) -> str:
@@ -129,13 +106,6 @@ class _Walk:
         if root and parts and parts[0] == root:
             parts = parts[1:]
         return ".".join(parts)
-
-    def _module_type(self, scope: str) -> str:
-        while scope:
-            if scope in self.module_types:
-                return self.module_types[scope]
-            scope = scope.rpartition(".")[0]
-        return ""
 
     def _opaque(self, ctx, ins: list):
         """A primitive no converter knows: an ``opaque`` op with the shapes JAX states."""
@@ -152,14 +122,6 @@ class _Walk:
         if tuple(out.shape) != shape:
             raise ShapeError(f"{ctx.where}: converted to shape {list(out.shape)}, but JAX states {list(shape)}")
         return out if out.dtype is want else cast(out, want)
-
-
-class _nothing:
-    def __enter__(self):
-        return None
-
-    def __exit__(self, *exc):
-        return False
 
 
 def _join(prefix: str, scope: str) -> str:
@@ -194,12 +156,8 @@ def convert(captured, name: str | None = None) -> Graph:
     params = _parameters(captured)
     walk = _Walk(captured, {k: t for k, (t, _) in params.items()})
     inputs = [leaf for leaf in captured.leaves if leaf.kind == "input"]
-    tracer = _JaxTracer(walk, [leaf.name for leaf in inputs], params)
-    walk.tracer = tracer
     avals = [v.aval for v, leaf in zip(captured.jaxpr.jaxpr.invars, captured.leaves) if leaf.kind == "input"]
-    examples = tuple(empty(*shape, dtype=dtype, device="meta") for shape, dtype in map(spec_of, avals))
-    graph = tracer.run(examples, {})
-    walk.tracer = None
+    graph = trace_import(walk, [leaf.name for leaf in inputs], params, list(map(spec_of, avals)), captured.module_types)
     graph.name = name or captured.name
     graph.module_types = {scope: kind for scope, kind in captured.module_types.items()}
     notes = list(walk.notes)

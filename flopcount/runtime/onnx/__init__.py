@@ -45,11 +45,12 @@ def inputs(path) -> list[OnnxInput]:
     >>> rt.onnx.inputs("bert.onnx")   # doctest: +SKIP
     [OnnxInput(name='input_ids', dims=['batch', 'sequence'], dtype=int64)]
     """
-    from .importer import _declared_inputs, _onnx, read_model
+    from .model import declared_inputs, onnx_package
+    from .reading import read_model
 
-    model = path if isinstance(path, _onnx().ModelProto) else read_model(os.fspath(path))
+    model = path if isinstance(path, onnx_package().ModelProto) else read_model(os.fspath(path))
     out = []
-    for name, dims, code in _declared_inputs(model, {t.name for t in model.graph.initializer}):
+    for name, dims, code in declared_inputs(model, {t.name for t in model.graph.initializer}):
         try:
             dtype = to_dtype(code, f"graph input {name!r}")
         except UnsupportedOpError:

@@ -159,9 +159,9 @@ def export(module_or_graph, path, *example_inputs, opset: int = 17) -> None:
 
     >>> rt.onnx.export(rt.nn.Linear(4, 2), "linear.onnx", rt.randn(3, 4))  # doctest: +SKIP
     """
-    from .importer import _onnx
+    from .model import onnx_package
 
-    onnx = _onnx()  # one line saying what to install, rather than a ModuleNotFoundError
+    onnx = onnx_package()  # one line saying what to install, rather than a ModuleNotFoundError
 
     from ..graph.executor import GraphModule
     from ..graph.lazy import LazyGraph

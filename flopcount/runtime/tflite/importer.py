@@ -17,15 +17,13 @@ import os
 
 from ..device import CPU, META
 from ..device import device as parse_device
-from ..dispatch import named_scope
 from ..dtypes import get_dtype
-from ..errors import FlopcountError, ModelFileError, UnsupportedOpError
-from ..factories import empty
+from ..errors import ModelFileError, UnsupportedOpError
+from ..graph.importing import node_inputs, trace_import, walk_result
 from ..graph.ir import Graph
 from ..graph.passes.dce import dce
 from ..nn.parameter import Parameter
 from ..onnx.converters.quantized import narrow_dtype
-from ..onnx.importer import _OnnxTracer as NamedInputTracer
 from ..ops.opaque import opaque
 from ..tensor import Tensor
 from . import reader
@@ -106,17 +104,9 @@ def import_model(model):
     odd = next((r for r in inputs if r.unsupported), None)
     if odd is not None:
         raise UnsupportedOpError(f"graph input {odd.name!r} has type {odd.unsupported}, which flopcount does not support")
-    names = [_unique(r.name, set()) for r in inputs]
     conversion = _Conversion(model, constants)
-    tracer = NamedInputTracer(conversion, names, params)
-    conversion.tracer = tracer
-    examples = tuple(empty(*r.shape, dtype=get_dtype(r.dtype), device="meta") for r in inputs)
-    try:
-        graph = dce(tracer.run(examples, {}), in_place=True)
-    finally:
-        conversion.tracer = None
-    graph.notes = list(conversion.notes)
-    return graph
+    graph = trace_import(conversion, [r.name for r in inputs], params, [(r.shape, get_dtype(r.dtype)) for r in inputs])
+    return dce(graph, in_place=True)
 
 
 class _Conversion:
@@ -126,19 +116,14 @@ class _Conversion:
         self.model = model
         self.constants = constants
         self.tracer = None
-        self.notes: list = []
 
     def __call__(self, *inputs):
         values = dict(self.constants)
         values.update(zip(self.model.inputs, inputs))
         for record in self.model.operators:
             self._convert(record, values)
-        outs = []
-        for i in self.model.outputs:
-            if i not in values:
-                raise ModelFileError(f"graph output {self.model.tensors[i].name!r} is not computed by any operator")
-            outs.append(values[i])
-        return outs[0] if len(outs) == 1 else tuple(outs)
+        return walk_result(self.model.outputs, values, lambda i: ModelFileError(
+            f"graph output {self.model.tensors[i].name!r} is not computed by any operator"))
 
     def _convert(self, record, values: dict) -> None:
         ctx = OpContext(record, self.model.tensors)
@@ -146,40 +131,18 @@ class _Conversion:
         if odd is not None:
             raise UnsupportedOpError(f"{ctx.where}: tensor {odd.name!r} has type {odd.unsupported}, which flopcount "
                                      f"does not support")
-        args = []
-        for i in record.inputs:
-            if i < 0:
-                args.append(None)
-            elif i in values:
-                args.append(values[i])
-            else:
-                raise ModelFileError(f"{ctx.where} reads tensor {self.model.tensors[i].name!r}, which no input, "
-                                     f"constant or earlier operator defines")
-        while args and args[-1] is None:
-            args.pop()
-        recorded = self.tracer.graph.nodes
-        first = len(recorded)
+        args = node_inputs([i if i >= 0 else None for i in record.inputs], values, lambda i: ModelFileError(
+            f"{ctx.where} reads tensor {self.model.tensors[i].name!r}, which no input, constant or earlier "
+            f"operator defines"))
         convert = CONVERTERS.get(record.op) or self._opaque(ctx)
-        try:
-            with named_scope(_scope(record, self.model)):
-                result = convert(ctx, *args)
-        except UnsupportedOpError:
-            raise
-        except FlopcountError as exc:
-            raise type(exc)(f"{ctx.where}: {exc}") from exc
-        except (ArithmeticError, ValueError, TypeError, IndexError, KeyError) as exc:
-            raise ModelFileError(f"{ctx.where}: invalid options or operands ({type(exc).__name__}: "
-                                 f"{str(exc).splitlines()[0] if str(exc) else ''})") from exc
         mac = None
         if record.op in WEIGHTED and len(ctx.ins) > 1 and is_quantized(ctx.ins[1]):
             # an int8 input, or a float one quantized to int8 per row (a hybrid layer)
             mac = narrow_dtype([get_dtype(r.dtype) if is_quantized(r) else get_dtype("int8") for r in ctx.ins[:2]])
-        source = ctx.out.name if ctx.outs else ctx.where
-        for n in recorded[first:]:
-            n.module_type = f"TFLite {record.op}"
-            n.source = source
-            if mac:
-                n.mac_dtype = mac
+        with self.tracer.converting(ctx.where, _scope(record, self.model), keep=(UnsupportedOpError,),
+                                    invalid="options", module_type=f"TFLite {record.op}",
+                                    source=ctx.out.name if ctx.outs else ctx.where, mac_dtype=mac):
+            result = convert(ctx, *args)
         results = result if isinstance(result, (tuple, list)) else (result,)
         for i, t in zip(record.outputs, results):
             declared = self.model.tensors[i].shape

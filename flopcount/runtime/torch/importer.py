@@ -25,11 +25,9 @@ import operator
 from collections import Counter
 
 from ..device import META
-from ..dispatch import named_scope
-from ..errors import FlopcountError, ShapeError, UnsupportedOpError
-from ..factories import empty
+from ..errors import ShapeError, UnsupportedOpError
 from ..graph.ir import Graph
-from ..graph.trace import Tracer
+from ..graph.importing import trace_import
 from ..nn.parameter import Parameter
 from ..registry import Spec
 from ..tensor import Tensor
@@ -69,20 +67,6 @@ def module_path(path: str) -> str:
 def class_name(kind) -> str:
     name = kind if isinstance(kind, str) else getattr(kind, "__qualname__", str(kind))
     return name.rpartition(".")[2]
-
-
-class _TorchTracer(Tracer):
-    """The graph tracer, with inputs named as torch named them and the model's parameters and
-    buffers registered under their state-dict names before the trace starts."""
-
-    def __init__(self, fn, input_names: list, params: dict):
-        super().__init__(fn)
-        self.input_names = input_names
-        for name, (tensor, kind) in params.items():
-            self.known[id(tensor)] = self.graph.add_parameter(name, tensor, kind)
-
-    def _arg_names(self, args: tuple, kwargs: dict) -> list:
-        return list(self.input_names)
 
 
 class _Walk:
@@ -131,22 +115,12 @@ class _Walk:
         overload = getattr(target, "_overloadname", "default")
         ctx = NodeContext(str(target), overload, node.name, spec_of(node.meta.get("val")))
         args, kwargs = self._arg(node.args, values), self._arg(node.kwargs, values)
-        recorded = self.tracer.graph.nodes
-        first = len(recorded)
         convert = CONVERTERS.get(name)
-        try:
-            with named_scope(scope):
-                if convert is None:
-                    result = self._fallback(name, target, ctx, args, kwargs)
-                else:
-                    result = convert(ctx, *args, **kwargs)
-        except FlopcountError as exc:
-            if str(exc).startswith(ctx.where):
-                raise
-            raise type(exc)(f"{ctx.where}: {exc}") from exc
-        for n in recorded[first:]:
-            n.module_type = module_type
-            n.source = node.name
+        with self.tracer.converting(ctx.where, scope, prefixed=ctx.where, module_type=module_type, source=node.name):
+            if convert is None:
+                result = self._fallback(name, target, ctx, args, kwargs)
+            else:
+                result = convert(ctx, *args, **kwargs)
         _check_specs(ctx, result)
         return result
 
@@ -238,11 +212,7 @@ def convert(captured, name: str | None = None) -> tuple[Graph, list]:
     values, params = _placeholders(captured)
     values.update(captured.constants)
     walk = _Walk(captured, values)
-    tracer = _TorchTracer(walk, list(captured.inputs), params)
-    walk.tracer = tracer
-    examples = tuple(empty(*spec.shape, dtype=spec.dtype, device="meta") for spec in captured.input_specs)
-    graph = tracer.run(examples, {})
-    walk.tracer = None
+    graph = trace_import(walk, list(captured.inputs), params, [(spec.shape, spec.dtype) for spec in captured.input_specs])
     graph.name = name or captured.name
     graph.module_types = dict(captured.module_types)
     notes = list(captured.notes)

@@ -16,7 +16,7 @@ import flopcount
 import flopcount.runtime as rt
 from flopcount.runtime.onnx import wire
 from flopcount.runtime.onnx.elem_types import TO_DTYPE
-from flopcount.runtime.onnx.importer import SHAPE_DATA_MAX, FileWeights
+from flopcount.runtime.onnx.reading import SHAPE_DATA_MAX, FileWeights
 
 onnx = pytest.importorskip("onnx")
 from onnx import TensorProto, helper, numpy_helper  # noqa: E402
@@ -76,17 +76,17 @@ def test_weights_are_aligned_read_only_views_of_the_file(tmp_path, pad):
 @pytest.mark.parametrize("populate", [True, False], ids=["anonymous-map", "bytearray"])
 def test_the_file_is_read_into_either_kind_of_buffer(tmp_path, monkeypatch, populate):
     """Where MAP_POPULATE is missing (not Linux) the file goes into a bytearray instead."""
-    from flopcount.runtime.onnx import importer
+    from flopcount.runtime.onnx import reading
 
     if not populate:
-        monkeypatch.delattr(importer.mmap, "MAP_POPULATE", raising=False)
-    elif not hasattr(importer.mmap, "MAP_POPULATE"):
+        monkeypatch.delattr(reading.mmap, "MAP_POPULATE", raising=False)
+    elif not hasattr(reading.mmap, "MAP_POPULATE"):
         pytest.skip("this platform has no MAP_POPULATE")
     model, weights = _mlp(3)
     path = _write(tmp_path, model)
     with open(path, "rb") as f:
-        buffer = importer._read_into_buffer(f)
-    assert isinstance(buffer, importer.mmap.mmap if populate else bytearray)
+        buffer = reading._read_into_buffer(f)
+    assert isinstance(buffer, reading.mmap.mmap if populate else bytearray)
     with open(path, "rb") as f:
         assert bytes(buffer) == f.read()
     graph = rt.onnx.load(path)
