@@ -339,7 +339,7 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
                                latency=latency and engine == "flopcount", backward=backward, warmup=warmup,
                                repeat=repeat, measure_memory=measure_memory, name=target.label)
             notes = list(target.notes)
-            run_engine(report, engine, target, warmup, repeat, inputs=(args, kwargs, values), device=device,
+            report = run_engine(report, engine, target, warmup, repeat, inputs=(args, kwargs, values), device=device,
                        threads=choice.threads if choice else threads)
             report.threads = choice
     except errors.ShapeError as exc:
@@ -353,7 +353,7 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
         raise errors.UnsupportedOpError(
             f"no rule in the {report.convention} convention for: " + "; ".join(str(u) for u in report.unsupported))
     if profile_of is not None:
-        report.with_hardware(profile_of)
+        report = report.with_hardware(profile_of)
     return report
 
 
@@ -373,30 +373,35 @@ def check_engine(engine: str, target) -> None:
 
 
 def run_engine(report: Report, engine: str, target, warmup: int, repeat: int, inputs: tuple = ((), {}, {}),
-               device="cpu", threads: int | None = None) -> None:
+               device="cpu", threads: int | None = None) -> Report:
     """``engine="torch"``: the PyTorch model timed by PyTorch; ``"onnxruntime"``: the ONNX file
     timed by onnxruntime on ``inputs`` (the args and kwargs flopcount ran the graph on, and the
-    values bound to inputs that carry shapes); their times put on the report's rows."""
+    values bound to inputs that carry shapes): a copy of ``report`` with their times on its rows
+    (``report`` itself, as it was, for engine "flopcount")."""
+    if engine == "flopcount":
+        return report
+    timed = report.copy()
     if engine == torch_engine.NAME:
         module, args, kwargs = target.torch_call
         times = torch_engine.time_module(module, args, kwargs, warmup=warmup, repeat=repeat)
-        torch_engine.join(report, times, torch_engine.time_ops(module, args, kwargs, repeat=repeat))
+        torch_engine.join(timed, times, torch_engine.time_ops(module, args, kwargs, repeat=repeat))
     elif engine == jax_engine.NAME:
         model, args = target.jax_call
-        jax_engine.join(report, jax_engine.time_call(model, args, warmup=warmup, repeat=repeat))
+        jax_engine.join(timed, jax_engine.time_call(model, args, warmup=warmup, repeat=repeat))
     elif engine == onnxruntime_engine.NAME:
         from .runtime.host_memory import check_fits
         from .runtime.onnx.importer import read_model
 
         # refused before onnxruntime allocates it, with the figure flopcount has: the liveness
         # peak of the same graph (onnxruntime plans and fuses on its own, so its peak may differ)
-        check_fits(report.memory.predicted_peak or 0, f"running {target.label} in onnxruntime (activations at "
+        check_fits(timed.memory.predicted_peak or 0, f"running {target.label} in onnxruntime (activations at "
                    f"their predicted peak)", "count without latency (shapes only), or use smaller inputs",
                    device=device)
         feeds = _feeds(target.model, *inputs)
         times = onnxruntime_engine.time_file(target.path, feeds, device=str(device), threads=threads,
                                              warmup=warmup, repeat=repeat)
-        onnxruntime_engine.join(report, times, read_model(target.path))
+        onnxruntime_engine.join(timed, times, read_model(target.path))
+    return timed
 
 
 def _feeds(net, args: tuple, kwargs: dict, values: dict | None) -> dict:
