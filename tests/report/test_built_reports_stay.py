@@ -55,3 +55,19 @@ def test_a_copy_has_records_of_its_own_built_once():
     assert not {id(o) for o in copied.ops} & {id(o) for o in report.ops}
     assert not {id(r) for r in copied.rows} & {id(r) for r in report.rows}
     assert copied.ops is copied.ops   # built on the first read, then kept
+
+
+def test_an_engine_run_times_a_copy():
+    torch = pytest.importorskip("torch")
+    from flopcount import loading
+    from flopcount.api import run_engine
+
+    model, x = torch.nn.Sequential(torch.nn.Linear(3, 8), torch.nn.ReLU()).eval(), torch.randn(4, 3)
+    report = flopcount.profile(model, x)
+    before = _exported(report)
+    target = loading.specialize(loading.load(model), examples=((x,), {}))
+    timed = run_engine(report, "torch", target, warmup=0, repeat=1)
+    assert _exported(report) == before
+    assert (report.engine, report.latency_ms, report.root.latency_ms) == ("flopcount", None, None)
+    assert timed.engine == "torch" and timed.latency_ms > 0 and timed.root.latency_ms > 0
+    assert run_engine(report, "flopcount", target, warmup=0, repeat=1) is report
