@@ -1,11 +1,11 @@
 """``profile()``: what a model costs, as a short pipeline of stages that each return new objects.
 
-    request = request_from(...)            # request.py: every option checked once, inputs in one form
-    target = load(request)                 # the model read, built or traced (flopcount.loading)
-    prepared = specialize(request, target) # converted (dtype, weights), specialized and given inputs
-    report = count(request, prepared)      # a view captures the model's ops and prices each one
-    report = time_on_engine(...)           # a copy with another engine's times (engine_runs.py)
-    report = annotate(request, prepared, report)   # notes, the thread choice, strict, hardware rooflines
+    request = request_from(...)             # request.py: every option checked once, inputs in one form
+    prepared = specialize(request, load(request))   # loaded, converted, specialized, given its inputs
+    with _running(request, prepared) as threads:   # its file, threads and kernel compilations
+        report = count(request, prepared)           # a view captures the model's ops and prices each
+        report = time_on_engine(request, prepared, report, threads)  # a copy with an engine's times
+    report = annotate(request, prepared, report, threads)  # a copy with notes, threads, rooflines
 
     >>> import flopcount
     >>> flopcount.profile("resnet18").macs
@@ -105,6 +105,7 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
     >>> report.macs, report.flops, report.params
     (24, 56, 8)
     """
+    # the keyword options as given (this signature holds their defaults)
     options = {name: value for name, value in locals().items() if name not in ("model", "inputs", "named_inputs")}
     request = request_from(model, inputs, named_inputs, **options)
     prepared = specialize(request, load(request))
