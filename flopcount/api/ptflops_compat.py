@@ -1,10 +1,6 @@
 """ptflops and flowflops compatibility: ``get_model_complexity_info(model, input_res)`` returns
 ``(macs, params)`` as they report them (``"4.12 GMac"``, ``"25.56 M"``), their hooks as module
-rules, and ``per_layer_listing`` their annotated module repr.
-
-    >>> import flopcount, flopcount.runtime as rt
-    >>> flopcount.get_model_complexity_info(rt.nn.Linear(3, 2), (3,), print_per_layer_stat=False)
-    ('8 Mac', '8')
+rules, and ``per_layer_listing`` their annotated module repr (examples on each).
 """
 
 from __future__ import annotations
