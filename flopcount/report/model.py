@@ -495,6 +495,8 @@ class Report:
             raise AttributeError(f"Report has no attribute {unknown[0]!r} to replace")
         new = copy.copy(self)
         new.__dict__.update(changes)
+        if "rows" in changes:  # the rows by name and by parent are those of the rows given
+            new._by_name = new._children = None
         return new
 
     def copy(self) -> "Report":
@@ -502,7 +504,7 @@ class Report:
         engine's measured times) fills in before returning it, leaving this report as it was."""
         new = self.with_(rows=[copy.copy(r) for r in self.rows], notes=list(self.notes),
                          unsupported=list(self.unsupported), engine_nodes=list(self.engine_nodes),
-                         memory=copy.copy(self.memory), _by_name=None, _children=None)
+                         memory=copy.copy(self.memory))
         new._lists = _OpLists(lambda: _own_records(self._lists()))
         return new
 

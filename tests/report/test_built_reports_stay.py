@@ -44,6 +44,9 @@ def test_with_replaces_attributes_on_a_copy_and_names_unknown_ones():
     noted = report.with_(notes=report.notes + ["checked"])
     assert noted.notes[-1] == "checked" and _exported(report) == before
     assert noted.rows is report.rows   # nothing changes rows once built: the copy shares them
+    assert all(r.name in report for r in report.rows)   # the rows by name, made now
+    root_only = report.with_(rows=report.rows[:1])
+    assert "" in root_only and not any(r.name in root_only for r in report.rows[1:])
     with pytest.raises(AttributeError, match="Report has no attribute 'latency' to replace"):
         report.with_(latency=1.0)
 
