@@ -7,8 +7,7 @@
 
 from __future__ import annotations
 
-__version__ = "0.1.0"
-
+from .version import __version__
 from .startup import quiet_interrupt_until_main
 
 quiet_interrupt_until_main()  # Ctrl-C while the command starts: one line, not a traceback

@@ -25,7 +25,8 @@ from typing import Callable
 
 import numpy as np
 
-from . import __version__, api
+from . import api
+from .version import __version__
 from .hardware import get as hardware_profile
 from .hardware.calibrated import FALLBACK, VIEW, cache_folder, op_class
 from .io_utils import atomic_write

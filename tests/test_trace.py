@@ -77,7 +77,8 @@ def test_without_times_the_trace_is_refused_or_laid_out_by_roofline():
     report = flopcount.profile(_net(), rt.randn(2, 3, 8, 8))
     with pytest.raises(flopcount.FlopcountError, match="a trace needs times"):
         report.chrome_trace()
-    trace = report.with_hardware("a100-80gb").chrome_trace()
+    report = report.with_hardware("a100-80gb")   # a priced copy
+    trace = report.chrome_trace()
     assert "roofline estimate" in trace["otherData"]["times"]
     forward = _slices(trace, 1)
     _check_nesting(forward)

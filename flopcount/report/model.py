@@ -8,6 +8,7 @@ way every row has ``name``, ``type``, ``depth``, ``parent``, ``macs``, ``flops``
 
 from __future__ import annotations
 
+import copy
 import math
 from dataclasses import dataclass, field, fields
 
@@ -225,6 +226,33 @@ class Memory:
         return out
 
 
+class _OpLists:
+    """A report's (ops, seen_not_counted, folded), built by ``make`` on the first read of any of
+    them, once for a report and the copies that share its records."""
+
+    __slots__ = ("make", "built")
+
+    def __init__(self, make):
+        self.make, self.built = make, None
+
+    def __call__(self) -> tuple:
+        if self.built is None:
+            self.built, self.make = tuple(list(records) for records in self.make()), None
+        return self.built
+
+
+def _own_records(lists: tuple) -> tuple:
+    """Copies of the records in ``lists``; a record in two lists stays one record."""
+    copies: dict = {}
+
+    def own(record):
+        if id(record) not in copies:
+            copies[id(record)] = copy.copy(record)
+        return copies[id(record)]
+
+    return tuple([own(r) for r in records] for records in lists)
+
+
 class Report:
     """What a model costs: rows, per-op records, totals, convention and context.
 
@@ -257,16 +285,14 @@ class Report:
         # op_lists: a function giving (ops, seen_not_counted, folded), called on first use of
         # any of them, so a profile whose op lists nobody reads does not build them; ``ops``
         # alone may be such a function too (the graph view's records, one per node)
-        self._op_lists = op_lists
-        self._ops = ops if callable(ops) else list(ops or [])
+        self._lists = _OpLists(op_lists or (lambda: (ops() if callable(ops) else ops or [], seen_not_counted or [],
+                                                     folded or [])))
         self.convention = convention
         self.mode = mode
         self.device = str(device)
         self.dtype = dtype
         self.input_shapes = [tuple(s) for s in (input_shapes or [])]
         self.unsupported = list(unsupported or [])
-        self._seen_not_counted = list(seen_not_counted or [])
-        self._folded = list(folded or [])
         self.memory = memory or Memory()
         self.latency_ms = latency_ms
         self.latency_min_ms = latency_min_ms
@@ -283,28 +309,17 @@ class Report:
         self._children: dict | None = None
 
     # --- the op lists, built when first read --------------------------------------------
-    def _built(self) -> None:
-        if self._op_lists is not None:
-            ops, seen, folded = self._op_lists()
-            self._op_lists = None
-            self._ops, self._seen_not_counted, self._folded = list(ops), list(seen), list(folded)
-
     @property
     def ops(self) -> list:
-        self._built()
-        if callable(self._ops):
-            self._ops = list(self._ops())
-        return self._ops
+        return self._lists()[0]
 
     @property
     def seen_not_counted(self) -> list:
-        self._built()
-        return self._seen_not_counted
+        return self._lists()[1]
 
     @property
     def folded(self) -> list:
-        self._built()
-        return self._folded
+        return self._lists()[2]
 
     # --- the numbers ----------------------------------------------------------------------
     @property
@@ -452,8 +467,9 @@ class Report:
         return to_csv(self, by=by)
 
     def with_hardware(self, hardware) -> "Report":
-        """Price every forward op on ``hardware`` (a profile or its name: ``"h100-sxm"``):
-        each op's and each row's roofline time and bound, and the totals. Returns the report.
+        """A copy with every forward op priced on ``hardware`` (a profile or its name:
+        ``"h100-sxm"``): each op's and each row's roofline time and bound, and the totals. This
+        report stays as it was.
 
         >>> import flopcount
         >>> report = flopcount.profile("resnet18").with_hardware("a100-80gb")   # doctest: +SKIP
@@ -461,8 +477,36 @@ class Report:
         """
         from .roofline import add_roofline
 
-        add_roofline(self, hardware)
-        return self
+        priced = self.copy()
+        add_roofline(priced, hardware)
+        return priced
+
+    def with_(self, **changes) -> "Report":
+        """A copy with some attributes replaced (``notes``, ``threads``...). Rows and op records
+        are shared: no report changes them once built (:meth:`copy` gives a report its own).
+
+        >>> import flopcount, flopcount.runtime as rt
+        >>> report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))
+        >>> report.with_(notes=["checked"]).notes, report.notes
+        (['checked'], [])
+        """
+        unknown = sorted(set(changes) - set(vars(self)))
+        if unknown:
+            raise AttributeError(f"Report has no attribute {unknown[0]!r} to replace")
+        new = copy.copy(self)
+        new.__dict__.update(changes)
+        if "rows" in changes:  # the rows by name and by parent are those of the rows given
+            new._by_name = new._children = None
+        return new
+
+    def copy(self) -> "Report":
+        """A copy with rows, op records and lists of its own: what an annotation (rooflines, an
+        engine's measured times) fills in before returning it, leaving this report as it was."""
+        new = self.with_(rows=[copy.copy(r) for r in self.rows], notes=list(self.notes),
+                         unsupported=list(self.unsupported), engine_nodes=list(self.engine_nodes),
+                         memory=copy.copy(self.memory))
+        new._lists = _OpLists(lambda: _own_records(self._lists()))
+        return new
 
     def plot(self, kind: str = "overview", depth: int = 1, top: int | None = None, hardware=None,
              path: str | None = None):

@@ -33,7 +33,7 @@ def in_process(cells: Iterable[Cell], options: dict, layers: int | None) -> Iter
 
 
 def _import_flopcount() -> None:
-    import flopcount  # noqa: F401 - a worker pays the import once, before its first cell
+    import flopcount.api  # noqa: F401 - a worker pays the import once, before its first cell
 
 
 def local_workers(cells: list, options: dict, layers: int | None, workers: int) -> Iterator[tuple]:

@@ -29,7 +29,7 @@ def test_every_profile_option_is_a_command_line_option_and_back():
     assert not api - cli, (f"profile() options without a command-line option: {sorted(api - cli)}; add one "
                            f"to OPTIONS in flopcount/cli/options.py with that name as its dest")
     assert not cli - api, (f"command-line options profile() does not take: {sorted(cli - api)}; add the "
-                           f"parameter to flopcount.profile (flopcount/api.py), or to CLI_ONLY")
+                           f"parameter to flopcount.profile (flopcount/api/pipeline.py), or to CLI_ONLY")
 
 
 def test_the_defaults_are_the_same():

@@ -89,7 +89,7 @@ def test_what_the_engine_refuses():
 
 def test_feeds_for_inputs_without_data():
     """A meta input (counting without data) gets seeded values of its shape for onnxruntime."""
-    from flopcount.api import _feeds
+    from flopcount.api.engine_runs import _feeds
     import flopcount.runtime as rt
 
     class Value:

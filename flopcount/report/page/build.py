@@ -26,7 +26,7 @@ def embedded_json(data) -> str:
 
 def page(data: dict, title: str) -> str:
     """The whole page for ``data`` (see :mod:`.data`)."""
-    from ... import __version__
+    from ...version import __version__
 
     parts = {"title": html.escape(title), "version": __version__, "css": asset("page.css"),
              "js": "\n".join(asset(name) for name in SCRIPTS).replace("</script", "<\\/script"),
