@@ -53,9 +53,9 @@ def run_engine(report: Report, engine: str, target, warmup: int, repeat: int, in
                    f"their predicted peak)", "count without latency (shapes only), or use smaller inputs",
                    device=device)
         feeds = _feeds(target.model, *inputs)
-        times = onnxruntime_engine.time_file(target.path, feeds, device=str(device), threads=threads,
-                                             warmup=warmup, repeat=repeat)
-        onnxruntime_engine.join(timed, times, read_model(target.path))
+        ort_times = onnxruntime_engine.time_file(target.path, feeds, device=str(device), threads=threads,
+                                                 warmup=warmup, repeat=repeat)
+        onnxruntime_engine.join(timed, ort_times, read_model(target.path))
     return timed
 
 

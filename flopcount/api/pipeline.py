@@ -17,7 +17,7 @@ from __future__ import annotations
 import contextlib
 import os
 from dataclasses import dataclass
-from typing import Callable, Iterator
+from typing import Callable, Iterator, cast
 
 from .. import loading
 from ..engines import jax_engine
@@ -157,7 +157,7 @@ def specialize(request: ProfileRequest, target: Target) -> Prepared:
     if request.weight_format is not None:
         target = loading.with_weights(target, request.weight_format)
     if request.onnx_file and named:  # inputs whose values the graph took are no longer its inputs
-        kept = {v.name for v in target.model.inputs}
+        kept = {v.name for v in cast(Graph, target.model).inputs}
         named = {k: v for k, v in named.items() if k in kept}
     specs = None
     if inputs or named:

@@ -6,7 +6,7 @@ rules, and ``per_layer_listing`` their annotated module repr (examples on each).
 from __future__ import annotations
 
 import sys
-from typing import Callable
+from typing import Callable, cast
 
 from .. import conventions, loading
 from ..report import Report
@@ -95,8 +95,8 @@ def _torch_graph(module, input_res, input_constructor) -> tuple:
         dtype, device = (first.dtype, first.device) if first is not None else (torch.float32, "cpu")
         args, kwargs = (torch.ones(*tuple(input_res), dtype=dtype, device=device),), {}
     target = loading.specialize(loading.load(module), examples=(args, kwargs))
-    graph = target.model
-    return (graph,) + tuple(inputs_for(graph, target.expected, target.device or graph.device))
+    graph = cast(Graph, target.model)  # a torch module, specialized: captured into a graph
+    return (graph,) + tuple(inputs_for(graph, target.expected or [], target.device or graph.device))
 
 
 def _torch_graph_either_spelling(module, input_res, input_constructor) -> tuple:

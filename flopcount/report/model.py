@@ -49,6 +49,10 @@ class Achieved:
     ``bytes_written`` and ``latency_ms`` (a report row, an engine's timed node)."""
 
     __slots__ = ()  # rows keep theirs: a huge graph has one per node and scope
+    flops: int
+    bytes_read: int
+    bytes_written: int
+    latency_ms: float | None
 
     @property
     def flops_per_second(self) -> float | None:
