@@ -19,7 +19,7 @@ def traced_peak() -> Iterator[PeakMemory]:
     """Trace allocations during the block; its ``peak`` is set when the block ends.
 
         with traced_peak() as memory:
-            graph(x)
+            gm(x)
         assert memory.peak < 2 * 2**20
     """
     memory = PeakMemory()

@@ -140,7 +140,7 @@ def run_step_on_mesh(step, feeds: dict, data: int = 1, tensor: int = 1, sequence
     gradient reduction). ``feeds`` maps every graph input (the output gradient included) to
     its global array.
 
-    The result equals ``step.graph(...)`` run on one device, up to rounding: the check that
+    The result equals ``rt.GraphModule(step.graph)(...)`` run on one device, up to rounding: the check that
     the SBP pass and the boxing it inserts compute the same step."""
     from .mesh import shard_step
 
