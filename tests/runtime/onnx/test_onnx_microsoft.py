@@ -60,7 +60,7 @@ def check(op_type: str, args: list, attrs: dict | None = None, outputs=(TensorPr
     model = ms_model(op_type, args, attrs, outputs, domain)
     feeds = {f"x{i}": a for i, a in enumerate(args) if isinstance(a, np.ndarray)}
     graph = rt.onnx.load(model)
-    ours = graph(*[rt.tensor(a) for a in feeds.values()])
+    ours = rt.GraphModule(graph)(*[rt.tensor(a) for a in feeds.values()])
     ours = list(ours) if isinstance(ours, tuple) else [ours]
     assert_same(ours, run_ort(model, feeds), rtol, atol, op_type)
     return graph, feeds
@@ -116,13 +116,13 @@ def test_rotary_embedding_with_packed_batching(four_d):
     x = randn(1, n, 8, h) if four_d else randn(1, 8, n * h)
     attrs = {"is_packed_batching": 1, "num_heads": n, "rotary_embedding_dim": 8}
     graph, _ = check("RotaryEmbedding", [x, ids, C(cos[:, :4]), C(sin[:, :4])], attrs)
-    packed = graph(rt.tensor(x), rt.tensor(ids)).numpy()
+    packed = rt.GraphModule(graph)(rt.tensor(x), rt.tensor(ids)).numpy()
     axis, start = (2 if four_d else 1), 0
     for length in lengths:
         alone = np.take(x, np.arange(start, start + length), axis)
         one = rt.onnx.load(ms_model("RotaryEmbedding", [alone, np.array([0], np.int64), C(cos[:, :4]), C(sin[:, :4])],
                                     {"num_heads": n, "rotary_embedding_dim": 8}))
-        expected = one(rt.tensor(alone), rt.tensor(np.array([0], np.int64))).numpy()
+        expected = rt.GraphModule(one)(rt.tensor(alone), rt.tensor(np.array([0], np.int64))).numpy()
         np.testing.assert_allclose(np.take(packed, np.arange(start, start + length), axis), expected, rtol=1e-6)
         start += length
     with pytest.raises(rt.UnsupportedOpError, match=r"shape \(8, 32\)"):
@@ -228,7 +228,7 @@ def test_group_query_attention_with_a_shared_buffer(attrs):
     past_k, past_v = randn(b, kv_heads, rows, head, seed=3), randn(b, kv_heads, rows, head, seed=4)
     graph, feeds = check("GroupQueryAttention", [q, k, v, past_k, past_v, np.array([4, 2], np.int32),
                                                  C(np.array(5, np.int32))] + rotary, attrs, outputs=_GQA_OUTPUTS)
-    assert graph(*[rt.tensor(a) for a in feeds.values()])[1].shape == (b, kv_heads, rows, head)
+    assert rt.GraphModule(graph)(*[rt.tensor(a) for a in feeds.values()])[1].shape == (b, kv_heads, rows, head)
     assert macs(graph, feeds) == _attention_macs(b, heads, 1, 5, head)
     # a prompt of 5 into the empty buffer, then 3 more tokens of one sequence (a later prompt)
     qs, ks, vs = randn(b, 5, heads * head, seed=5), randn(b, 5, kv_heads * head, seed=6), randn(b, 5, kv_heads * head,
@@ -253,7 +253,7 @@ def test_group_query_attention_total_length_is_a_shape_input():
         rt.onnx.load(model)
     graph = rt.onnx.load(model, input_values={"x6": np.array(4, np.int32)})
     feeds = {f"x{i}": a for i, a in enumerate(args)}
-    ours = graph(*[rt.tensor(a) for a in args[:6]])
+    ours = rt.GraphModule(graph)(*[rt.tensor(a) for a in args[:6]])
     assert_same(list(ours), run_ort(model, feeds), 1e-4, 1e-5, "GroupQueryAttention")
 
 
@@ -283,7 +283,7 @@ def test_group_query_attention_lengths_from_the_attention_mask():
     opsets = [helper.make_opsetid("", 17), helper.make_opsetid("com.microsoft", 1)]
     model = helper.make_model(graph, opset_imports=opsets, ir_version=8)
     ours = rt.onnx.load(model)
-    assert_same(list(ours(*[rt.tensor(a) for a in feeds.values()])), run_ort(model, feeds), 1e-4, 1e-5, "GQA")
+    assert_same(list(rt.GraphModule(ours)(*[rt.tensor(a) for a in feeds.values()])), run_ort(model, feeds), 1e-4, 1e-5, "GQA")
     assert macs(ours, feeds) == _attention_macs(b, heads, 1, 6, head)
 
 
@@ -351,7 +351,7 @@ def test_matmul_nbits_with_act_order_groups(bits, zero_points):
     else:
         graph = rt.onnx.load(ms_model("MatMulNBits", args, attrs))
         feeds = {"x0": args[0]}
-        np.testing.assert_allclose(graph(rt.tensor(args[0])).numpy(), args[0] @ weight.T + bias, rtol=1e-4, atol=1e-4)
+        np.testing.assert_allclose(rt.GraphModule(graph)(rt.tensor(args[0])).numpy(), args[0] @ weight.T + bias, rtol=1e-4, atol=1e-4)
     report = flopcount.profile(graph, *[rt.tensor(a) for a in feeds.values()])
     m, k, n, blocks = 3, 64, 10, 4
     assert report.macs == 2 * m * k * n + (0 if zero_points == "none" else 2 * m * blocks * n)
@@ -409,7 +409,7 @@ def test_qordered_matmul(per_column, with_c):
                      outputs=(TensorProto.INT8,))
     graph = rt.onnx.load(model)
     feeds = [a] + ([c] if with_c else [])
-    ours = graph(*[rt.tensor(t) for t in feeds]).numpy()
+    ours = rt.GraphModule(graph)(*[rt.tensor(t) for t in feeds]).numpy()
     expected = _qordered_reference(a, b, scale_a, scale_b, scale_y, bias, c, scale_c)
     assert ours.dtype == np.int8
     np.testing.assert_array_equal(ours, expected)
@@ -449,7 +449,7 @@ def test_files_from_onnxruntimes_transformer_optimizer(tmp_path, name, model_typ
     assert found == fused
     ids = rng(0).integers(0, 100, (2, 7)).astype(np.int64)
     graph = rt.onnx.load(fused_path, input_shapes={"input_ids": (2, 7)})
-    ours = graph(rt.tensor(ids))
+    ours = rt.GraphModule(graph)(rt.tensor(ids))
     assert_same(list(ours) if isinstance(ours, tuple) else [ours], run_ort(fused_path, {"input_ids": ids}),
                 1e-4, 1e-5, name)
     before, after = (flopcount.profile(p, input_shape=(2, 7)) for p in (source, fused_path))
