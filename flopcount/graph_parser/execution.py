@@ -55,22 +55,23 @@ def _backward_step(runnable: GraphModule, args, kwargs, clock=None):
                          runnable.graph.tensors.values(), clock)
 
 
-def _graph_index(graph):
+def _recorder(graph, args, kwargs):
+    """A Recorder of the executor's ops, the graph's parameters, buffers and inputs as its roots."""
     from ..recording.params import ModelIndex
+    from ..recording.recorder import Recorder
 
     params = [graph.tensors[n] for n, v in graph.parameters.items() if v.kind == "param"]
     buffers = [graph.tensors[n] for n, v in graph.parameters.items() if v.kind == "buffer"]
-    return ModelIndex.of_tensors(params, buffers)
+    return Recorder(None, tensor_leaves((list(args), kwargs)), index=ModelIndex.of_tensors(params, buffers))
 
 
 def predict_training_peak(graph, args, kwargs) -> int | None:
     """The training step's activation peak, predicted from the step run on shapes only
     (``recording.memory.predict_before_running``), before it runs for real."""
     from ..recording import memory as mem
-    from ..recording.recorder import Recorder
 
     saved = _grad_state(graph)
-    recorder = Recorder(None, tensor_leaves((list(args), kwargs)), index=_graph_index(graph))
+    recorder = _recorder(graph, args, kwargs)
     try:
         return mem.predict_before_running(lambda: _backward_step(GraphModule(graph), args, kwargs), recorder,
                                           training=True, calls=False)
@@ -87,11 +88,9 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     over the ops the executor dispatches); with ``measure_on`` (a device) one more step runs
     inside the backend's tracker."""
     from ..recording import memory as mem
-    from ..recording.recorder import Recorder
 
     saved = _grad_state(graph)
-    index = _graph_index(graph)
-    recorder = Recorder(None, tensor_leaves((list(args), kwargs)), index=index)
+    recorder = _recorder(graph, args, kwargs)
     runs = []
     memory = {}
     warmup = 1 if timing else 0  # a discarded first run keeps kernel compilation (CUDA) out of the times

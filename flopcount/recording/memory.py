@@ -6,7 +6,8 @@ liveness too: permute, expand and basic indexing always, reshape and contiguous 
 tensor). A buffer lives from the op that writes it to the last
 op that reads it or a view of it, and at least until every module call it was passed to has
 returned (the calling frame holds its argument); the model's outputs live to the end. The peak is the largest
-sum of live buffers at any op. Parameters, buffers and the model's inputs are not activations.
+sum of live buffers at any op. The walk is the graph's liveness (``passes.liveness.StorageWalk``)
+over the recorded events. Parameters, buffers and the model's inputs are not activations.
 
 For a training step, autograd keeps the inputs and outputs of every taped op until the backward
 pass reaches it: the prediction is every such buffer, plus the gradients alive at once during
@@ -21,113 +22,33 @@ that would not fit is refused with the predicted figure instead of dying halfway
 
 from __future__ import annotations
 
-from math import prod
-
 from ..runtime.dispatch import shapes_only
+from ..runtime.graph.passes.liveness import Buffers, StorageWalk
 from ..runtime.graph.tree import tensor_leaves
 from ..runtime.host_memory import check_fits
-from ..runtime.registry import COPY, STRIDED
 
 
-class _Buffers:
-    """The buffers of one phase, in the order they were written: parallel lists of size,
-    first op index, last op index and whether autograd keeps them (one list per field, not
-    one object per buffer: a model writes thousands)."""
-
-    __slots__ = ("size", "start", "last", "saved")
-
-    def __init__(self):
-        self.size: list = []
-        self.start: list = []
-        self.last: list = []
-        self.saved: list = []
-
-    def add(self, size: int, start: int, last: int, saved: bool = False) -> int:
-        self.size.append(size)
-        self.start.append(start)
-        self.last.append(last)
-        self.saved.append(saved)
-        return len(self.size) - 1
-
-
-def _aliasing(e, strided: set) -> str:
-    """COPY, VIEW or STRIDED: what the op's ``view`` rule says of the event's output (the
-    model's inputs, parameters and constants count as contiguous)."""
-    rule = e.op.view
-    if rule is None or not e.inputs or e.inputs[0] is None or len(e.outputs) != 1:
-        return COPY
-    return rule(e.input_ids[0] not in strided, e.inputs[0], e.outputs[0], **e.attrs)
-
-
-def _liveness(events, phase: str, keep_ids=(), mark_saved: bool = False, holds=()) -> _Buffers:
-    """Buffers (size, first and last op index) of the ops of ``phase``, in event order.
+def _liveness(events, phase: str, keep_ids=(), mark_saved: bool = False, holds=()) -> Buffers:
+    """Storages (size, first and last op index) of the ops of ``phase``, in event order.
     ``holds`` are (serial, op index) pairs: a tensor some frame keeps until that op."""
-    where: dict = {}
-    strided: set = set()  # op outputs that are views but not contiguous
-    buffers = _Buffers()
-    sizes, starts, last, saved = buffers.size, buffers.start, buffers.last, buffers.saved
-    index = -1
+    walk = StorageWalk()
+    saved = walk.buffers.saved
     for e in events:
         if e.phase != phase:
             continue
-        index += 1
-        inputs = []
-        for i in e.input_ids:
-            if i is not None:
-                b = where.get(i)
-                if b is not None:
-                    last[b] = index
-                    inputs.append(b)
-        alias = _aliasing(e, strided)
-        if alias != COPY:  # a view: shares input 0's buffer (none: held outside the run)
-            src = e.input_ids[0]
-            base = where.get(src) if src is not None else None
-            for out_id in e.output_ids:
-                if base is not None:
-                    where[out_id] = base
-                else:
-                    where.pop(out_id, None)
-                if alias == STRIDED:
-                    strided.add(out_id)
-        else:
-            for out_id, spec in zip(e.output_ids, e.outputs):
-                where[out_id] = len(sizes)
-                sizes.append(spec.dtype.nbytes(prod(spec.shape)))
-                starts.append(index)
-                last.append(index)
-                saved.append(False)
+        read = walk.step(e.op, e.attrs, list(zip(e.input_ids, e.inputs)), list(zip(e.output_ids, e.outputs)))
         if mark_saved and e.taped:
-            for b in inputs:
+            for b in read:
                 saved[b] = True
             for out_id in e.output_ids:
-                b = where.get(out_id)
+                b = walk.where.get(out_id)
                 if b is not None:
                     saved[b] = True
-    end = index
-    for i in keep_ids:
-        b = where.get(i)
-        if b is not None:
-            last[b] = end
+    end = walk.steps - 1
+    walk.keep(keep_ids, end)
     for serial, until in holds:
-        b = where.get(serial)
-        if b is not None:
-            last[b] = max(last[b], min(until, end))
-    return buffers
-
-
-def _peak(buffers: _Buffers) -> int:
-    if not buffers.size:
-        return 0
-    delta = [0] * (max(buffers.last) + 2)
-    for size, start, last in zip(buffers.size, buffers.start, buffers.last):
-        delta[start] += size
-        delta[last + 1] -= size
-    live = peak = 0
-    for d in delta:
-        live += d
-        if live > peak:
-            peak = live
-    return peak
+        walk.keep([serial], min(until, end))
+    return walk.buffers
 
 
 def call_holds(calls) -> list:
@@ -138,19 +59,8 @@ def call_holds(calls) -> list:
 
 def predicted_peak(events, output_ids=(), holds=()) -> int:
     """Peak bytes of activations alive at once during the forward pass (inference)."""
-    return _peak(_liveness(events, "forward", keep_ids=output_ids, holds=holds))
-
-
-def _live_per_step(buffers: _Buffers, steps: int) -> list:
-    delta = [0] * (steps + 2)
-    for size, start, last in zip(buffers.size, buffers.start, buffers.last):
-        delta[start] += size
-        delta[min(last, steps) + 1] -= size
-    live, out = 0, []
-    for d in delta[:steps]:
-        live += d
-        out.append(live)
-    return out
+    forward = _liveness(events, "forward", keep_ids=output_ids, holds=holds)
+    return max(forward.live_per_step(sum(1 for e in events if e.phase == "forward")), default=0)
 
 
 def predicted_training_peak(events, output_ids=(), holds=()) -> int:
@@ -171,18 +81,18 @@ def predicted_training_peak(events, output_ids=(), holds=()) -> int:
     for b, (start, last) in enumerate(zip(backward.start, backward.last)):
         if last == start:  # read by no later op: a leaf's gradient, held by .grad to the end
             backward.last[b] = n_bwd - 1
-    during_forward, released = _Buffers(), _Buffers()
+    during_forward, released = Buffers(), Buffers()
     for size, start, last, saved in zip(forward.size, forward.start, forward.last, forward.saved):
         if saved:  # kept to the end of the forward pass, released during backward
             during_forward.add(size, start, n_fwd - 1)
             released.add(size, 0, (n_fwd - start) * n_bwd // max(n_fwd, 1))
         else:
             during_forward.add(size, start, last)
-    peak = max(_live_per_step(during_forward, n_fwd), default=0)
+    peak = max(during_forward.live_per_step(n_fwd), default=0)
     if n_bwd == 0:
         return peak
-    live_kept = _live_per_step(released, n_bwd)
-    live_grads = _live_per_step(backward, n_bwd)
+    live_kept = released.live_per_step(n_bwd)
+    live_grads = backward.live_per_step(n_bwd)
     for j in range(n_bwd):
         peak = max(peak, live_kept[j] + live_grads[j])
     return peak
