@@ -5,7 +5,7 @@ threads, in one run.
 
 Inference (eval mode, ``rt.no_grad`` / ``torch.no_grad``): resnet50 at batch 1 and 8,
 mobilenet_v2 and vit_b_16 at batch 1, bert_base at (1, 128) with SDPA attention on both sides.
-Target: median ratio <= 1.5. Graph mode (``rt.Graph(model, fold_bn=True)``, after its passes)
+Target: median ratio <= 1.5. Graph mode (``rt.compile(model, fold_bn=True)``, after its passes)
 against flopcount's own eager forward: no slower (ratio <= 1.0).
 Training step (forward, backward, Adam): resnet18 at batch 8 with cross entropy, and a 6-layer
 ``TransformerEncoder`` (d_model 512, 8 heads, feed-forward 2048, batch 8 x 128 tokens, no
@@ -71,7 +71,7 @@ def inference_rows(name: str, batch: int, repeat: int) -> list:
     inputs = models.example_input(name, batch=batch)
     inputs = inputs if isinstance(inputs, tuple) else (inputs,)
     t_inputs = [torch.from_numpy(t.numpy()) for t in inputs]
-    graph = rt.Graph(model, fold_bn=True)
+    graph = rt.compile(model, fold_bn=True)
 
     def first(out):
         return out[0] if isinstance(out, (tuple, list)) else getattr(out, "last_hidden_state", out)

@@ -159,7 +159,7 @@ def main() -> None:
     rows, shares = [], []
     for name in args.models.split(","):
         path, feeds = export(name, folder)
-        graph = rt.onnx.load(str(path), input_shapes={k: v.shape for k, v in feeds.items()})
+        graph = rt.GraphModule(rt.onnx.load(str(path), input_shapes={k: v.shape for k, v in feeds.items()}))
         inputs = [rt.from_numpy(v) for v in feeds.values()]
         session = _ort_session(path)
         with rt.no_grad():

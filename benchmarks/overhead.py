@@ -114,7 +114,7 @@ def onnx_row(model, x, repeat: int, folder: str) -> Row:
 
     path = os.path.join(folder, "resnet50.onnx")
     exporter = export_resnet50(model, x, path)
-    graph = rt.onnx.load(path)
+    graph = rt.GraphModule(rt.onnx.load(path))
     with rt.no_grad():
         check_close("resnet50 ONNX import", graph(x).numpy(), model(x).numpy())
 
