@@ -106,3 +106,22 @@ def test_node_inputs_and_walk_result_read_values_by_name():
     assert walk_result(["b", "a"], values, KeyError) == (2, 1)
     with pytest.raises(ModelFileError, match="'c' is not computed"):
         walk_result(["a", "c"], values, lambda name: ModelFileError(f"{name!r} is not computed"))
+
+
+def test_every_importer_walks_with_the_shared_tracer():
+    # the importer checklist (ARCHITECTURE.md): a frontend's node walk is traced by trace_import
+    # and converts each node inside tracer.converting, never with a tracer of its own
+    import ast
+    import pathlib
+
+    runtime = pathlib.Path(rt.__file__).parent
+    importers = sorted(runtime.glob("*/importer.py"))
+    assert {p.parent.name for p in importers} >= {"onnx", "torch", "tflite", "jax"}
+    for path in importers:
+        tree = ast.parse(path.read_text())
+        imported = {alias.name for node in ast.walk(tree) if isinstance(node, ast.ImportFrom)
+                    and (node.module or "").endswith("graph.importing") for alias in node.names}
+        own_tracers = [node.name for node in ast.walk(tree) if isinstance(node, ast.ClassDef)
+                       and any(getattr(base, "id", getattr(base, "attr", "")).endswith("Tracer") for base in node.bases)]
+        assert "trace_import" in imported and "converting" in path.read_text(), path
+        assert not own_tracers, f"{path} defines its own tracer {own_tracers}"
