@@ -29,8 +29,7 @@ import inspect
 import re
 from dataclasses import dataclass, field
 
-from .. import runtime as rt
-from ..runtime.errors import FlopcountError, ModelFileError, ShapeError
+from ..runtime.errors import FlopcountError, ModelFileError
 from .cache import LayerCache
 from .layers import layer_list
 from .moe import MoESummary, untied_embedding_params
@@ -370,12 +369,6 @@ def require_transformers_cache() -> None:
     if major < 5:
         raise FlopcountError(f"LLM phases through the PyTorch path need transformers 5 or newer (its layered "
                              f"cache classes), found {transformers.__version__}")
-
-
-def check_dtype(decoder: TorchDecoder, dtype) -> None:
-    if dtype is not None and rt.get_dtype(dtype) is not decoder.dtype:
-        raise ShapeError(f"the model's parameters are {decoder.dtype.name}, not {rt.get_dtype(dtype).name}; "
-                         f"convert it first (model.to(dtype)) or pass a folder")
 
 
 __all__ = ["TorchDecoder", "StepGraph", "cache_state", "layer_caches", "moe_summary", "require_transformers_cache"]

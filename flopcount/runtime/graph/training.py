@@ -38,10 +38,6 @@ class TrainingGraph:
     seed: str = ""                   # the graph input holding that output's gradient
     gradients: dict = field(default_factory=dict)
 
-    def is_backward(self, index: int) -> bool:
-        """Whether node ``index`` of the graph belongs to the backward pass."""
-        return index >= self.n_forward
-
 
 class _TrainingTracer(Tracer):
     """A tracer that also records autograd nodes, so ``backward()`` inside the trace records

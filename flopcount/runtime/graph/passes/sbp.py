@@ -31,7 +31,6 @@ from dataclasses import dataclass, field
 
 from ...device import META
 from ...errors import ShapeError
-from ...registry import Spec, nbytes
 from ...sbp import B, P, Signature, Split, divides, local_shape, replicated, slice_of
 from ...tensor import Tensor
 from ..ir import Graph, Node, Value
@@ -596,8 +595,3 @@ def _slice_tensor(t, sbp: Split, n: int, index: int):
     data = np.concatenate([np.take(np.asarray(t.data), np.arange(a, b), axis=sbp.dim) for a, b in runs],
                           axis=sbp.dim)
     return Tensor._make(data, shape, t.dtype, t.device)
-
-
-def sbp_nbytes(value, sbp, n: int) -> int:
-    """Bytes one rank holds of ``value`` under ``sbp``."""
-    return nbytes(Spec(local_shape(value.shape, sbp, n), value.dtype, META))
