@@ -35,8 +35,8 @@ _gc_was_enabled = False    # the collector's state before the first of them paus
 def _gc_paused() -> Iterator[None]:
     """Python's cyclic collector off while a view runs. Counting keeps every op's record (specs,
     events, rows) until the report is built, and the collector, triggered by their number,
-    rescans the growing heap again and again: a 96-layer model took 1.3x longer per layer than a
-    48-layer one, and the collector half of the time. The runs make no cyclic garbage (autograd
+    rescans the growing heap again and again, so counting grew faster than the model's depth
+    (benchmarks/RESULTS.md, "Figures behind design choices in the code"). The runs make no cyclic garbage (autograd
     releases its nodes after each backward), and the collector resumes when the last view running
     in any thread is done."""
     global _gc_pausers, _gc_was_enabled
