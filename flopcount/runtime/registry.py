@@ -15,7 +15,7 @@ its cost rule. ``register_op`` refuses a duplicate name and an op that leaves a 
 from __future__ import annotations
 
 from math import prod
-from typing import Iterable
+from typing import Callable, Iterable
 
 from .dtypes import DType
 from .device import Device
@@ -160,6 +160,33 @@ class Op:
 
 
 _REGISTRY: dict[str, type] = {}
+
+
+def registrar(table: dict, what: str, role: str, key: Callable[[str], str] = str):
+    """The decorator maker every name-keyed table of functions uses (converters, emitters):
+    ``@register("A", "B")`` stores the function under ``key(name)`` of each name and refuses a
+    name that already has one, naming both.
+
+    >>> table = {}
+    >>> converter = registrar(table, "ONNX op", "a converter")
+    >>> @converter("Relu")
+    ... def relu(ctx): ...
+    >>> list(table)
+    ['Relu']
+    """
+
+    def register(*names: str):
+        def decorate(fn):
+            for name in names:
+                k = key(name)
+                if k in table:
+                    raise ValueError(f"{what} {k!r} already has {role} ({table[k].__module__}.{table[k].__name__})")
+                table[k] = fn
+            return fn
+
+        return decorate
+
+    return register
 
 
 def register_op(name: str):

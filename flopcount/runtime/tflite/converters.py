@@ -26,6 +26,7 @@ from ..ops import elementwise as ew
 from ..ops import linalg, movement, reduction
 from . import fixed_point
 from . import quantized as q
+from ..registry import registrar
 
 CONVERTERS: dict[str, Callable] = {}
 # ops whose MACs run in their weights' quantized type when the weight is int8 (with an int8
@@ -35,13 +36,8 @@ WEIGHTED = ("CONV_2D", "DEPTHWISE_CONV_2D", "FULLY_CONNECTED")
 _TO_NCHW, _TO_NHWC = (0, 3, 1, 2), (0, 2, 3, 1)
 
 
-def converter(*names: str):
-    def decorate(fn):
-        for name in names:
-            CONVERTERS[name] = fn
-        return fn
-
-    return decorate
+# ``@converter("CONV_2D", ...)``: the converter of each TFLite builtin op named
+converter = registrar(CONVERTERS, "TFLite op", "a converter")
 
 
 class OpContext:

@@ -14,21 +14,13 @@ import numpy as np
 from ... import dtypes as _dt
 from ...errors import UnsupportedOpError
 from ...tensor import Tensor
+from ...registry import registrar
 
 CONVERTERS: dict[str, Callable] = {}
 
 
-def converter(*primitives: str):
-    """Register ``fn`` as the converter of each JAX primitive named in ``primitives``."""
-
-    def decorate(fn):
-        for name in primitives:
-            if name in CONVERTERS:
-                raise ValueError(f"JAX primitive {name!r} already has a converter ({CONVERTERS[name].__name__})")
-            CONVERTERS[name] = fn
-        return fn
-
-    return decorate
+# ``@converter("dot_general", ...)``: the converter of each JAX primitive named
+converter = registrar(CONVERTERS, "JAX primitive", "a converter")
 
 
 class EqnContext:

@@ -18,6 +18,7 @@ from ...errors import ShapeError, UnsupportedOpError
 from ..symbolic import InputValueError
 from ...graph.folding import fold_limit
 from ...tensor import Tensor
+from ...registry import registrar
 
 CONVERTERS: dict[str, Callable] = {}
 
@@ -27,18 +28,9 @@ CONVERTERS: dict[str, Callable] = {}
 PACKED_WEIGHTS: dict[str, tuple] = {}
 
 
-def converter(*op_types: str):
-    """Register ``fn`` as the converter of each ONNX op type in ``op_types``: ``"TopK"`` in the
-    default domain, ``"domain.OpType"`` in another (``"ai.onnx.preview.FlexAttention"``)."""
-
-    def decorate(fn):
-        for op_type in op_types:
-            if op_type in CONVERTERS:
-                raise ValueError(f"ONNX op {op_type!r} already has a converter ({CONVERTERS[op_type].__name__})")
-            CONVERTERS[op_type] = fn
-        return fn
-
-    return decorate
+# ``@converter("TopK", ...)``: the converter of each ONNX op type named, ``"TopK"`` in the
+# default domain, ``"domain.OpType"`` in another (``"ai.onnx.preview.FlexAttention"``)
+converter = registrar(CONVERTERS, "ONNX op", "a converter")
 
 
 class NodeContext:

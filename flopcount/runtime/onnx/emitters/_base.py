@@ -15,22 +15,14 @@ from typing import Callable
 import numpy as np
 
 from ...errors import UnsupportedOpError
+from ...registry import registrar
 
 EMITTERS: dict[str, Callable] = {}
 INT64_MIN = np.iinfo(np.int64).min
 
 
-def emitter(*names: str):
-    """Register ``fn`` as the emitter of each runtime op in ``names``."""
-
-    def decorate(fn):
-        for name in names:
-            if name in EMITTERS:
-                raise ValueError(f"op {name!r} already has an emitter ({EMITTERS[name].__module__})")
-            EMITTERS[name] = fn
-        return fn
-
-    return decorate
+# ``@emitter("relu", ...)``: the emitter of each runtime op named
+emitter = registrar(EMITTERS, "op", "an emitter")
 
 
 def unsupported(node, detail: str) -> UnsupportedOpError:

@@ -19,23 +19,13 @@ from __future__ import annotations
 from typing import Callable
 
 from ...errors import UnsupportedOpError
-from ...registry import Spec
+from ...registry import Spec, registrar
 
 CONVERTERS: dict[str, Callable] = {}
 
 
-def converter(*names: str):
-    """Register ``fn`` as the converter of each ATen op packet in ``names``."""
-
-    def decorate(fn):
-        for name in names:
-            key = name if "." in name else f"aten.{name}"
-            if key in CONVERTERS:
-                raise ValueError(f"ATen op {key!r} already has a converter ({CONVERTERS[key].__name__})")
-            CONVERTERS[key] = fn
-        return fn
-
-    return decorate
+# ``@converter("conv2d", ...)``: the converter of each ATen op packet named (``aten.`` implied)
+converter = registrar(CONVERTERS, "ATen op", "a converter", key=lambda name: name if "." in name else f"aten.{name}")
 
 
 def packet_name(target) -> str:
