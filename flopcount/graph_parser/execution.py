@@ -65,22 +65,23 @@ def _recorder(graph, args, kwargs):
     return Recorder(None, tensor_leaves((list(args), kwargs)), index=ModelIndex.of_tensors(params, buffers))
 
 
-def predict_training_peak(graph, args, kwargs) -> int | None:
+def predict_training_peak(runnable: GraphModule, args, kwargs) -> int | None:
     """The training step's activation peak, predicted from the step run on shapes only
     (``recording.memory.predict_before_running``), before it runs for real."""
     from ..recording import memory as mem
 
+    graph = runnable.graph
     saved = _grad_state(graph)
     recorder = _recorder(graph, args, kwargs)
     try:
-        return mem.predict_before_running(lambda: _backward_step(GraphModule(graph), args, kwargs), recorder,
+        return mem.predict_before_running(lambda: _backward_step(runnable, args, kwargs), recorder,
                                           training=True, calls=False)
     finally:
         for t, g in saved:
             t.grad = g
 
 
-def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: int = 1,
+def run_backward(runnable: GraphModule, args, kwargs, convention, timing: bool = False, repeat: int = 1,
                  measure_on=None) -> tuple:
     """One training step (forward with grad on, backward seeded with ones) through the
     executor: (backward Cost per node, backward latency ms per node or None, OpRecords,
@@ -89,12 +90,12 @@ def run_backward(graph, args, kwargs, convention, timing: bool = False, repeat: 
     inside the backend's tracker."""
     from ..recording import memory as mem
 
+    graph = runnable.graph
     saved = _grad_state(graph)
     recorder = _recorder(graph, args, kwargs)
     runs = []
     memory = {}
     warmup = 1 if timing else 0  # a discarded first run keeps kernel compilation (CUDA) out of the times
-    runnable = GraphModule(graph)
     try:
         for i in range(warmup + max(1, repeat if timing else 1)):
             collector = _Collector(timing)
@@ -154,7 +155,7 @@ def _measure_step(runnable: GraphModule, args, kwargs, device) -> tuple:
     return tracker.peak, max(held)
 
 
-def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) -> dict:
+def time_graph_and_nodes(runnable: GraphModule, args, kwargs, device, warmup: int, repeat: int) -> dict:
     """Whole-graph runs and per-node runs, interleaved so that both see the same machine.
 
     A whole run has no per-node synchronization (the graph's latency); a per-node run times
@@ -165,7 +166,7 @@ def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) 
     from ..recording.timing import median_min, without_compilation
 
     be = backend(device)
-    runnable = GraphModule(graph)
+    graph = runnable.graph
     index = {id(n): i for i, n in enumerate(graph.nodes)}
     samples = [[] for _ in graph.nodes]
     starts = [None] * len(graph.nodes)
@@ -206,15 +207,14 @@ def time_graph_and_nodes(graph, args, kwargs, device, warmup: int, repeat: int) 
             "start": starts}
 
 
-def time_backward_pass(graph, args, kwargs, device, repeat: int) -> float | None:
+def time_backward_pass(runnable: GraphModule, args, kwargs, device, repeat: int) -> float | None:
     """Median ms of the backward pass alone, timed inside training steps through the executor
     (None when no output needs a gradient). One untimed step first: its first call builds the
     backward program."""
     from ..recording.timing import median_min, time_backward
 
-    saved = _grad_state(graph)
+    saved = _grad_state(runnable.graph)
     try:
-        runnable = GraphModule(graph)
         return median_min(time_backward(lambda clock: _backward_step(runnable, args, kwargs, clock), device, 1,
                                         repeat))[0]
     finally:
@@ -222,12 +222,11 @@ def time_backward_pass(graph, args, kwargs, device, repeat: int) -> float | None
             t.grad = g
 
 
-def measure_peak(graph, args, kwargs, device) -> tuple:
+def measure_peak(runnable: GraphModule, args, kwargs, device) -> tuple:
     """(peak bytes the backend allocated during one inference run, the largest number of bytes
     held between two nodes). The first includes each kernel's temporaries; the second is what
     liveness predicts: the activations alive while a node runs, sampled when it returns."""
     be = backend(device)
-    runnable = GraphModule(graph)
     with no_grad():
         # the first run builds the executor's program, and the CPU kernels' kept transforms of
         # read-only weights (Winograd's, the packed GEMM's): not the model's activations. A

@@ -13,7 +13,7 @@ from __future__ import annotations
 from ..conventions import get as get_convention
 from ..report.model import Memory, Report
 from ..runtime.device import CPU
-from ..runtime.graph import Graph, trace
+from ..runtime.graph import Graph, GraphModule, trace
 from ..runtime.graph.passes import liveness
 from ..runtime.graph.tree import tensor_leaves
 from ..runtime.nn.modules.module import Module
@@ -78,32 +78,34 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
     rows = NodeRows(graph, conv, module)
     memory = _memory(graph, module)
     memory.activations, memory.predicted_peak = _activations(graph)
+    # one executable for every run below: each program it lowers is built once
+    runnable = GraphModule(graph)
     if real and (latency or measure_memory or backward):
         # refused with the prediction, before anything runs for real
         peak = memory.predicted_peak
         if backward:
-            peak = max(peak, execution.predict_training_peak(graph, args, kwargs) or 0)
+            peak = max(peak, execution.predict_training_peak(runnable, args, kwargs) or 0)
         mem.refuse_if_too_big(peak, device, name or graph.name, backward)
     if real and measure_memory:
-        memory.measured_peak, memory.measured_activation_peak = execution.measure_peak(graph, args, kwargs, device)
+        memory.measured_peak, memory.measured_activation_peak = execution.measure_peak(runnable, args, kwargs, device)
 
     node_ms = node_min = starts = None
     whole = (None, None)
     if latency and real:
-        timed = execution.time_graph_and_nodes(graph, args, kwargs, device, warmup, repeat)
+        timed = execution.time_graph_and_nodes(runnable, args, kwargs, device, warmup, repeat)
         whole, node_ms, node_min, starts = timed["whole"], timed["median"], timed["min"], timed["start"]
     per_node_bwd = bwd_ms = None
     bwd_records = []
     backward_total_ms = None
     if backward:
         per_node_bwd, bwd_ms, bwd_records, step_memory = execution.run_backward(
-            graph, args, kwargs, conv, timing=latency and real, repeat=repeat,
+            runnable, args, kwargs, conv, timing=latency and real, repeat=repeat,
             measure_on=device if real and measure_memory else None)
         memory.training_predicted_peak = step_memory["predicted"]
         if "measured" in step_memory:
             memory.training_measured_peak, memory.training_measured_activation_peak = step_memory["measured"]
         if latency and real:
-            backward_total_ms = execution.time_backward_pass(graph, args, kwargs, device, repeat)
+            backward_total_ms = execution.time_backward_pass(runnable, args, kwargs, device, repeat)
 
     report_rows = rows.rows(node_ms, per_node_bwd, bwd_ms, node_min)
     records = rows.records(node_ms, starts, bwd_records)

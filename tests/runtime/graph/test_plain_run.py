@@ -123,9 +123,9 @@ def test_the_measured_peak_leaves_out_building_the_node_by_node_program():
     rt.manual_seed(0)
     model = rt.nn.Sequential(*[m for _ in range(20) for m in (rt.nn.Linear(64, 64), rt.nn.ReLU())])
     x = rt.randn(8, 64)
-    graph = rt.trace(model, x)
-    first = execution.measure_peak(graph, (x,), {}, CPU)
-    second = execution.measure_peak(graph, (x,), {}, CPU)  # every program built by now
+    runnable = rt.GraphModule(rt.trace(model, x))
+    first = execution.measure_peak(runnable, (x,), {}, CPU)
+    second = execution.measure_peak(runnable, (x,), {}, CPU)  # every program built by now
     assert abs(first[0] - second[0]) < 1024 and abs(first[1] - second[1]) < 1024, (first, second)
 
 
