@@ -65,7 +65,8 @@ _EventFields = namedtuple("_EventFields", (
 
 class Event(_EventFields):
     """One dispatched op, with specs instead of tensors; ``input_ids``/``output_ids`` are the
-    serial numbers of the op outputs involved (``None`` for inputs, parameters, constants).
+    serial numbers of the op outputs involved (a root, the model's input, parameter or buffer,
+    has ``-1 - its index`` in ``Recorder.roots``; ``None`` is a constant).
     ``taped``: autograd recorded a node (its tensors wait for backward); ``constant``: computed
     from constants only (a graph folds it away); ``clock``: when it ended (trace), or None.
 
@@ -96,9 +97,10 @@ class Recorder:
         # recorder's token, serial, Spec, parameter elements, parameter bytes, depends on the
         # roots). A note lives and dies with its tensor, so reading it needs no lookup by id
         # and no check that an id was not reused; a note of another run has another token.
-        # The roots (the model's inputs, parameters and buffers) are noted while the recorder
-        # is attached (serial None); op outputs when they are made. Outputs that do not depend
-        # on the roots come from constants only (a causal mask, position ids).
+        # The roots (the model's parameters, buffers and inputs) are noted while the recorder
+        # is attached (serial -1 - their index, so a graph of the run can name them); op outputs
+        # when they are made. Outputs that do not depend on the roots come from constants only
+        # (a causal mask, position ids).
         self.token = object()
         self.roots = index.params + index.buffers + list(inputs)
         self.next_serial = 0
@@ -115,7 +117,7 @@ class Recorder:
         return entry if entry is not None and entry[0] is self.token else None
 
     def serial(self, t) -> int | None:
-        """The serial number of a live op output (``None`` for inputs, parameters, constants)."""
+        """The serial number of a live op output (negative for a root, ``None`` for a constant)."""
         entry = self._entry(t)
         return None if entry is None else entry[1]
 
@@ -149,7 +151,7 @@ class Recorder:
                 specs.append(ConstantSpec(a.shape, a.dtype, a.device))
                 continue
             specs.append(entry[2] if entry[5] else ConstantSpec(a.shape, a.dtype, a.device))
-            if entry[1] is not None:
+            if entry[1] >= 0:  # an op output (a root is held by its owner anyway)
                 serials.append(entry[1])
         call = Call(path, module, stack[-1] if stack else -1, tuple(specs), len(self.events), serials)
         stack.append(len(calls))
@@ -161,7 +163,7 @@ class Recorder:
         if kwargs:
             call.kwargs = snapshot(kwargs, self.spec)
             call.input_serials += [s for s in (self.serial(t) for t in kwargs.values() if isinstance(t, Tensor))
-                                   if s is not None]
+                                   if s is not None and s >= 0]
         call.output = self._output_spec(output) if isinstance(output, Tensor) else snapshot(output, self._output_spec)
         call.end = len(self.events)
         return output
@@ -225,9 +227,9 @@ class Recorder:
         """The roots noted, and ops (and with ``calls`` module calls) observed for the block;
         all let go afterwards, also on error."""
         token = self.token
-        for t in self.roots:
+        for k, t in enumerate(self.roots):
             n = prod(t.shape) if type(t) is Parameter else 0
-            t._trace = (token, None, Spec(t.shape, t.dtype, t.device), n, t.dtype.nbytes(n), True)
+            t._trace = (token, -1 - k, Spec(t.shape, t.dtype, t.device), n, t.dtype.nbytes(n), True)
         try:
             with nn.observe_module_calls(self) if calls else contextlib.nullcontext(), observe(self):
                 yield self

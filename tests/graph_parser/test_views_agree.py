@@ -9,7 +9,9 @@ import pytest
 import flopcount
 import flopcount.runtime as rt
 from flopcount import models
+from flopcount.recording.capture import capture
 from flopcount.report.compare import view_differences
+from flopcount.runtime.graph.equal import first_difference
 
 # ptflops' recurrent hooks are closed formulas no op sequence reproduces (see
 # tests/conventions/test_ptflops.py for the exact gap); every other module must agree
@@ -40,6 +42,14 @@ def test_views_agree(name):
         if convention == "flopcount":
             assert (eager.macs, eager.flops) == (graph.macs, graph.flops)
             assert eager.params == graph.params
+
+
+@pytest.mark.parametrize("name", models.names())
+def test_both_views_capture_the_same_graph(name):
+    net, x = _meta(name)
+    net.eval()
+    difference = first_difference(capture(net, *x), rt.trace(net, *x))
+    assert difference is None, difference
 
 
 def test_resnet50_goldens():
