@@ -10,7 +10,8 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import Callable
+from types import MappingProxyType
+from typing import Any, Callable, Mapping
 
 from .. import conventions, loading
 from ..engines import ENGINES, onnxruntime_engine, torch_engine
@@ -27,12 +28,16 @@ from .views import MODES, eager_form
 class ProfileRequest:
     """``profile()``'s arguments, validated and normalised (see ``profile`` for each option).
 
-    ``args``/``kwargs`` are the tensors given (an ONNX file's by input name), ``given`` the
-    shapes [(input name or None, shape)] from ``input_shape`` or from those tensors, ``values``
-    the values bound to an ONNX file's inputs that carry shapes; ``counting`` is the convention,
-    ``hardware`` the Profile (or None), ``dtype`` the floating dtype the model runs in and
-    ``input_dtypes`` those of inputs built from shapes; ``zoo_device`` is ``"meta"`` when a zoo
-    model is only counted; ``say`` reports each step."""
+    ``options`` holds every keyword option as given, and ``request.<option>`` reads one
+    (``request.latency``, ``request.threads``): an option that needs no checking or new form
+    lives in ``profile()``'s signature and the command line alone. The fields are what this
+    module made of them: ``args``/``kwargs`` are the tensors given (an ONNX file's by input
+    name), ``given`` the shapes [(input name or None, shape)] from ``input_shape`` or from those
+    tensors, ``values`` the values bound to an ONNX file's inputs that carry shapes;
+    ``counting`` is the convention, ``hardware`` the Profile (or None), ``dtype`` the floating
+    dtype the model runs in and ``input_dtypes`` those of inputs built from shapes; ``device``
+    where it runs (``"cpu"`` unless given), ``zoo_device`` ``"meta"`` when a zoo model is only
+    counted; ``say`` reports each step."""
 
     model: object
     args: tuple
@@ -40,26 +45,22 @@ class ProfileRequest:
     given: list
     values: dict
     onnx_file: bool
-    batch: int | None
-    mode: str
     device: str
     zoo_device: str
-    latency: bool
-    repeat: int
-    warmup: int
-    backward: bool
-    measure_memory: bool
     counting: conventions.Convention
-    strict: bool
-    factory_args: dict | None
     hardware: object
     dtype: object
     input_dtypes: list
     weight_format: object
-    engine: str
-    threads: int | None
-    framework: str | None
+    options: Mapping[str, Any] = field(repr=False)
     say: Callable[[str], None] = field(repr=False)
+
+    def __getattr__(self, name: str) -> Any:
+        # only reached for names that are not fields: the options as given
+        options = self.__dict__.get("options", {})
+        if name in options:
+            return options[name]
+        raise AttributeError(f"ProfileRequest has no field or option {name!r}")
 
     @property
     def timed(self) -> bool:
@@ -67,18 +68,20 @@ class ProfileRequest:
         return self.latency or self.engine != "flopcount"
 
 
-def request_from(model, inputs: tuple, named_inputs: dict, *, input_shape, batch, mode, device, latency, repeat,
-                 warmup, backward, measure_memory, convention, strict, factory_args, hardware, dtype, weights,
-                 engine, input_values, threads, framework, progress) -> ProfileRequest:
+def request_from(model, inputs: tuple, named_inputs: dict, **options) -> ProfileRequest:
     """The :class:`ProfileRequest` of ``profile(model, *inputs, **options, **named_inputs)``, or
-    the error of the first option that is wrong (``profile()``'s signature holds the defaults)."""
+    the error of the first option that is wrong (``profile()``'s signature holds the defaults
+    and passes every option)."""
     model = eager_form(model)
+    mode, engine, device, input_shape = options["mode"], options["engine"], options["device"], options["input_shape"]
     if mode not in MODES:
         raise ValueError(f"profile: mode must be one of {MODES}, got {mode!r}")
-    counting = conventions.get(convention)
+    counting = conventions.get(options["convention"])
     _check_device(device)
+    hardware = options["hardware"]
     profile_of = hardware_profile(hardware) if hardware is not None else None  # a bad name fails first
-    dtype, input_dtypes = loading.split_dtype(dtype)
+    dtype, input_dtypes = loading.split_dtype(options["dtype"])
+    weights = options["weights"]
     weight_format = rt_weight_format(weights) if weights is not None else None  # a bad spec fails first
     if engine not in ENGINES:
         raise errors.FlopcountError(f"engine must be one of {', '.join(ENGINES)}, got {engine!r}")
@@ -94,7 +97,7 @@ def request_from(model, inputs: tuple, named_inputs: dict, *, input_shape, batch
     given = given_shapes(input_shape)
     if not given and not isinstance(model, (Module, Graph)):
         given = _shapes_of(inputs, named_inputs)
-    values = dict(input_values or {})
+    values = dict(options["input_values"] or {})
     onnx_file = isinstance(model, (str, os.PathLike)) and loading.kind_of(os.fspath(model)) == loading.ONNX
     if onnx_file and (inputs or named_inputs):
         # the tensors given bind the values of the inputs that carry shapes; by name from here on
@@ -102,14 +105,12 @@ def request_from(model, inputs: tuple, named_inputs: dict, *, input_shape, batch
         inputs = ()
         values.update((k, t.numpy()) for k, t in named_inputs.items() if k not in values and t.data is not None)
     # counting needs shapes only: a zoo model that nothing runs is built on the meta device
-    only_counted = device is None and not (latency or measure_memory or inputs or named_inputs)
+    only_counted = device is None and not (options["latency"] or options["measure_memory"] or inputs or named_inputs)
     return ProfileRequest(
         model=model, args=tuple(inputs), kwargs=dict(named_inputs), given=given, values=values, onnx_file=onnx_file,
-        batch=batch, mode=mode, device=device or "cpu", zoo_device="meta" if only_counted else device or "cpu",
-        latency=latency, repeat=repeat, warmup=warmup, backward=backward, measure_memory=measure_memory,
-        counting=counting, strict=strict, factory_args=factory_args, hardware=profile_of, dtype=dtype,
-        input_dtypes=input_dtypes, weight_format=weight_format, engine=engine, threads=threads, framework=framework,
-        say=progress or (lambda step: None))
+        device=device or "cpu", zoo_device="meta" if only_counted else device or "cpu", counting=counting,
+        hardware=profile_of, dtype=dtype, input_dtypes=input_dtypes, weight_format=weight_format,
+        options=MappingProxyType(dict(options)), say=options["progress"] or (lambda step: None))
 
 
 def is_shape(value) -> bool:

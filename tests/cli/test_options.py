@@ -38,6 +38,18 @@ def test_the_defaults_are_the_same():
     assert cli_options.profile_options(ctx, ctx.params) == _api_options()
 
 
+def test_a_request_carries_every_option_without_being_told():
+    # adding an option is profile()'s signature and OPTIONS: the request reads it by name as given
+    from flopcount.api.request import request_from
+
+    defaults = {**_api_options(), "progress": None, "threads": 3, "warmup": 4}
+    request = request_from(flopcount.runtime.nn.Linear(2, 2), (), {}, **defaults)
+    raw = {name for name in defaults if name not in ("device", "hardware", "dtype")}  # these are normalised
+    assert {name: getattr(request, name) for name in raw} == {name: defaults[name] for name in raw}
+    with pytest.raises(AttributeError, match="no field or option 'tiles'"):
+        request.tiles
+
+
 def test_choices_are_read_from_the_library():
     params = _cli_params()
     assert tuple(params["mode"].type.choices) == flopcount.api.MODES
