@@ -11,6 +11,7 @@ from __future__ import annotations
 import copy
 import math
 from dataclasses import dataclass, field, fields
+from typing import Literal
 
 from .shared import no_macs
 
@@ -66,6 +67,11 @@ class Achieved:
         return moved / (self.latency_ms / 1e3) if self.latency_ms else None
 
 
+RowKind = Literal["module", "scope", "op"]
+CountedBy = Literal["rule", "ops", "covered", "unsupported"]
+Bound = Literal["compute", "memory"]
+
+
 @dataclass(slots=True)
 class Row(Achieved):
     """One line of a report: a module, a module scope or one op (graph node).
@@ -84,7 +90,7 @@ class Row(Achieved):
     type: str
     depth: int = 0
     parent: str | None = None
-    kind: str = "module"            # "module" (eager), "scope" (graph roll-up) or "op" (graph node)
+    kind: RowKind = "module"        # "module" (eager), "scope" (graph roll-up) or "op" (graph node)
     macs: int = 0
     flops: int = 0
     macs_by_dtype: dict = field(default_factory=no_macs)  # dtype name -> forward MACs run in it
@@ -103,13 +109,13 @@ class Row(Achieved):
     backward_latency_ms: float | None = None
     functional_macs: int = 0        # eager: ops run directly in this module's forward
     functional_flops: int = 0
-    counted_by: str = "ops"         # "rule" (module rule), "ops", "covered" (inside a ruled parent),
+    counted_by: CountedBy = "ops"   # "rule" (module rule), "ops", "covered" (inside a ruled parent),
                                     # "unsupported" (an op with no rule in the convention: 0)
     input_shapes: tuple = ()        # a shape tuple per input (None: an absent optional input)
     output_shapes: tuple = ()
     roofline_ms: float | None = None  # with a hardware profile: the sum of its ops' rooflines
     predicted_ms: float | None = None  # with a calibrated profile: the sum of its ops' predicted times
-    bound: str | None = None          # "compute" or "memory": the kind of op most of it waits on
+    bound: Bound | None = None        # "compute" or "memory": the kind of op most of it waits on
 
     @property
     def roofline_fraction(self) -> float | None:
@@ -161,7 +167,7 @@ class OpRecord:
     source: str = ""                # the model file's node name (ONNX), when the graph came from one
     roofline_ms: float | None = None  # with a hardware profile: max(compute, memory) time
     predicted_ms: float | None = None  # with a calibrated profile: its class's measured curve, read here
-    bound: str | None = None          # "compute" or "memory"
+    bound: Bound | None = None        # "compute" or "memory"
     mac_dtype: str | None = None      # the dtype its MACs run in (None: no MACs)
     inputs: tuple = ()                # graph nodes: the value names read (None: an absent input)
     outputs: tuple = ()               # graph nodes: the value names made
