@@ -9,7 +9,7 @@ import pytest
 import flopcount
 import flopcount.runtime as rt
 from flopcount import conventions
-from flopcount.report.compare import view_differences
+from view_totals import view_differences
 
 nn = rt.nn
 

@@ -15,7 +15,7 @@ import pytest
 
 import flopcount
 import flopcount.runtime as rt
-from flopcount.report.compare import view_differences
+from view_totals import view_differences
 from flopcount.runtime import nn
 
 N, L, E, H = 2, 5, 16, 4

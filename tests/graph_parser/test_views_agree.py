@@ -10,7 +10,7 @@ import flopcount
 import flopcount.runtime as rt
 from flopcount import models
 from flopcount.recording.capture import capture
-from flopcount.report.compare import view_differences
+from view_totals import view_differences
 from flopcount.runtime.graph.equal import first_difference
 
 # ptflops' recurrent hooks are closed formulas no op sequence reproduces (see
