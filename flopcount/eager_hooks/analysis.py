@@ -116,7 +116,6 @@ class Priced:
         n = len(calls)
         self.functional_macs, self.functional_flops = f_macs, f_flops = [0] * n, [0] * n
         f_by = [{} for _ in range(n)]  # MACs by the dtype they run in (COUNTING.md)
-        self.has_functional = has = [False] * n
         top_macs = top_flops = 0
         self.top_by_dtype = top_by = {}
         if self.counts_functional:
@@ -128,7 +127,6 @@ class Priced:
                     f_macs[c] += macs
                     f_flops[c] += flops
                     add_macs(f_by[c], mac_dtype(e.inputs) if macs else None, macs)
-                    has[c] = True
                 else:
                     top_macs += macs
                     top_flops += flops

@@ -265,7 +265,7 @@ def tabulate_text(report, fmt: str = "github", depth=None, top=None, sort=None, 
 # rich lays out every cell of every row in Python, a cost per row that makes a huge graph's
 # table take far longer than counting it (benchmarks/RESULTS.md, "Figures behind design choices
 # in the code"). Above this many rows the same cells, title and footer are drawn in a box of the
-# same lines by _large_table_text: padding strings only (tabulate, tried first, spends most of
+# same lines by _large_table_lines: padding strings only (tabulate, tried first, spends most of
 # its time guessing each cell's type), so no colours and no cutting.
 RICH_MAX_ROWS = 2000
 
@@ -311,10 +311,6 @@ def _large_table_lines(title: str, headers: list, body: list, layout, footer: li
 
     drawn = (lambda text: text) if trailing_blanks else _without_trailing_blanks_line
     return (drawn(text) for text in lines())
-
-
-def _large_table_text(*parts, trailing_blanks: bool = True) -> str:
-    return "\n".join(_large_table_lines(*parts, trailing_blanks=trailing_blanks)) + "\n"
 
 
 def without_trailing_blanks(text: str) -> str:
