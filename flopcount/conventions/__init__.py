@@ -1,8 +1,9 @@
 """Counting conventions: which rules turn shapes into MACs and FLOPs.
 
-* ``flopcount`` (the default of ``profile``): ops use their own cost rule (COUNTING.md's table);
-  module rules are independent per-layer formulas (``flopcount_modules.py``), so the eager
-  total and the graph total check each other.
+* ``flopcount`` (the default of ``profile``): ops use their own cost rule (COUNTING.md's table)
+  and a module costs the ops it runs, in both views. COUNTING.md's independent per-layer
+  formulas are the tests' oracle for the op rules (``tests/module_formulas.py``), not a
+  second way of counting.
 * ``ptflops``: the module rules of ptflops/flowflops hooks (``ptflops_modules.py``) for the eager
   view and flowflops' graph-mode op rules (``ptflops_ops.py``) for the graph view.
 
@@ -16,14 +17,15 @@ from __future__ import annotations
 
 from ..runtime.registry import Cost
 from .base import Convention, first_tensor, zero_rule
-from . import flopcount_modules, ptflops_modules, ptflops_ops
+from . import ptflops_modules, ptflops_ops
 
 
 CAUSAL = ("full", "half")
 
 
 class FlopcountConvention(Convention):
-    """COUNTING.md's default: each op's own cost rule; module rules written per layer.
+    """COUNTING.md's default: each op's own cost rule; a module costs the ops it runs (no
+    module rules, but those a user adds with ``with_modules``).
 
     ``causal="half"`` counts only the unmasked half of a causal attention's contractions, for
     kernels that skip the masked half (the default counts what the runtime's kernel computes:
@@ -39,7 +41,7 @@ class FlopcountConvention(Convention):
         if causal not in CAUSAL:
             raise ValueError(f"causal must be one of {CAUSAL}, got {causal!r}")
         self.causal = causal
-        super().__init__(flopcount_modules.MODULE_RULES if causal == "full" else flopcount_modules.causal_half_rules())
+        super().__init__({})
 
     def op_rule(self, op):
         return op.cost if op.priced else None

@@ -119,7 +119,7 @@ class Priced:
         top_macs = top_flops = 0
         self.top_by_dtype = top_by = {}
         if self.counts_functional:
-            for i, e in self._functional():
+            for i, e in self._own_ops():
                 cost = self.op_cost[i]
                 macs, flops = (0, 0) if cost is None else (cost.macs, cost.flops)
                 c = e.call
@@ -152,6 +152,15 @@ class Priced:
     def _functional(self):
         for i, e in enumerate(self.rec.events):
             if self.kind[i] == "functional":
+                yield i, e
+
+    def _own_ops(self):
+        """The functional ops, and those a covered module without a rule ran itself: such a
+        module is shown with its own value (its ops), not added to its ruled ancestor's."""
+        rules = self.rules
+        for i, e in enumerate(self.rec.events):
+            kind = self.kind[i]
+            if kind == "functional" or (kind == "covered" and not e.constant and rules[e.call] is None):
                 yield i, e
 
 

@@ -1,23 +1,27 @@
-"""The flopcount convention's module rules against the ops each layer dispatches.
+"""COUNTING.md's per-layer formulas (``tests/module_formulas.py``) against the ops each layer
+dispatches.
 
-A module rule is an independent formula (COUNTING.md); the graph view prices the layer's ops
-with their own cost rules. For every layer type with a rule the two totals must agree, and a
-few are also checked against hand-derived numbers.
+A formula is written from the layer's definition; the flopcount convention prices the layer's
+ops with their own cost rules. For every layer type with a formula, the eager view with the
+formulas as module rules and the graph view must agree, and a few are also checked against
+hand-derived numbers.
 """
 
 import pytest
 
 import flopcount
 import flopcount.runtime as rt
-from flopcount import conventions
+from module_formulas import formula_convention
 from view_totals import view_differences
 
 nn = rt.nn
 
 
 def views(layer, *inputs, convention="flopcount", train=False):
-    """(eager, graph) reports; ``train`` profiles a training step (the forward in train mode)."""
-    eager = flopcount.profile(layer, *inputs, mode="eager", convention=convention, backward=train)
+    """(eager, graph) reports; ``train`` profiles a training step (the forward in train mode). Under
+    ``flopcount`` the eager view prices with the formulas."""
+    eager_convention = formula_convention() if convention == "flopcount" else convention
+    eager = flopcount.profile(layer, *inputs, mode="eager", convention=eager_convention, backward=train)
     graph = flopcount.profile(layer, *inputs, mode="graph", convention=convention, backward=train)
     return eager, graph
 
@@ -107,7 +111,7 @@ LAYERS = {
 @pytest.mark.parametrize("name", sorted(LAYERS))
 def test_module_rule_equals_its_ops(name):
     layer, *inputs = LAYERS[name]()
-    assert conventions.get("flopcount").module_rule(layer) is not None, f"{name} has no module rule"
+    assert formula_convention().module_rule(layer) is not None, f"{name} has no module rule"
     eager, graph = views(layer, *inputs)
     assert eager.root.counted_by == "rule"
     assert not view_differences(eager, graph), [str(d) for d in view_differences(eager, graph)]
@@ -124,7 +128,7 @@ def test_module_rule_equals_its_ops_in_training(name):
 
 def test_every_rule_has_a_layer_test():
     tested = {name.split("-")[0] for name in LAYERS}
-    ruled = {cls.__name__ for cls in conventions.get("flopcount").module_types()}
+    ruled = {cls.__name__ for cls in formula_convention().module_types()}
     assert ruled - tested == set()
 
 
@@ -152,7 +156,7 @@ def test_exact_type_only():
             return super().forward(x) * 2
 
     layer = MyLinear(3, 2)
-    assert conventions.get("flopcount").module_rule(layer) is None
+    assert formula_convention().module_rule(layer) is None
     eager, graph = views(layer, x(4, 3))
     # counted through its ops: linear (24 MACs, 48 + 8 FLOPs) and the mul (8 FLOPs)
     assert (eager.macs, eager.flops) == (24, 64) == (graph.macs, graph.flops)

@@ -15,8 +15,9 @@ import pytest
 
 import flopcount
 import flopcount.runtime as rt
-from view_totals import view_differences
 from flopcount.runtime import nn
+from module_formulas import formula_convention
+from view_totals import view_differences
 
 N, L, E, H = 2, 5, 16, 4
 SCORES = N * H * L * L
@@ -59,7 +60,10 @@ CASES = {
 
 
 def _both_views(model, x, kwargs, convention="flopcount"):
-    eager = flopcount.profile(model, x, mode="eager", convention=convention, **kwargs)
+    """(eager, graph); under ``flopcount`` the eager view prices MultiheadAttention with its
+    formula (``module_formulas.py``), so the graph's op rules are checked against it."""
+    eager_convention = formula_convention() if convention == "flopcount" else convention
+    eager = flopcount.profile(model, x, mode="eager", convention=eager_convention, **kwargs)
     graph = flopcount.profile(model, x, mode="graph", convention=convention, **kwargs)
     return eager, graph
 
@@ -129,10 +133,9 @@ def test_causal_half_convention_halves_both_views_alike(causal):
     model = SelfAttention(need_weights=False)
     x = rt.randn(N, L, E)
     kwargs = {"attn_mask": _causal("float"), "is_causal": True} if causal else {}
-    full = flopcount.profile(model, x, mode="eager", **kwargs)
-    half = FlopcountConvention(causal="half")
-    eager = flopcount.profile(model, x, mode="eager", convention=half, **kwargs)
-    graph = flopcount.profile(model, x, mode="graph", convention=half, **kwargs)
+    full = flopcount.profile(model, x, mode="eager", convention=formula_convention(), **kwargs)
+    eager = flopcount.profile(model, x, mode="eager", convention=formula_convention("half"), **kwargs)
+    graph = flopcount.profile(model, x, mode="graph", convention=FlopcountConvention(causal="half"), **kwargs)
     dropped = SCORES * (E // H) if causal else 0
     assert full.macs - eager.macs == dropped and full.flops - eager.flops == 2 * dropped
     assert (eager.macs, eager.flops) == (graph.macs, graph.flops)

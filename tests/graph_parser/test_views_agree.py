@@ -1,5 +1,6 @@
-"""The check between views, for every zoo model on meta: under ``flopcount`` the graph total
-equals the eager total (module rules + functional parts); under ``ptflops`` it equals the eager
+"""The check between views, for every zoo model on meta: both capture the same graph, node by
+node; under ``flopcount`` the graph total (op rules) equals the eager total under COUNTING.md's
+per-layer formulas (``module_formulas.py``) plus functional parts; under ``ptflops`` it equals the eager
 total plus the ops the eager view saw but did not count. A failure names the modules that
 differ and the ops the graph ran there."""
 
@@ -10,6 +11,7 @@ import flopcount
 import flopcount.runtime as rt
 from flopcount import models
 from flopcount.recording.capture import capture
+from module_formulas import formula_convention
 from view_totals import view_differences
 from flopcount.runtime.graph.equal import first_difference
 
@@ -26,8 +28,11 @@ def _meta(name):
 
 
 def _views(name, convention):
+    """(eager, graph) reports; under ``flopcount`` the eager view prices with COUNTING.md's
+    per-layer formulas, so the graph's op rules are checked against them."""
     net, x = _meta(name)
-    eager = flopcount.profile(net, *x, mode="eager", convention=convention)
+    eager = flopcount.profile(net, *x, mode="eager",
+                              convention=formula_convention() if convention == "flopcount" else convention)
     graph = flopcount.profile(net, *x, mode="graph", convention=convention)
     return eager, graph
 

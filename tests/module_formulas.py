@@ -1,9 +1,11 @@
-"""The ``flopcount`` convention's module rules: one formula per layer type, from COUNTING.md.
+"""COUNTING.md's per-layer formulas, one per layer type: the tests' oracle for the op rules.
 
 They are written from the layer's definition, not from the ops its ``forward`` dispatches, so
-"graph total == eager total" checks the layers against the op rules instead of restating them.
-MACs are the multiply-accumulates of GEMM-class work; FLOPs are 2 per MAC plus every other
-arithmetic operation, with COUNTING.md's per-element prices (sigmoid 4, tanh 1, softmax 5...).
+profiling a model's eager run with them as module rules (:func:`formula_convention`) and
+comparing with the sum of its ops (the ``flopcount`` convention, which has no module rules)
+checks the op rules against the layers instead of restating them. MACs are the
+multiply-accumulates of GEMM-class work; FLOPs are 2 per MAC plus every other arithmetic
+operation, with COUNTING.md's per-element prices (sigmoid 4, tanh 1, softmax 5...).
 """
 
 from __future__ import annotations
@@ -12,9 +14,10 @@ import inspect
 from functools import partial
 from math import prod
 
-from ..runtime.dtypes import bool_
-from ..runtime.registry import Cost
-from .base import first_tensor, is_constant, numel, with_kwargs, zero_rule
+from flopcount.conventions import Convention, FlopcountConvention
+from flopcount.conventions.base import first_tensor, is_constant, numel, with_kwargs, zero_rule
+from flopcount.runtime.dtypes import bool_
+from flopcount.runtime.registry import Cost
 
 
 def _gemm(macs: int, extra_flops: int = 0) -> Cost:
@@ -337,3 +340,17 @@ MODULE_RULES = {
 def causal_half_rules() -> dict:
     """MODULE_RULES for ``FlopcountConvention(causal="half")``."""
     return {**MODULE_RULES, "MultiheadAttention": with_kwargs(partial(multihead_attention, causal="half"))}
+
+
+class FormulaConvention(FlopcountConvention):
+    """The ``flopcount`` convention with these formulas as its module rules: a module with a
+    formula costs what the formula says (its children covered), every other op its op rule."""
+
+    def __init__(self, causal: str = "full"):
+        super().__init__(causal)
+        Convention.__init__(self, MODULE_RULES if causal == "full" else causal_half_rules())
+
+
+def formula_convention(causal: str = "full") -> FormulaConvention:
+    """The oracle convention (see the module's docstring)."""
+    return FormulaConvention(causal)
