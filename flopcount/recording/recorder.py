@@ -60,14 +60,15 @@ class Call:
 
 _EventFields = namedtuple("_EventFields", (
     "op", "inputs", "outputs", "attrs", "call", "path", "phase", "elapsed", "input_ids", "output_ids",
-    "param_elems", "param_bytes", "taped", "constant", "clock"))
+    "param_elems", "param_bytes", "taped", "constant", "clock", "library"))
 
 
 class Event(_EventFields):
     """One dispatched op, with specs instead of tensors; ``input_ids``/``output_ids`` are the
     serial numbers of the op outputs involved (``None`` for inputs, parameters, constants).
     ``taped``: autograd recorded a node (its tensors wait for backward); ``constant``: computed
-    from constants only (a graph folds it away); ``clock``: when it ended (trace), or None.
+    from constants only (a graph folds it away); ``clock``: when it ended (trace), or None;
+    ``library``: the path its kernel took on a GPU (``OpEvent.library``).
 
     A tuple: one is made per op while the model runs, and a tuple is the cheapest record.
     """
@@ -218,7 +219,7 @@ class Recorder:
         self.events.append(_new_event(Event, (
             event.op, tuple(specs_in), tuple(specs_out), event.attrs, call, path, phase, event.elapsed,
             ids_in, serials, param_elems, param_bytes, taped, constant,
-            None if self.clock is None else self.clock())))
+            None if self.clock is None else self.clock(), event.library)))
 
     @contextlib.contextmanager
     def attached(self, calls: bool = True) -> Iterator["Recorder"]:

@@ -30,7 +30,7 @@ from math import prod
 
 import numpy as np
 
-from . import _source
+from . import _source, paths
 
 # cuBLAS's and CUDA's enum values (cublas_api.h, library_types.h); tests/runtime/cuda checks
 # them against CuPy's bindings
@@ -40,8 +40,6 @@ COMPUTE_32F, COMPUTE_64F, COMPUTE_32F_FAST_TF32 = 68, 70, 77
 GEMM_DEFAULT = -1
 
 DATA_TYPES = {"float16": CUDA_R_16F, "bfloat16": CUDA_R_16BF, "float32": CUDA_R_32F, "float64": CUDA_R_64F}
-
-LIBRARY = "cuBLAS"  # the library path a GEMM of this module takes, as reports name it
 
 
 class Settings:
@@ -262,6 +260,7 @@ def device_pointer(array) -> int:
 
 def _cublas_gemm(xp, p: GemmPlan, a, b, c) -> None:
     """One cuBLAS call of plan ``p``: cuBLAS's A is ``b``, its B is ``a``."""
+    paths.ran(paths.CUBLAS)
     cublas = xp.cuda.cublas
     handle = xp.cuda.device.get_cublas_handle()
     cublas.setStream(handle, xp.cuda.get_current_stream().ptr)
