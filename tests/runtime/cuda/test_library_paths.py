@@ -29,9 +29,12 @@ def test_the_backend_names_the_path_each_kernel_took():
         assert be.kernel_library() == "cuBLAS"
         rowwise.softmax(_generic)(fake, x, dim=-1)
         assert be.kernel_library() == "own kernel"
-        attention.forward(_generic)(fake, q, q, q, None, dropout_p=0.0, is_causal=True, scale=None,
-                                    enable_gqa=False)
-        assert be.kernel_library() == "cuBLAS + own kernel"
+        sdpa = attention.forward(_generic)
+        sdpa(fake, q, q, q, None, dropout_p=0.0, is_causal=True, scale=None, enable_gqa=False)
+        assert be.kernel_library() == "own kernel"  # the flash-attention kernel
+        mask = np.ones((4, 4), bool)
+        sdpa(fake, q, q, q, mask, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)
+        assert be.kernel_library() == "cuBLAS + own kernel"  # two GEMMs around the softmax kernel
         ints = np.ones((2, 2), np.int64)
         assert linalg.matmul(_generic)(fake, ints, ints) == "generic"
         assert be.kernel_library() == "CuPy"

@@ -12,8 +12,10 @@ bfloat16 accumulate in float32), and the softmax arithmetic is float32.
 ``scale_mask_softmax_reference`` is the kernel in numpy; handed numpy arrays, the op-level
 kernels use it, so their GEMMs, masks and gradients run (and are tested) on the CPU.
 
-There is no flash-style (tiled, online-softmax) kernel: the score matrix is materialized, so
-memory grows with Lq·Lk as in PyTorch's math backend.
+Without a mask or dropout the forward is one flash-attention kernel instead
+(``flash_attention.py``: tiled keys, online softmax, causal and grouped-query heads), and no
+scores tensor exists. With a mask or dropout, and in the backward, the score matrix is
+materialized, so memory grows with Lq·Lk as in PyTorch's math backend.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 
 from ...heads import heads_ratio, repeat_heads, scale_of
 from ...random import keep_mask
-from . import _source, blas
+from . import _source, blas, flash_attention
 from .cache import kernel
 
 MASK_NONE, MASK_BOOL, MASK_ADD = 0, 1, 2
@@ -148,6 +150,10 @@ def forward(generic):
     """CUDA kernel of ``scaled_dot_product_attention`` (falls back to ``generic``)."""
     def run(xp, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa):
         rep = heads_ratio(q, k, enable_gqa)
+        if attn_mask is None and dropout_p == 0:  # no scores tensor at all (flash_attention.py)
+            out = flash_attention.launch(xp, q, k, v, rep, scale_of(q, scale), is_causal)
+            if out is not None:
+                return out
         k_, v_ = repeat_heads(xp, k, rep), repeat_heads(xp, v, rep)
         p = _probabilities(xp, q, k_, attn_mask, is_causal, scale_of(q, scale))
         if p is None:
