@@ -166,7 +166,7 @@ class OpRecord:
     inputs: tuple = ()                # graph nodes: the value names read (None: an absent input)
     outputs: tuple = ()               # graph nodes: the value names made
     attrs: dict | None = None         # graph nodes: the op's attributes, the node's own dict
-    library: str | None = None        # on a GPU, eager: the path its kernel took ("cuBLAS", "own kernel", "CuPy")
+    library: str | None = None        # on a GPU (eager, or graph when timed): the path its kernel took ("cuBLAS", ...)
 
     @property
     def output_bytes(self) -> int:

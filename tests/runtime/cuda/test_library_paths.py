@@ -53,3 +53,15 @@ def test_eager_records_carry_the_path_into_json_and_cpu_reports_keep_their_field
     assert ops and all(op["library"] == "cuBLAS" for op in ops)
     ops = _profile_json(monkeypatch, None)
     assert ops and all("library" not in op for op in ops)
+
+
+def test_graph_records_carry_the_path_of_each_node_when_timed(monkeypatch):
+    monkeypatch.setattr(CPUBackend, "kernel_library", lambda self: "own kernel")
+    model = rt.nn.Sequential(rt.nn.Linear(8, 4), rt.nn.ReLU())
+    report = flopcount.profile(model, input_shape=(2, 8), mode="graph", latency=True, warmup=1, repeat=1)
+    ops = json.loads(report.to_json())["ops"]
+    assert ops and all(op["library"] == "own kernel" for op in ops)
+    monkeypatch.undo()  # the CPU's backend has no paths: no extra run, no field
+    ops = json.loads(flopcount.profile(model, input_shape=(2, 8), mode="graph", latency=True, warmup=1,
+                                       repeat=1).to_json())["ops"]
+    assert ops and all("library" not in op for op in ops)
