@@ -4,6 +4,7 @@ plan run on numpy against ``a @ b`` (so the plan computes the product, for every
 broadcast and dtype), the stand-in CuPy's recorded cuBLAS calls, and the names, values and
 signatures of CuPy's bindings the launcher calls."""
 
+import doctest
 import importlib.util
 import inspect
 import re
@@ -13,8 +14,9 @@ import pytest
 from ml_dtypes import bfloat16
 
 import cuda_compile
+import flopcount.runtime as rt
 from fake_cupy import FakeCublas, installed
-from flopcount.runtime.cuda.kernels import blas, linalg
+from flopcount.runtime.cuda.kernels import blas, flash_attention, linalg, paths
 from flopcount.runtime.cuda.kernels.blas import OP_N, OP_T, Operand
 
 N, T = OP_N, OP_T
@@ -268,3 +270,12 @@ def test_the_enum_values_are_cudas():
     for name in ("gemmEx", "gemmStridedBatchedEx"):
         params = re.search(rf"{name}\(([^)]*)\)", getattr(cublas, name).__doc__).group(1)
         assert [p.split()[-1] for p in params.split(",")] == list(inspect.signature(getattr(FakeCublas, name)).parameters)[1:]
+
+
+@pytest.mark.parametrize("module", [blas, paths, flash_attention])
+def test_docstring_examples(module, monkeypatch):
+    monkeypatch.delenv("FLOPCOUNT_ALLOW_TF32", raising=False)
+    monkeypatch.setattr(blas.settings, "allow_tf32", False)
+    paths.take()  # what earlier tests left
+    failures, tried = doctest.testmod(module, extraglobs={"rt": rt})
+    assert tried and not failures
