@@ -191,6 +191,14 @@ def test_every_plan_run_on_numpy_computes_a_at_b(dtype):
                                    err_msg=f"{a.shape} strides {a.strides} @ {b.shape} strides {b.strides}")
 
 
+def test_sizes_beyond_cublas_ints_are_left_to_the_caller(monkeypatch):
+    # a stack of 3 x 4 rows folds into one GEMM of 12 rows: beyond a (lowered) 32-bit limit of 11
+    monkeypatch.setattr(blas, "INT_MAX", 11)
+    a, w = np.ones((3, 4, 2), np.float32), np.ones((5, 2), np.float32)
+    assert blas.matmul(np, a, w.T) is None
+    assert blas.matmul(np, a[:2], w.T).shape == (2, 4, 5)
+
+
 def test_other_dtypes_are_left_to_the_caller():
     ints = np.ones((2, 2), np.int64)
     assert blas.matmul(np, ints, ints) is None

@@ -38,6 +38,7 @@ OP_N, OP_T = 0, 1
 CUDA_R_32F, CUDA_R_64F, CUDA_R_16F, CUDA_R_16BF = 0, 1, 2, 14
 COMPUTE_32F, COMPUTE_64F, COMPUTE_32F_FAST_TF32 = 68, 70, 77
 GEMM_DEFAULT = -1
+INT_MAX = 2**31 - 1  # cuBLAS takes sizes, leading dims and the batch count as 32-bit ints
 
 DATA_TYPES = {"float16": CUDA_R_16F, "bfloat16": CUDA_R_16BF, "float32": CUDA_R_32F, "float64": CUDA_R_64F}
 
@@ -291,7 +292,8 @@ def _as_operand(xp, x, batch: tuple):
 def matmul(xp, a, b, bias=None):
     """``a @ b`` (+ ``bias`` over the last dim) for (..., m, k) and (..., k, n) arrays of one
     float dtype with broadcast batch dims, by one cuBLAS GEMM; None for what it does not take
-    (other dtypes, a 1-d operand), which the caller runs another way. Handed numpy arrays, the
+    (other dtypes, a 1-d operand, a size beyond cuBLAS's 32-bit ints), which the caller runs
+    another way. Handed numpy arrays, the
     same plan runs through ``reference_gemm``.
 
     >>> a, b = np.arange(6.0).reshape(2, 3), np.arange(6.0).reshape(3, 2)
@@ -315,6 +317,8 @@ def matmul(xp, a, b, bias=None):
     a, op_a = _as_operand(xp, a, batch)
     b, op_b = _as_operand(xp, b, batch)
     p = plan(op_a, op_b, m, k, n, prod(batch), name, bias=bias is not None, allow_tf32=settings.allow_tf32)
+    if max(p.m, p.n, p.k, p.lda, p.ldb, p.ldc, p.batch) > INT_MAX:
+        return None
     if xp is np:
         reference_gemm(p, footprint(b), footprint(a), out.reshape(-1))
     else:
