@@ -7,8 +7,8 @@ the device-free CUDA checks (NVRTC compiles, launch arguments; ``tests/runtime/c
 tests (``pytest -m gpu``: every op example forward and backward against the CPU, every zoo
 model, per-op comparisons with PyTorch, CUDA-event timing, the memory pool's peak), then
 ``gpu_ops.py`` and ``gpu_models.py``, whose tables go into ``RESULTS.md``
-(``--only`` names steps to run instead, among them the float16 benchmarks and ``memcheck``, the
-op tests under compute-sanitizer). Output streams as it
+(``--only`` names steps to run instead, among them the float16 and bfloat16 benchmarks, the GPU
+tests in bfloat16 and ``memcheck``, the op tests under compute-sanitizer). Output streams as it
 comes; with ``$OUT`` set, each step's output is also written to ``$OUT/<step>.log``. A step that
 fails or runs out of time does not stop the next. The closing summary gives each step's exit
 status and seconds; the exit status is non-zero when any step failed.
@@ -40,16 +40,21 @@ STEPS = [
                      "'torch', torch.__version__, 'torch CUDA', torch.cuda.is_available())"], 30),
     ("device-free", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/runtime/cuda"], 80),
     ("pytest-gpu", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "-rfEs",
-                    "--durations=15"], 240),
+                    "--durations=15", "-k", "not bfloat16"], 240),
     ("gpu_ops", [sys.executable, "benchmarks/gpu_ops.py"], 90),
     ("gpu_models", [sys.executable, "benchmarks/gpu_models.py"], 120),
 ]
 
-# run only when named with --only: the benchmarks in float16, and every op example's kernels
-# under compute-sanitizer's memcheck (out-of-bounds and misaligned accesses; many times slower)
+# run only when named with --only: the GPU tests and the benchmarks in bfloat16, the benchmarks in
+# float16, and every op example's kernels under compute-sanitizer's memcheck (out-of-bounds and
+# misaligned accesses; many times slower)
 EXTRA_STEPS = [
+    ("pytest-gpu-bfloat16", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "-rfEs",
+                             "-k", "bfloat16"], 150),
     ("gpu_ops-float16", [sys.executable, "benchmarks/gpu_ops.py", "--dtype", "float16"], 90),
     ("gpu_models-float16", [sys.executable, "benchmarks/gpu_models.py", "--dtype", "float16"], 120),
+    ("gpu_ops-bfloat16", [sys.executable, "benchmarks/gpu_ops.py", "--dtype", "bfloat16"], 90),
+    ("gpu_models-bfloat16", [sys.executable, "benchmarks/gpu_models.py", "--dtype", "bfloat16"], 120),
     ("memcheck", ["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1", sys.executable, "-m",
                   "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "gpu", "tests/gpu/test_ops_gpu.py"], 540),
 ]

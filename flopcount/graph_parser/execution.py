@@ -13,6 +13,7 @@ import time
 
 from ..recording import pricing
 from ..recording.steps import training_step
+from ..runtime.backend import Backend
 from ..runtime.device import backend
 from ..runtime.dispatch import no_grad, observe
 from ..runtime.graph import GraphModule, executor
@@ -155,13 +156,35 @@ def _measure_step(runnable: GraphModule, args, kwargs, device) -> tuple:
     return tracker.peak, max(held)
 
 
+def node_libraries(runnable: GraphModule, args, kwargs) -> list:
+    """The library path each node's kernels took in one run (``OpEvent.library``: "cuBLAS",
+    "own kernel", ... on a GPU; None on the CPU), the names of a node's ops joined."""
+    index = {id(n): i for i, n in enumerate(runnable.graph.nodes)}
+    found: list = [None] * len(index)
+    seen: list = []
+
+    class Paths:
+        def on_op(self, event) -> None:
+            if event.library is not None and event.library not in seen:
+                seen.append(event.library)
+
+    def after(node, outputs):
+        found[index[id(node)]] = " + ".join(seen) if seen else None
+        seen.clear()
+
+    with observe(Paths()):
+        runnable.run(*args, after=after, **kwargs)
+    return found
+
+
 def time_graph_and_nodes(runnable: GraphModule, args, kwargs, device, warmup: int, repeat: int) -> dict:
     """Whole-graph runs and per-node runs, interleaved so that both see the same machine.
 
     A whole run has no per-node synchronization (the graph's latency); a per-node run times
     each node between the executor's callbacks, synchronized before and after. Returns
-    ``whole`` (median ms, min ms), and per node ``median``, ``min`` and ``start`` (ms from the
-    start of the last per-node run, for the trace).
+    ``whole`` (median ms, min ms), and per node ``median``, ``min``, ``start`` (ms from the
+    start of the last per-node run, for the trace) and ``library`` (``node_libraries``, from
+    one more untimed run; None each on the CPU).
     """
     from ..recording.timing import median_min, without_compilation
 
@@ -194,6 +217,9 @@ def time_graph_and_nodes(runnable: GraphModule, args, kwargs, device, warmup: in
         return spent, clock["nodes"]
 
     with no_grad():
+        # one more untimed run where a backend has paths to tell (the GPU's)
+        has_paths = type(be).kernel_library is not Backend.kernel_library
+        libraries = node_libraries(runnable, args, kwargs) if has_paths else [None] * len(graph.nodes)
         for _ in range(warmup):
             runnable(*args, **kwargs)
         for spent, nodes in without_compilation(pair, repeat):
@@ -204,7 +230,7 @@ def time_graph_and_nodes(runnable: GraphModule, args, kwargs, device, warmup: in
     return {"whole": median_min(whole),
             "median": [statistics.median(s) * 1e3 if s else None for s in samples],
             "min": [min(s) * 1e3 if s else None for s in samples],
-            "start": starts}
+            "start": starts, "library": libraries}
 
 
 def time_backward_pass(runnable: GraphModule, args, kwargs, device, repeat: int) -> float | None:

@@ -89,11 +89,12 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
     if real and measure_memory:
         memory.measured_peak, memory.measured_activation_peak = execution.measure_peak(runnable, args, kwargs, device)
 
-    node_ms = node_min = starts = None
+    node_ms = node_min = starts = libraries = None
     whole = (None, None)
     if latency and real:
         timed = execution.time_graph_and_nodes(runnable, args, kwargs, device, warmup, repeat)
         whole, node_ms, node_min, starts = timed["whole"], timed["median"], timed["min"], timed["start"]
+        libraries = timed["library"]
     per_node_bwd = bwd_ms = None
     bwd_records = []
     backward_total_ms = None
@@ -108,7 +109,7 @@ def _profile(module, graph, args, kwargs, conv, latency, backward, warmup, repea
             backward_total_ms = execution.time_backward_pass(runnable, args, kwargs, device, repeat)
 
     report_rows = rows.rows(node_ms, per_node_bwd, bwd_ms, node_min)
-    records = rows.records(node_ms, starts, bwd_records)
+    records = rows.records(node_ms, starts, bwd_records, libraries)
     inputs = tensor_leaves((args, kwargs))
     params = [v for v in graph.parameters.values() if v.kind == "param"]
     # a floating parameter's dtype is the activations'; weights in a narrow or block format are not

@@ -318,7 +318,7 @@ class NodeRows:
         scopes[""].output_bytes = sum(v.nbytes for v in graph.outputs)
 
     def records(self, latency: list | None = None, starts: list | None = None,
-                backward_records: list | None = None):
+                backward_records: list | None = None, libraries: list | None = None):
         """A function giving one OpRecord per node (forward), then the observed backward ops:
         made from the op rows (call :meth:`rows` first) and a few fields of each node kept
         here, so the report builds its records only when they are read and the graph need
@@ -351,7 +351,8 @@ class NodeRows:
                     output_shapes=row.output_shapes, output_dtypes=output_dtypes, counted=counted,
                     latency_ms=latency[i] if latency is not None else None,
                     start_ms=starts[i] if starts is not None else None, source=sources[i], mac_dtype=macs_in,
-                    inputs=reads, outputs=makes, attrs=attrs))
+                    inputs=reads, outputs=makes, attrs=attrs,
+                    library=libraries[i] if libraries is not None else None))
             return out + backward
 
         return build

@@ -66,7 +66,8 @@ def op_record(call, cost: Cost | None, own: Cost, *, name: str, scope: str, phas
                     bytes_read=own.bytes_read, bytes_written=own.bytes_written, params=params,
                     param_bytes=param_bytes, input_shapes=input_shapes, input_dtypes=input_dtypes,
                     output_shapes=output_shapes, output_dtypes=output_dtypes, counted=counted,
-                    latency_ms=latency_ms, start_ms=start_ms, source=source, mac_dtype=mac_dtype)
+                    latency_ms=latency_ms, start_ms=start_ms, source=source, mac_dtype=mac_dtype,
+                    library=getattr(call, "library", None))
 
 
 def unsupported_name(op, attrs: dict) -> str:

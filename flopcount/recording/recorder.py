@@ -60,7 +60,7 @@ class Call:
 
 _EventFields = namedtuple("_EventFields", (
     "op", "inputs", "outputs", "attrs", "call", "path", "phase", "elapsed", "input_ids", "output_ids",
-    "param_elems", "param_bytes", "taped", "constant", "clock"))
+    "param_elems", "param_bytes", "taped", "constant", "clock", "library"))
 
 
 class Event(_EventFields):
@@ -68,7 +68,8 @@ class Event(_EventFields):
     serial numbers of the op outputs involved (a root, the model's input, parameter or buffer,
     has ``-1 - its index`` in ``Recorder.roots``; ``None`` is a constant).
     ``taped``: autograd recorded a node (its tensors wait for backward); ``constant``: computed
-    from constants only (a graph folds it away); ``clock``: when it ended (trace), or None.
+    from constants only (a graph folds it away); ``clock``: when it ended (trace), or None;
+    ``library``: the path its kernel took on a GPU (``OpEvent.library``).
 
     A tuple: one is made per op while the model runs, and a tuple is the cheapest record.
     """
@@ -220,7 +221,7 @@ class Recorder:
         self.events.append(_new_event(Event, (
             event.op, tuple(specs_in), tuple(specs_out), event.attrs, call, path, phase, event.elapsed,
             ids_in, serials, param_elems, param_bytes, taped, constant,
-            None if self.clock is None else self.clock())))
+            None if self.clock is None else self.clock(), event.library)))
 
     @contextlib.contextmanager
     def attached(self, calls: bool = True) -> Iterator["Recorder"]:

@@ -58,7 +58,8 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
          "roofline_fraction": float | null, "mac_dtype": str | null,
          # the op graph (graph view; empty for eager ops): the values read and made, by name
          # (an edge joins the op that makes a value to every op that reads it), and the attrs
-         "inputs": [str | null], "outputs": [str], "attrs": {str: JSON value}}
+         "inputs": [str | null], "outputs": [str], "attrs": {str: JSON value},
+         "library": str}               # on a GPU only (graph view: when timed): "cuBLAS", "own kernel", both, "CuPy"
       ],
       "by_op_type": [{"op": str, "calls": int, "macs": int, "flops": int, "bytes_read": int,
                       "bytes_written": int, "counted_calls": int, "latency_ms": float | null,

@@ -172,6 +172,7 @@ class OpRecord:
     inputs: tuple = ()                # graph nodes: the value names read (None: an absent input)
     outputs: tuple = ()               # graph nodes: the value names made
     attrs: dict | None = None         # graph nodes: the op's attributes, the node's own dict
+    library: str | None = None        # on a GPU (eager, or graph when timed): the path its kernel took ("cuBLAS", ...)
 
     @property
     def output_bytes(self) -> int:
@@ -187,6 +188,8 @@ class OpRecord:
         out["inputs"], out["outputs"] = list(self.inputs), list(self.outputs)
         out["attrs"] = plain(self.attrs or {})
         out["roofline_fraction"] = self.roofline_fraction
+        if self.library is None:  # only GPU runs have one: CPU reports keep their fields
+            del out["library"]
         return out
 
 

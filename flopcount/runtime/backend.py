@@ -50,6 +50,11 @@ class Backend:
     def synchronize(self) -> None:
         """Wait for queued work to finish (a no-op where work is synchronous)."""
 
+    def kernel_library(self) -> str | None:
+        """The library path the op that just ran took ("cuBLAS", "own kernel", "CuPy"), for the
+        report; None where there is only one (the CPU). The dispatcher asks after every op."""
+        return None
+
     def timer_start(self):
         """Start a timing span; pass the result to ``timer_stop``."""
         return time.perf_counter()

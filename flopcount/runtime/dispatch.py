@@ -49,11 +49,12 @@ state = _State()
 
 
 class OpEvent:
-    """What observers hear about one op. ``cost`` is computed on first access only."""
+    """What observers hear about one op. ``cost`` is computed on first access only; ``library``
+    names the path its kernel took on a GPU ("cuBLAS", "own kernel", "CuPy"; None on the CPU)."""
 
-    __slots__ = ("op", "inputs", "outputs", "attrs", "module", "phase", "elapsed", "_cost")
+    __slots__ = ("op", "inputs", "outputs", "attrs", "module", "phase", "elapsed", "library", "_cost")
 
-    def __init__(self, op, inputs, outputs, attrs, module, phase, elapsed):
+    def __init__(self, op, inputs, outputs, attrs, module, phase, elapsed, library=None):
         self.op = op
         self.inputs = inputs
         self.outputs = outputs
@@ -61,6 +62,7 @@ class OpEvent:
         self.module = module
         self.phase = phase
         self.elapsed = elapsed
+        self.library = library
         self._cost = None
 
     @property
@@ -103,7 +105,7 @@ def apply(op, *inputs, **attrs):
     spec = op.shape(*inputs, **attrs)
     dev = META if st.shapes_only else _common_device(op, inputs, attrs)
     multi = isinstance(spec, tuple)
-    elapsed = None
+    elapsed = library = None
     if dev.type == "meta":
         outs = tuple(Tensor._make(None, s.shape, s.dtype, META) for s in spec) if multi \
             else (Tensor._make(None, spec.shape, spec.dtype, META),)
@@ -124,6 +126,7 @@ def apply(op, *inputs, **attrs):
             elapsed = be.timer_stop(t0)
         else:
             result = kernel(be.xp, *arrays, **attrs)
+        library = be.kernel_library()
         if multi:
             outs = tuple(_wrap(r, s, dev, be) for r, s in zip(result, spec))
         else:
@@ -134,7 +137,7 @@ def apply(op, *inputs, **attrs):
                 record_node(op, inputs, attrs, outs)
                 break
     if st.observers:
-        event = OpEvent(op, inputs, outs, attrs, current_module(), st.phase, elapsed)
+        event = OpEvent(op, inputs, outs, attrs, current_module(), st.phase, elapsed, library)
         for obs in st.observers:
             obs.on_op(event)
     return outs if multi else outs[0]

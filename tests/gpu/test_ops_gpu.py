@@ -1,9 +1,10 @@
 """Every registered op on the GPU: each op example (tests/runtime/ops) runs on CUDA tensors
 and on CPU tensors from the same arrays; outputs and gradients agree (float32 within 1e-4
-relative; float16 where the CPU runs the example too). The ops must really run on the GPU."""
+relative; float16 and bfloat16 where the CPU runs the example too). The ops must really run on the GPU."""
 
 import numpy as np
 import pytest
+from ml_dtypes import bfloat16
 
 import flopcount.runtime as rt
 from op_examples import load_examples
@@ -96,6 +97,12 @@ def test_op_float32_matches_cpu(name):
 @pytest.mark.parametrize("name", sorted(EXAMPLES))
 def test_op_float16_matches_cpu(name):
     _compare(name, np.float16, rtol=2e-2, atol=2e-2)
+
+
+@pytest.mark.parametrize("name", sorted(EXAMPLES))
+def test_op_bfloat16_matches_cpu(name):
+    # 8 significant bits (float16 has 11): each rounding is up to 2^-8 relative
+    _compare(name, bfloat16, rtol=6e-2, atol=6e-2)
 
 
 def test_every_registered_op_has_an_example_here():

@@ -3,6 +3,7 @@ CuPy or a GPU raises ``DeviceError`` saying how to install."""
 
 from ..device import device as parse_device
 from .backend import _import_cupy, is_available, device_count
+from .kernels.blas import settings as matmul  # rt.cuda.matmul.allow_tf32, as torch.backends.cuda.matmul
 
 
 def synchronize(device=None) -> None:
@@ -14,4 +15,4 @@ def synchronize(device=None) -> None:
     _import_cupy().cuda.Device(index).synchronize()  # Device(None): the current GPU
 
 
-__all__ = ["is_available", "synchronize", "device_count"]
+__all__ = ["is_available", "synchronize", "device_count", "matmul"]

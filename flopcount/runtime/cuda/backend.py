@@ -162,6 +162,11 @@ class CUDABackend(Backend):
         stop.synchronize()
         return self.cupy.cuda.get_elapsed_time(start, stop) / 1000.0
 
+    def kernel_library(self) -> str:
+        from .kernels import paths
+
+        return paths.take()
+
     # --- memory ----------------------------------------------------------------------------
     def free_memory(self) -> int:
         """Bytes arrays can still take on this GPU: what the device has free, plus what CuPy's

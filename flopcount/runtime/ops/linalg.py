@@ -67,6 +67,8 @@ class Matmul(Op):
     def forward(xp, a, b):
         return gemm(xp, a, b)
 
+    kernels = {"cuda": cuda_kernels.matmul(forward)}
+
     def vjp(g, out, a, b):
         from .movement import transpose
 

@@ -5,18 +5,24 @@ its GPU path (it is not ``numpy``) through the same layouts, casts and argument 
 on a GPU. ``RawKernel`` and ``ElementwiseKernel`` compile and run nothing: they record each
 launch (source, grid, block, arguments, shared memory) for the tests to check. Outputs of the
 recorded kernels stay zero, so only what the launchers pass is meaningful, never what they get.
+
+cuBLAS (``cuda.cublas``) is the exception: its ``gemmEx`` and ``gemmStridedBatchedEx`` record
+their arguments and run them through ``blas.reference_gemm`` (cuBLAS's semantics and argument
+checks on numpy), so a GEMM's result is real. A device pointer is the index of the array in
+``pointed`` (``blas.device_pointer`` is replaced while the stand-in is installed).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import sys
 import types
 from dataclasses import dataclass
 
 import numpy as np
 
-from flopcount.runtime.cuda.kernels import cache
+from flopcount.runtime.cuda.kernels import blas, cache
 
 
 @dataclass
@@ -62,6 +68,49 @@ class FakeElementwiseKernel:
         return np.zeros(shape, dtype=np.result_type(*arrays))
 
 
+@dataclass
+class GemmCall:
+    """One cuBLAS GEMM: its plan as passed, the arrays behind cuBLAS's A, B and C, and the
+    alpha and beta host scalars."""
+
+    plan: blas.GemmPlan
+    arrays: tuple
+    alpha: np.ndarray
+    beta: np.ndarray
+    types: tuple  # (Atype, Btype, Ctype)
+
+
+class FakeCublas:
+    """``cupy_backends.cuda.libs.cublas``'s GEMM entry points, run on numpy (their signatures as
+    CuPy 14 declares them; tests/runtime/cuda/test_blas.py checks them against CuPy's)."""
+
+    def __init__(self, fake):
+        self.fake = fake
+
+    def setStream(self, handle, stream):  # noqa: N802 (CuPy's name)
+        assert handle == FakeCupy.HANDLE and stream == FakeCupy.STREAM
+
+    def gemmEx(self, handle, transa, transb, m, n, k, alpha, A, Atype, lda, B, Btype, ldb,  # noqa: N802,N803
+               beta, C, Ctype, ldc, computeType, algo):  # noqa: N803
+        self.gemmStridedBatchedEx(handle, transa, transb, m, n, k, alpha, A, Atype, lda, 0, B, Btype, ldb, 0,
+                                  beta, C, Ctype, ldc, 0, 1, computeType, algo)
+
+    def gemmStridedBatchedEx(self, handle, transa, transb, m, n, k, alpha, A, Atype, lda, strideA,  # noqa: N802,N803
+                             B, Btype, ldb, strideB, beta, C, Ctype, ldc, strideC, batchCount,  # noqa: N803
+                             computeType, algo):  # noqa: N803
+        assert handle == FakeCupy.HANDLE
+        scalar = np.float64 if computeType == blas.COMPUTE_64F else np.float32
+        alpha_v, beta_v = (np.ctypeslib.as_array((ctypes.c_char * scalar().itemsize).from_address(p)).view(scalar)[0]
+                           for p in (alpha, beta))
+        plan = blas.GemmPlan(transa, transb, m, n, k, lda, ldb, ldc, strideA, strideB, strideC, batchCount,
+                             Atype, computeType, float(beta_v), algo)
+        a, b, c = (self.fake.pointed[p] for p in (A, B, C))
+        self.fake.gemms.append(GemmCall(plan, (a, b, c), alpha_v, beta_v, (Atype, Btype, Ctype)))
+        assert alpha_v == 1, alpha_v
+        assert c.flags.c_contiguous
+        blas.reference_gemm(plan, blas.footprint(a), blas.footprint(b), c.reshape(-1))
+
+
 class FakeCupy(types.ModuleType):
     """``import cupy`` while installed: numpy's array API plus recording kernels."""
 
@@ -69,6 +118,20 @@ class FakeCupy(types.ModuleType):
         super().__init__("cupy")
         self.launches: list = []
         self.elementwise: list = []
+        self.gemms: list = []
+        self.pointed: list = []  # arrays whose device pointer a launcher took, by "address"
+        fake = self
+        self.cuda = types.SimpleNamespace(
+            cublas=FakeCublas(self),
+            device=types.SimpleNamespace(get_cublas_handle=lambda: FakeCupy.HANDLE),
+            get_current_stream=lambda: types.SimpleNamespace(ptr=FakeCupy.STREAM))
+        self.device_pointer = lambda array: fake._point(array)
+
+    HANDLE, STREAM = 7001, 7002  # what a handle and a stream pointer look like: plain ints
+
+    def _point(self, array) -> int:
+        self.pointed.append(array)
+        return len(self.pointed) - 1
 
     def __getattr__(self, name):  # anything not defined here is numpy's
         return getattr(np, name)
@@ -101,9 +164,11 @@ def installed():
     saved = sys.modules.get("cupy")
     cache.clear()
     sys.modules["cupy"] = fake
+    device_pointer, blas.device_pointer = blas.device_pointer, fake.device_pointer
     try:
         yield fake
     finally:
+        blas.device_pointer = device_pointer
         cache.clear()  # the stand-in's kernels must not outlive it
         if saved is None:
             sys.modules.pop("cupy", None)

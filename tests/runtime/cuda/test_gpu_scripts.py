@@ -46,3 +46,14 @@ def test_the_one_command_run_fits_a_lent_machines_limit():
     assert [s[0] for s in script.STEPS] == ["environment", "device-free", "pytest-gpu", "gpu_ops", "gpu_models"]
     assert sum(limit for _, _, limit in script.STEPS) <= 600
     assert all(limit <= 600 for _, _, limit in script.EXTRA_STEPS)
+
+
+def test_the_benchmarks_and_gpu_tests_have_steps_in_every_half_precision_dtype():
+    script = _script("gpu_run_all")
+    extra = {name: command for name, command, _ in script.EXTRA_STEPS}
+    for dtype in ("float16", "bfloat16"):
+        for bench in ("gpu_ops", "gpu_models"):
+            assert extra[f"{bench}-{dtype}"][-2:] == ["--dtype", dtype]
+    default = {name: command for name, command, _ in script.STEPS}
+    # the bfloat16 GPU tests have a step (and a limit) of their own; the default step leaves them out
+    assert default["pytest-gpu"][-2:] == ["-k", "not bfloat16"] and extra["pytest-gpu-bfloat16"][-2:] == ["-k", "bfloat16"]

@@ -24,7 +24,7 @@ SPECIALIZED = sorted(name for name, op in rt.registered_ops().items() if _specia
 
 def test_the_specialized_ops_are_the_expected_families():
     expected = {"conv", "conv_transpose", "conv_weight_grad", "conv_transpose_weight_grad", "max_pool",
-                "max_pool_backward", "softmax", "log_softmax", "layer_norm", "rms_norm", "linear",
+                "max_pool_backward", "softmax", "log_softmax", "layer_norm", "rms_norm", "linear", "matmul",
                 "scaled_dot_product_attention", "scaled_dot_product_attention_backward", "embedding",
                 "sum", "mean", "fused_elementwise", "gelu", "silu", "sigmoid", "hardswish", "hardsigmoid",
                 "mish", "softplus", "elu", "leaky_relu", "erf", "rsqrt"}

@@ -15,7 +15,8 @@ import pytest
 from cuda_signatures import argument_problems, signatures
 from fake_cupy import installed
 from flopcount.runtime.cuda import limits
-from flopcount.runtime.cuda.kernels import _source, attention, cache, catalog, conv, elementwise, pooling, rowwise
+from flopcount.runtime.cuda.kernels import (_source, attention, cache, catalog, conv, elementwise, flash_attention,
+                                            pooling, rowwise)
 from op_examples import load_examples, run_cuda_kernels
 
 EXAMPLES = load_examples()
@@ -100,6 +101,11 @@ def _expected_sizes(name, v, rows) -> dict:
         return sizes
     if name == "scale_mask_softmax":
         return {"s": rows * v["lk"]} | ({"mask_row": rows} if v["mask_row"].size else {})
+    if name == "flash_attention":  # one block per WARPS query rows of each (batch, head)
+        bh = rows // v["row_blocks"]
+        assert rows % v["row_blocks"] == 0 and v["row_blocks"] == -(-v["lq"] // flash_attention.WARPS)
+        return {"q": bh * v["lq"] * v["d"], "k": bh // v["rep"] * v["lk"] * v["d"],
+                "v": bh // v["rep"] * v["lk"] * v["dv"], "out": bh * v["lq"] * v["dv"]}
     s, k, p = _geometry(v)
     if name in ("im2col", "col2im"):
         image = "x" if name == "im2col" else "y"

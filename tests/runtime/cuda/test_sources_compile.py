@@ -141,3 +141,14 @@ def test_a_broken_kernel_is_reported_with_nvrtcs_message_and_line():
     assert f'kernel.cu({at + 1}): error: identifier "undefined_total" is undefined' in message
     assert f">{at + 1:5d}: {lines[at]}" in message  # the line itself, quoted under the log
     assert message.startswith("NVRTC refused softmax_rows with a typo for sm_80")
+
+
+# --- the flash-attention kernel keeps its accumulators in registers ----------------------------
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_flash_attention_compiles_without_spilling(dtype, arch):
+    from flopcount.runtime.cuda.kernels import flash_attention
+
+    used = nvrtc.compile_source(flash_attention.source(dtype), arch, what=f"flash_attention {dtype}")
+    assert used["flash_attention"].spill_stores == 0, used  # a spilled accumulator goes through local memory

@@ -6,14 +6,16 @@ probabilities in place — scale, causal mask, boolean or additive mask (broadca
 per-row offset, no mask of the scores' size is built), and PyTorch's safe softmax (a row
 masked entirely gives zeros) — then O = P·V (one batched GEMM). The backward recomputes P the
 same way (the op's contract: memory-efficient kernels keep no probabilities) and runs the four
-gradient GEMMs with CuPy. Float16 inputs use float16 GEMMs (cuBLAS accumulates in float32)
-and float32 softmax arithmetic.
+gradient GEMMs. Every GEMM is a cuBLAS call in the inputs' dtype (``blas``: float16 and
+bfloat16 accumulate in float32), and the softmax arithmetic is float32.
 
 ``scale_mask_softmax_reference`` is the kernel in numpy; handed numpy arrays, the op-level
 kernels use it, so their GEMMs, masks and gradients run (and are tested) on the CPU.
 
-There is no flash-style (tiled, online-softmax) kernel: the score matrix is materialized, so
-memory grows with Lq·Lk as in PyTorch's math backend.
+Without a mask or dropout the forward is one flash-attention kernel instead
+(``flash_attention.py``: tiled keys, online softmax, causal and grouped-query heads), and no
+scores tensor exists. With a mask or dropout, and in the backward, the score matrix is
+materialized, so memory grows with Lq·Lk as in PyTorch's math backend.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import numpy as np
 
 from ...heads import heads_ratio, repeat_heads, scale_of
 from ...random import keep_mask
-from . import _source
+from . import _source, blas, flash_attention
 from .cache import kernel
 
 MASK_NONE, MASK_BOOL, MASK_ADD = 0, 1, 2
@@ -92,7 +94,7 @@ def _probabilities(xp, q, k, mask, is_causal: bool, scale: float):
     """softmax(scale·QKᵀ + mask) by one GEMM and one kernel (None when not float)."""
     if not _source.supported(q, k):
         return None
-    s = xp.ascontiguousarray(xp.matmul(q, xp.swapaxes(k, -1, -2)))
+    s = xp.ascontiguousarray(blas.product(xp, q, xp.swapaxes(k, -1, -2)))
     lq, lk = s.shape[-2:]
     rows = s.size // lk if lk else 0
     if rows == 0:
@@ -148,6 +150,10 @@ def forward(generic):
     """CUDA kernel of ``scaled_dot_product_attention`` (falls back to ``generic``)."""
     def run(xp, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa):
         rep = heads_ratio(q, k, enable_gqa)
+        if attn_mask is None and dropout_p == 0:  # no scores tensor at all (flash_attention.py)
+            out = flash_attention.launch(xp, q, k, v, rep, scale_of(q, scale), is_causal)
+            if out is not None:
+                return out
         k_, v_ = repeat_heads(xp, k, rep), repeat_heads(xp, v, rep)
         p = _probabilities(xp, q, k_, attn_mask, is_causal, scale_of(q, scale))
         if p is None:
@@ -156,8 +162,8 @@ def forward(generic):
         if dropout_p > 0:
             keep = keep_mask(xp, p.shape, dropout_p)
             p = p * keep * p.dtype.type(1.0 / (1.0 - dropout_p))
-            return xp.matmul(p, v_), keep
-        return xp.matmul(p, v_)
+            return blas.product(xp, p, v_), keep
+        return blas.product(xp, p, v_)
 
     return run
 
@@ -175,15 +181,15 @@ def backward(generic):
                            scale=scale, enable_gqa=enable_gqa, mask_grad=mask_grad)
         keep_scale = p.dtype.type(1.0 / (1.0 - dropout_p)) if keep is not None else None
         dropped = p * keep * keep_scale if keep is not None else p
-        dv = xp.matmul(xp.swapaxes(dropped, -1, -2), g)
-        dp = xp.matmul(g, xp.swapaxes(v_, -1, -2))
+        dv = blas.product(xp, xp.swapaxes(dropped, -1, -2), g)
+        dp = blas.product(xp, g, xp.swapaxes(v_, -1, -2))
         if keep is not None:
             dp = dp * keep * keep_scale
         acc = _source.acc_dtype(p.dtype)
         p32, dp32 = p.astype(acc, copy=False), dp.astype(acc, copy=False)
         ds = (p32 * (dp32 - (dp32 * p32).sum(axis=-1, keepdims=True))).astype(p.dtype, copy=False)
-        dq = xp.matmul(ds, k_) * q.dtype.type(sc)
-        dk = xp.matmul(xp.swapaxes(ds, -1, -2), q) * q.dtype.type(sc)
+        dq = blas.product(xp, ds, k_) * q.dtype.type(sc)
+        dk = blas.product(xp, xp.swapaxes(ds, -1, -2), q) * q.dtype.type(sc)
         if rep > 1:
             dk = dk.reshape(dk.shape[:-3] + (k.shape[-3], rep) + dk.shape[-2:]).sum(axis=-3)
             dv = dv.reshape(dv.shape[:-3] + (v.shape[-3], rep) + dv.shape[-2:]).sum(axis=-3)

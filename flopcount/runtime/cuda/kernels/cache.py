@@ -14,11 +14,15 @@ from __future__ import annotations
 
 from typing import Callable
 
+from . import paths
+
 _CACHE: dict = {}
 
 
 def kernel(name: str, dtype, build: Callable, variant=()):
-    """The kernel cached under ``(name, dtype, variant)``, built by ``build()`` on first use."""
+    """The kernel cached under ``(name, dtype, variant)``, built by ``build()`` on first use
+    (each launch fetches its kernel here, so this notes that the op ran a kernel of our own)."""
+    paths.ran(paths.OWN)
     key = (name, str(dtype), variant)
     k = _CACHE.get(key)
     if k is None:

@@ -10,7 +10,7 @@ there is one per chain of ops (``elementwise.kernel_spec``).
 
 from __future__ import annotations
 
-from . import attention, conv, pooling, rowwise
+from . import attention, conv, flash_attention, pooling, rowwise
 from ._source import FLOAT_DTYPES
 
 
@@ -28,4 +28,5 @@ def raw_sources(dtypes=FLOAT_DTYPES) -> dict:
                 out[(name, dtype, ())] = module.source(name, dtype)
         for kind, mask_dtype in attention.mask_variants(dtype):
             out[("scale_mask_softmax", dtype, (kind, str(mask_dtype)))] = attention.source(dtype, kind, mask_dtype)
+        out[("flash_attention", dtype, ())] = flash_attention.source(dtype)
     return out

@@ -21,7 +21,7 @@ from math import prod
 
 import numpy as np
 
-from . import _source
+from . import _source, blas
 from .cache import raw_kernel
 
 COLUMN_BYTES = 256 * 2**20  # a GPU has room for larger column buffers than a CPU cache
@@ -218,13 +218,13 @@ def conv_forward(xp, x, w, b, stride, padding, dilation, groups):
     else:
         w3 = w.reshape(groups, cout // groups, -1)
         if _pointwise(kernel, stride, padding):
-            y = _to_image_major(xp, xp.matmul(w3, _channel_major(xp, x, groups)), n, cout, out)
+            y = _to_image_major(xp, blas.product(xp, w3, _channel_major(xp, x, groups)), n, cout, out)
         else:
             y = xp.empty((n, cout) + out, dtype=x.dtype)
             per_image = c * prod(kernel) * prod(out) * x.dtype.itemsize
             for i, j in chunks(n, per_image):
                 cols = im2col(xp, x[i:j], kernel, out, stride, padding, dilation).reshape(groups, cg * prod(kernel), -1)
-                y[i:j] = _to_image_major(xp, xp.matmul(w3, cols), j - i, cout, out)
+                y[i:j] = _to_image_major(xp, blas.product(xp, w3, cols), j - i, cout, out)
     if b is not None:
         y += b.reshape((cout,) + (1,) * len(out))
     return y
@@ -245,7 +245,7 @@ def conv_transpose_forward(xp, x, w, b, stride, padding, output_padding, dilatio
     y = xp.empty((n, cout) + size, dtype=x.dtype)
     per_image = cout * prod(kernel) * prod(inp) * x.dtype.itemsize
     for i, j in chunks(n, per_image):
-        cols = xp.matmul(wt, _channel_major(xp, x[i:j], groups)).reshape(cout * prod(kernel), -1)
+        cols = blas.product(xp, wt, _channel_major(xp, x[i:j], groups)).reshape(cout * prod(kernel), -1)
         y[i:j] = col2im(xp, cols, j - i, cout, size, kernel, inp, stride, padding, dilation)
     if b is not None:
         y += b.reshape((cout,) + (1,) * len(size))
@@ -268,7 +268,7 @@ def conv_weight_grad(xp, x, g, kernel, stride, padding, dilation, groups):
     for i, j in chunks(n, per_image):
         cols = _channel_major(xp, x[i:j], groups) if pointwise else \
             im2col(xp, x[i:j], kernel, out, stride, padding, dilation).reshape(groups, cg * prod(kernel), -1)
-        gw += xp.matmul(_channel_major(xp, g[i:j], groups), cols.swapaxes(-1, -2))
+        gw += blas.product(xp, _channel_major(xp, g[i:j], groups), cols.swapaxes(-1, -2))
     return gw.reshape((cout, cg) + tuple(kernel))
 
 
