@@ -267,9 +267,8 @@ def _quantized_add(ctx, a, b, subtract: bool):
     left, right = scaled(a, ra, sa), scaled(b, rb, sb)
     total = ew.sub(left, right) if subtract else ew.add(left, right)
     factor = fixed_point.quantize_multiplier(twice_max / (2 ** _ADD_LEFT_SHIFT * so))
-    y = ew.add(fixed_point.multiply_by_quantized_multiplier(total, *factor), int(out.quant.zero_point[0]))
-    info = np.iinfo(np.dtype(out.dtype))
-    y = ew.cast(ew.clamp(y, int(info.min), int(info.max)), _dt.get_dtype(out.dtype))
+    y = fixed_point.multiply_by_quantized_multiplier(total, *factor, int(out.quant.zero_point[0]),
+                                                     _dt.get_dtype(out.dtype))
     return _clamp_quantized(ctx, y)
 
 
