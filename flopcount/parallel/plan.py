@@ -18,6 +18,7 @@ hardware profile it also estimates the step time and the utilization.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from math import prod
 
 from .. import runtime as rt
 from ..runtime.errors import FlopcountError, ShapeError
@@ -298,10 +299,7 @@ def _tokens(sample) -> int:
     shape, dtype = sample
     if dtype.is_floating_point or not shape:
         return 1
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+    return prod(shape)
 
 
 def _hardware(hardware):

@@ -24,6 +24,7 @@ dims do not divide by the axis size.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 
 class SBP:
@@ -201,20 +202,13 @@ def reshape_sbp(sbp: SBP, src: tuple, dst: tuple, n: int):
     for ins, outs in reshape_groups(src, dst):
         if sbp.dim not in ins:
             continue
-        period = prod_of(src[ins.start:sbp.dim]) * sbp.blocks
+        period = prod(src[ins.start:sbp.dim]) * sbp.blocks
         for j in outs:
-            before = prod_of(dst[outs.start:j])
+            before = prod(dst[outs.start:j])
             if dst[j] > 1 and period % before == 0 and dst[j] % (period // before * n) == 0:
                 return Split(j, period // before)
         return None
     return None
-
-
-def prod_of(sizes) -> int:
-    out = 1
-    for s in sizes:
-        out *= s
-    return out
 
 
 def per_channel(inputs, n_outputs: int = 1, linear: bool = False, dims: tuple = (0, 1)) -> list:
