@@ -357,15 +357,6 @@ def pad(ctx, x, paddings, value=None):
     return movement.pad(x, flat, value=fill)
 
 
-@converter("MEAN")
-@_float_then_quantized
-def mean(ctx, x, axes):
-    if axes.data is None:
-        raise ValueError("the axes are not a constant of the file")
-    dims = tuple(sorted({int(a) % x.ndim for a in np.asarray(axes.data).reshape(-1)}))
-    return reduction.mean(x, dims, keepdim=bool(ctx.option("KeepDims", False)))
-
-
 # --- quantization ------------------------------------------------------------------------------
 
 @converter("QUANTIZE")
