@@ -95,11 +95,6 @@ def replicated(inputs, n_outputs: int) -> Signature:
 
 # --- helpers the op rules share ----------------------------------------------------------------
 
-def local_size(size: int, sbp: SBP, n: int) -> int:
-    """The length a rank holds of a dim of ``size`` split ``sbp`` over ``n`` ranks."""
-    return size // n if isinstance(sbp, Split) else size
-
-
 def divides(shape: tuple, sbp: SBP, n: int) -> bool:
     """Whether ``sbp`` splits ``shape`` evenly over ``n`` ranks (B and P always do)."""
     if not isinstance(sbp, Split):
