@@ -355,7 +355,7 @@ def _slot(stage, act, traffic, hw, plan) -> float:
     nodes = stage.graph.nodes
     compute = sum(node_time(n, hw, plan.dtype) for n in nodes)
     compute += sum(node_time(nodes[i], hw, plan.dtype) for i in act.recomputed)
-    link = links(hw, plan.dp, plan.tp, plan.pp)
+    link = links(hw, plan.dp, plan.tp)
     per_mb = [t for t in traffic if t.what in ("activations", "activation gradients")]
     return compute + traffic_time(per_mb, link) / plan.micro_batches
 
@@ -368,7 +368,7 @@ def _step_time(report: PlanReport, hw) -> tuple:
     plan = report.plan
     slot = max(s.slot_s for s in report.stages)
     step, bubble = pipeline_step(slot, plan.micro_batches, plan.pp)
-    link = links(hw, plan.dp, plan.tp, plan.pp)
+    link = links(hw, plan.dp, plan.tp)
     tail = 0.0
     for s, traffic in zip(report.stages, report.traffic):
         per_step = [t for t in traffic if t.what not in ("activations", "activation gradients")]

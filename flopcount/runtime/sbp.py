@@ -32,10 +32,6 @@ class SBP:
 
     __slots__ = ()
 
-    @property
-    def is_split(self) -> bool:
-        return isinstance(self, Split)
-
 
 @dataclass(frozen=True)
 class Split(SBP):
