@@ -296,7 +296,7 @@ class ConvTransposeWeightGrad(Op):
 def _same_padding(fn_name, x, weight, stride, dilation):
     """'same' padding: the symmetric part as the conv's padding, and the input with the odd
     element padded on the right (as PyTorch does)."""
-    from .movement import pad
+    from .movement import pad, pad_list
 
     if any(s != 1 for s in stride):
         raise ShapeError(f"{fn_name}: padding='same' is not supported for strided convolutions "
@@ -305,10 +305,7 @@ def _same_padding(fn_name, x, weight, stride, dilation):
     left = tuple(t // 2 for t in totals)
     extra = [t - 2 * lo for t, lo in zip(totals, left)]
     if any(extra):
-        pairs = []
-        for e in reversed(extra):  # F.pad lists the last dim first
-            pairs += [0, e]
-        x = pad(x, pairs)
+        x = pad(x, pad_list((0, e) for e in extra))
     return x, left
 
 

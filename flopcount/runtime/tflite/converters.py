@@ -346,15 +346,12 @@ def pad(ctx, x, paddings, value=None):
     pairs = np.asarray(paddings.data).reshape(-1, 2) if paddings.data is not None else None
     if pairs is None:
         raise ValueError("the paddings are not a constant of the file")
-    flat = []
-    for begin, end in reversed(pairs.tolist()):  # the runtime's pad lists the last dim first
-        flat += [int(begin), int(end)]
     fill = 0.0
     if value is not None and value.data is not None:
         fill = float(np.asarray(value.data).reshape(-1)[0])
     elif q.is_quantized(ctx.ins[0]):
         fill = float(ctx.ins[0].quant.zero_point[0])  # real zero
-    return movement.pad(x, flat, value=fill)
+    return movement.pad(x, movement.pad_list(pairs.tolist()), value=fill)
 
 
 # --- quantization ------------------------------------------------------------------------------
