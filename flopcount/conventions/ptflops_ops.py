@@ -100,7 +100,7 @@ def own_macs(op):
 
 _ARITHMETIC = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder",
                "neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf",
-               "sign", "floor", "ceil", "round", "clamp")
+               "sign", "floor", "ceil", "round", "clamp", "requantize")
 _NARY = ("add_n", "maximum_n", "minimum_n", "mean_n")
 _ACTIVATIONS = ("relu", "hardtanh", "leaky_relu", "prelu", "elu", "gelu", "hardsigmoid",
                 "hardswish", "softplus", "mish", "sigmoid", "softmax", "log_softmax")

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from ..runtime import errors
 from ..runtime.dtypes import get_dtype
+from ..runtime.graph.tree import leaves_of
 from ..runtime.io.files import open_model_file
 from ..runtime.io.json_text import parse_json
 from ..runtime.nn.modules.module import Module
@@ -195,16 +196,6 @@ def _tensor_ref(item, path: str):
     return item
 
 
-def _refs_in(item) -> list:
-    if isinstance(item, Ref):
-        return [item]
-    if isinstance(item, (list, tuple)):
-        return [r for i in item for r in _refs_in(i)]
-    if isinstance(item, dict):
-        return [r for v in item.values() for r in _refs_in(v)]
-    return []
-
-
 def _first_shape(item):
     """The shape of the first Keras tensor in a serialized node argument."""
     if isinstance(item, dict) and item.get("class_name") == "__keras_tensor__":
@@ -279,7 +270,7 @@ def _graph(path: str, kind: str, config: dict) -> tuple:
             calls.append((name, node, args, kwargs))
     inputs = [r.layer for r in _output_refs(config.get("input_layers"))]
     outputs = _output_refs(config.get("output_layers"))
-    for ref in [r for call in calls for r in _refs_in(call[2:])] + outputs:
+    for ref in [r for call in calls for r in leaves_of(call[2:], Ref)] + outputs:
         if ref.layer not in by_name:
             raise ValueError(f"a tensor comes from layer {ref.layer!r}, which the config does not have")
     return layers, _ordered(calls, inputs), inputs, outputs
@@ -299,9 +290,9 @@ def _ordered(calls: list, inputs: list) -> list:
     """``calls`` in an order where each comes after the calls whose outputs it takes."""
     done, ordered, waiting = {(name, 0) for name in inputs}, [], list(calls)
     while waiting:
-        ready = [c for c in waiting if all((r.layer, r.node) in done for r in _refs_in(c[2:]))]
+        ready = [c for c in waiting if all((r.layer, r.node) in done for r in leaves_of(c[2:], Ref))]
         if not ready:
-            missing = next(r for c in waiting for r in _refs_in(c[2:]) if (r.layer, r.node) not in done)
+            missing = next(r for c in waiting for r in leaves_of(c[2:], Ref) if (r.layer, r.node) not in done)
             raise ValueError(f"layer {waiting[0][0]!r} takes call {missing.node} of {missing.layer!r}, which "
                              f"nothing makes (a cycle, or an input not declared)")
         ordered.extend(ready)
@@ -428,7 +419,7 @@ def _input_spec(layer: dict, name: str, model: KerasModel, calls: list, notes: l
     except TypeError:
         raise ValueError(f"input {name!r} has dtype {dtype!r}, not one flopcount knows") from None
     integer = not get_dtype(dtype).is_floating_point
-    fed = [model._modules[layer_] for layer_, _, args, _ in calls if Ref(name, 0, 0) in _refs_in(args)]
+    fed = [model._modules[layer_] for layer_, _, args, _ in calls if Ref(name, 0, 0) in leaves_of(args, Ref)]
     high = next((m.vocabulary for m in fed if isinstance(m, _keras_layers.Embedding)), None)
     dims = []
     for axis, dim in enumerate(shape[1:]):

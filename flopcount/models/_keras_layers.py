@@ -58,6 +58,21 @@ def _known(shape) -> tuple:
     return shape
 
 
+def _normalized_axes(config: dict, input_shape: tuple) -> list:
+    """The axes a normalization layer's ``axis`` names (an int or a list), non-negative and sorted."""
+    rank = len(_known(input_shape))
+    axes = config.get("axis", -1)
+    return sorted(a % rank for a in (axes if isinstance(axes, list) else [axes]))
+
+
+def _require_channels_last(kind: str, config: dict, accepted: tuple = ("channels_last",)) -> None:
+    """Refuse a layer whose ``data_format`` is not one of ``accepted``: the layers here read
+    channels-last tensors (pooling and padding layers also save None for the default)."""
+    if config.get("data_format", "channels_last") not in accepted:
+        raise errors.UnsupportedOpError(f"{kind} with data_format {config.get('data_format')!r}: "
+                                        f"flopcount reads channels_last Keras models")
+
+
 def _pair(value) -> tuple:
     return tuple(value) if isinstance(value, (list, tuple)) else (value, value)
 
@@ -131,9 +146,7 @@ class _Conv(KerasLayer):
 
     def __init__(self, kind: str, config: dict, input_shape: tuple):
         super().__init__()
-        if config.get("data_format", "channels_last") != "channels_last":
-            raise errors.UnsupportedOpError(f"{kind} with data_format {config.get('data_format')!r}: "
-                                            f"flopcount reads channels_last Keras models")
+        _require_channels_last(kind, config)
         kh, kw = _pair(config["kernel_size"])
         self.stride, self.dilation = _pair(config.get("strides", 1)), _pair(config.get("dilation_rate", 1))
         self.padding = config.get("padding", "valid")
@@ -187,9 +200,7 @@ class Conv1D(KerasLayer):
 
     def __init__(self, config: dict, input_shape: tuple):
         super().__init__()
-        if config.get("data_format", "channels_last") != "channels_last":
-            raise errors.UnsupportedOpError(f"Conv1D with data_format {config.get('data_format')!r}: "
-                                            f"flopcount reads channels_last Keras models")
+        _require_channels_last("Conv1D", config)
         size = config["kernel_size"]
         self.kernel = int(size[0] if isinstance(size, list) else size)
         self.stride, self.dilation = (int(_pair(config.get(k, 1))[0]) for k in ("strides", "dilation_rate"))
@@ -221,9 +232,7 @@ class _Pooling(KerasLayer):
 
     def __init__(self, kind: str, config: dict, input_shape: tuple):
         super().__init__()
-        if config.get("data_format", "channels_last") not in (None, "channels_last"):
-            raise errors.UnsupportedOpError(f"{kind} with data_format {config.get('data_format')!r}: "
-                                            f"flopcount reads channels_last Keras models")
+        _require_channels_last(kind, config, (None, "channels_last"))
         self.size = _pair(config.get("pool_size", 2))
         self.stride = _pair(config.get("strides") or self.size)
         self.padding = config.get("padding", "valid")
@@ -273,11 +282,11 @@ class BatchNormalization(KerasLayer):
 
     def __init__(self, config: dict, input_shape: tuple):
         super().__init__()
-        axis = config.get("axis", -1)
-        axis = axis[0] if isinstance(axis, list) and len(axis) == 1 else axis
-        if not isinstance(axis, int):
-            raise errors.UnsupportedOpError(f"BatchNormalization over axes {axis}: flopcount knows one axis")
-        self.axis, self.eps = axis % len(_known(input_shape)), float(config.get("epsilon", 1e-3))
+        axes = _normalized_axes(config, input_shape)
+        if len(axes) != 1:
+            raise errors.UnsupportedOpError(f"BatchNormalization over axes {config.get('axis')}: "
+                                            f"flopcount knows one axis")
+        self.axis, self.eps = axes[0], float(config.get("epsilon", 1e-3))
         channels = int(input_shape[self.axis])
         self._absent("weight", "bias")
         if config.get("scale", True):
@@ -301,8 +310,7 @@ class LayerNormalization(KerasLayer):
     def __init__(self, config: dict, input_shape: tuple):
         super().__init__()
         rank = len(_known(input_shape))
-        axes = config.get("axis", -1)
-        axes = sorted(a % rank for a in (axes if isinstance(axes, list) else [axes]))
+        axes = _normalized_axes(config, input_shape)
         if axes != list(range(rank - len(axes), rank)):
             raise errors.UnsupportedOpError(f"LayerNormalization over axes {axes}: flopcount knows the last ones")
         self.shape, self.eps = tuple(int(input_shape[a]) for a in axes), float(config.get("epsilon", 1e-3))
@@ -321,9 +329,7 @@ class ZeroPadding2D(KerasLayer):
 
     def __init__(self, config: dict, input_shape: tuple):
         super().__init__()
-        if config.get("data_format", "channels_last") not in (None, "channels_last"):
-            raise errors.UnsupportedOpError(f"ZeroPadding2D with data_format {config.get('data_format')!r}: "
-                                            f"flopcount reads channels_last Keras models")
+        _require_channels_last("ZeroPadding2D", config, (None, "channels_last"))
         padding = config.get("padding", 1)
         (top, bottom), (left, right) = [_pair(p) for p in _pair(padding)]
         self.pads = tuple(int(p) for p in (0, 0, left, right, top, bottom))   # C, W, H from the last axis
@@ -359,8 +365,7 @@ class Normalization(KerasLayer):
     def __init__(self, config: dict, input_shape: tuple):
         super().__init__()
         rank = len(_known(input_shape))
-        axes = config.get("axis", -1)
-        axes = sorted(a % rank for a in (axes if isinstance(axes, list) else [axes]))
+        axes = _normalized_axes(config, input_shape)
         if config.get("mean") is not None or config.get("invert"):
             raise errors.UnsupportedOpError("Normalization with its mean in the config or inverted: flopcount "
                                             "knows the adapted one")

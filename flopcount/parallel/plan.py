@@ -18,6 +18,7 @@ hardware profile it also estimates the step time and the utilization.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from math import prod
 
 from .. import runtime as rt
 from ..runtime.errors import FlopcountError, ShapeError
@@ -298,10 +299,7 @@ def _tokens(sample) -> int:
     shape, dtype = sample
     if dtype.is_floating_point or not shape:
         return 1
-    n = 1
-    for s in shape:
-        n *= s
-    return n
+    return prod(shape)
 
 
 def _hardware(hardware):
@@ -357,7 +355,7 @@ def _slot(stage, act, traffic, hw, plan) -> float:
     nodes = stage.graph.nodes
     compute = sum(node_time(n, hw, plan.dtype) for n in nodes)
     compute += sum(node_time(nodes[i], hw, plan.dtype) for i in act.recomputed)
-    link = links(hw, plan.dp, plan.tp, plan.pp)
+    link = links(hw, plan.dp, plan.tp)
     per_mb = [t for t in traffic if t.what in ("activations", "activation gradients")]
     return compute + traffic_time(per_mb, link) / plan.micro_batches
 
@@ -370,7 +368,7 @@ def _step_time(report: PlanReport, hw) -> tuple:
     plan = report.plan
     slot = max(s.slot_s for s in report.stages)
     step, bubble = pipeline_step(slot, plan.micro_batches, plan.pp)
-    link = links(hw, plan.dp, plan.tp, plan.pp)
+    link = links(hw, plan.dp, plan.tp)
     tail = 0.0
     for s, traffic in zip(report.stages, report.traffic):
         per_step = [t for t in traffic if t.what not in ("activations", "activation gradients")]

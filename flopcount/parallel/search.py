@@ -129,7 +129,7 @@ def _measure(module, sample, tp: int, sp: bool, dtype, hw, seq_len) -> tuple:
     rank = shard_step(step, tensor=tp, sequence_parallel=sp)
     blocks = find_blocks(n.scope for n in rank.graph.nodes[:rank.n_forward])
     units = split_stages(rank, blocks.count, blocks) if blocks.count > 1 else split_stages(rank, 1, blocks)
-    link = links(hw, 1, tp, 1)
+    link = links(hw, 1, tp)
     parts = []
     for unit in units:
         params = sum(v.numel() for v in unit.graph.parameters.values() if v.kind == "param")
@@ -151,7 +151,7 @@ def _price(plan: Plan, parts: list, layers: int, hw) -> tuple:
 
     b, m, mode = plan.micro_batch, plan.micro_batches, plan.recompute
     per = max(len(parts) // plan.pp, 1)
-    link = links(hw, plan.dp, plan.tp, plan.pp)
+    link = links(hw, plan.dp, plan.tp)
     w_bytes, g_bytes, _ = bytes_per_parameter(plan.dtype)
     slot, peak, tail = 0.0, 0, 0.0
     for s in range(plan.pp):

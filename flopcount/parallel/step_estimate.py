@@ -32,8 +32,9 @@ class Links:
         return getattr(self, axis)
 
 
-def links(hardware, data: int, tensor: int, pipeline: int) -> Links:
-    """Which link each axis uses, from the layout tensor < data < pipeline."""
+def links(hardware, data: int, tensor: int) -> Links:
+    """Which link each axis uses, from the layout tensor < data < pipeline (the next pipeline
+    stage sits one tensor x data group away, whatever the number of stages)."""
     per_node = hardware.devices_per_node
     intra, inter = hardware.intra_node_bandwidth, hardware.inter_node_bandwidth
 

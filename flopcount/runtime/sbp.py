@@ -24,16 +24,13 @@ dims do not divide by the axis size.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from math import prod
 
 
 class SBP:
     """Base of the three kinds; instances are immutable and compare by value."""
 
     __slots__ = ()
-
-    @property
-    def is_split(self) -> bool:
-        return isinstance(self, Split)
 
 
 @dataclass(frozen=True)
@@ -93,11 +90,6 @@ def replicated(inputs, n_outputs: int) -> Signature:
 
 
 # --- helpers the op rules share ----------------------------------------------------------------
-
-def local_size(size: int, sbp: SBP, n: int) -> int:
-    """The length a rank holds of a dim of ``size`` split ``sbp`` over ``n`` ranks."""
-    return size // n if isinstance(sbp, Split) else size
-
 
 def divides(shape: tuple, sbp: SBP, n: int) -> bool:
     """Whether ``sbp`` splits ``shape`` evenly over ``n`` ranks (B and P always do)."""
@@ -201,20 +193,13 @@ def reshape_sbp(sbp: SBP, src: tuple, dst: tuple, n: int):
     for ins, outs in reshape_groups(src, dst):
         if sbp.dim not in ins:
             continue
-        period = prod_of(src[ins.start:sbp.dim]) * sbp.blocks
+        period = prod(src[ins.start:sbp.dim]) * sbp.blocks
         for j in outs:
-            before = prod_of(dst[outs.start:j])
+            before = prod(dst[outs.start:j])
             if dst[j] > 1 and period % before == 0 and dst[j] % (period // before * n) == 0:
                 return Split(j, period // before)
         return None
     return None
-
-
-def prod_of(sizes) -> int:
-    out = 1
-    for s in sizes:
-        out *= s
-    return out
 
 
 def per_channel(inputs, n_outputs: int = 1, linear: bool = False, dims: tuple = (0, 1)) -> list:

@@ -56,10 +56,19 @@ def unflatten(tree, leaves: list):
 
 def tensor_leaves(obj) -> list:
     """Only the tensors inside ``obj``, in the order ``flatten`` gives them."""
-    if isinstance(obj, Tensor):
+    return leaves_of(obj, Tensor)
+
+
+def leaves_of(obj, kind: type) -> list:
+    """The values of type ``kind`` inside ``obj`` (nested in tuples, lists and dict values), in order.
+
+    >>> leaves_of([1, ("a", {"k": 2})], int)
+    [1, 2]
+    """
+    if isinstance(obj, kind):
         return [obj]
     if isinstance(obj, (tuple, list)):
-        return [t for o in obj for t in tensor_leaves(o)]
+        return [t for o in obj for t in leaves_of(o, kind)]
     if isinstance(obj, dict):
-        return [t for v in obj.values() for t in tensor_leaves(v)]
+        return [t for v in obj.values() for t in leaves_of(v, kind)]
     return []

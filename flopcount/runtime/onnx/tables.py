@@ -28,6 +28,7 @@ PyTorch holds them: apart from the parameters in the report's counts and memory.
 from __future__ import annotations
 
 from collections import defaultdict
+from math import prod
 
 # ops that only move or select elements: a table read through them is still the table
 _MOVES = {"Slice", "Gather", "Reshape", "Unsqueeze", "Squeeze", "Expand", "Cast", "Transpose", "Identity",
@@ -109,10 +110,7 @@ def precomputed_tables(model) -> set:
     """Names of the floating initializers of ``model`` (a ModelProto) that are tables."""
     candidates = []
     for init in model.graph.initializer:
-        size = 1
-        for d in init.dims:
-            size *= d
-        if init.data_type in _FLOATING and size > 1:
+        if init.data_type in _FLOATING and prod(init.dims) > 1:
             candidates.append((init.name, len(init.dims)))
     if not candidates:  # the readers of every value are not worth listing (a million-node chain)
         return set()

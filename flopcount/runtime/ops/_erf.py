@@ -139,14 +139,14 @@ def _gelu_tail(xp, r, xb, out_block):
     xp.multiply(r, xb, out=out_block)
 
 
-def _compiled(xp, x):
+def compiled_kernels(xp, x):
     """The compiled elementwise kernels where they run ``x`` (a float32 numpy array), else None."""
     return cpu_kernels.kernel("elementwise", xp) if x.dtype == np.float32 else None
 
 
 def erf(xp, x):
     """Elementwise erf(x), same dtype as ``x`` (floating)."""
-    compiled = _compiled(xp, x)
+    compiled = compiled_kernels(xp, x)
     if compiled is not None:
         return compiled.unary(compiled.erf_float32, x, _P_SINGLE, _Q_SINGLE)
     if x.dtype == np.float64:
@@ -158,7 +158,7 @@ def erf_gelu_chain(xp, x, divisor, offset, factor, factor_first: bool):
     """(x·(erf(x/divisor) + offset))·factor, or x·(factor·(erf(x/divisor) + offset)) where
     ``factor_first``, for float32 ``x`` and float32 scalars, in one compiled pass with the bits of
     the five ops one after the other; None where the compiled kernels do not run."""
-    compiled = _compiled(xp, x)
+    compiled = compiled_kernels(xp, x)
     if compiled is None:
         return None
     return compiled.unary(compiled.erf_gelu_chain_float32, x, np.float32(divisor), np.float32(offset),
@@ -168,7 +168,7 @@ def erf_gelu_chain(xp, x, divisor, offset, factor, factor_first: bool):
 def gelu_erf(xp, x):
     """GELU's erf form x·Φ(x) = x·(1 + erf(x/√2))/2, same dtype as ``x``; in float64 through
     Cody's erf, in single precision within the blocks of ``erf``."""
-    compiled = _compiled(xp, x)
+    compiled = compiled_kernels(xp, x)
     if compiled is not None:
         return compiled.unary(compiled.gelu_float32, x, np.float32(_SQRT_HALF), _P_SINGLE, _Q_SINGLE)
     if x.dtype == np.float64:

@@ -28,6 +28,7 @@ from ..dispatch import apply
 from ..errors import ShapeError
 from ..registry import Op, io_cost, numel, register_op
 from ..sbp import B, S, Signature, unary
+from ._erf import compiled_kernels as _compiled
 from ._erf import gelu_erf as _gelu_erf_kernel
 from ._parallel import split
 from ._helpers import check_float, norm_dim, same_spec
@@ -39,11 +40,6 @@ SELU_ALPHA = 1.6732632423543772848170429916717
 SELU_SCALE = 1.0507009873554804934193349852946
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _GELU_TANH_C = 0.044715
-
-
-def _compiled(xp, x):
-    """The compiled elementwise kernels where they run ``x`` (a float32 numpy array), else None."""
-    return cpu_kernels.kernel("elementwise", xp) if x.dtype == np.float32 else None
 
 
 def _stable_sigmoid(xp, x):

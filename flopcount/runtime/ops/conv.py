@@ -21,7 +21,7 @@ from ..registry import Op, Spec, io_cost, numel, register_op
 from ..sbp import B, P, S, Signature
 from . import _conv_kernels as kernels
 from ._helpers import batched, check_ints, ntuple, unbatched, upcast_half
-from ._window import out_size, transpose_out_size
+from ._window import transpose_out_size
 
 
 def _check_operands(op, x, weight, groups, in_channels) -> int:
@@ -64,11 +64,6 @@ def _check_out(op, out, x, weight, attrs):
                          f"{detail} (output size {out})")
 
 
-def _conv_out(x_shape, kernel, stride, padding, dilation) -> tuple:
-    return tuple(out_size(n, k, s, p, d)
-                 for n, k, s, p, d in zip(x_shape[2:], kernel, stride, padding, dilation))
-
-
 def _transpose_out(x_shape, kernel, stride, padding, output_padding, dilation) -> tuple:
     return tuple(transpose_out_size(n, k, s, p, op, d)
                  for n, k, s, p, op, d in zip(x_shape[2:], kernel, stride, padding, output_padding, dilation))
@@ -107,7 +102,7 @@ class Conv(Op):
             raise ShapeError(f"conv: stride {stride}, padding {padding}, dilation {dilation} need "
                              f"{nd} values each for weight {weight.shape}")
         _check_bias("conv", bias, weight.shape[0], weight)
-        out = _conv_out(x.shape, weight.shape[2:], stride, padding, dilation)
+        out = kernels.conv_out_shape(x.shape, weight.shape[2:], stride, padding, dilation)
         _check_out("conv", out, x, weight, dict(stride=stride, padding=padding, dilation=dilation))
         return Spec(x.shape[:1] + (weight.shape[0],) + out, x.dtype, x.device)
 
@@ -158,7 +153,7 @@ class ConvWeightGrad(Op):
         if x.ndim != g.ndim or x.shape[0] != g.shape[0] or x.shape[1] % groups or g.shape[1] % groups:
             raise ShapeError(f"conv_weight_grad: input {x.shape} and output gradient {g.shape} do not "
                              f"fit groups={groups}")
-        out = _conv_out(x.shape, kernel_size, stride, padding, dilation)
+        out = kernels.conv_out_shape(x.shape, kernel_size, stride, padding, dilation)
         if out != tuple(g.shape[2:]):
             raise ShapeError(f"conv_weight_grad: output gradient {g.shape} does not fit input {x.shape} "
                              f"with kernel {kernel_size} (expects spatial size {out})")
@@ -301,7 +296,7 @@ class ConvTransposeWeightGrad(Op):
 def _same_padding(fn_name, x, weight, stride, dilation):
     """'same' padding: the symmetric part as the conv's padding, and the input with the odd
     element padded on the right (as PyTorch does)."""
-    from .movement import pad
+    from .movement import pad, pad_list
 
     if any(s != 1 for s in stride):
         raise ShapeError(f"{fn_name}: padding='same' is not supported for strided convolutions "
@@ -310,10 +305,7 @@ def _same_padding(fn_name, x, weight, stride, dilation):
     left = tuple(t // 2 for t in totals)
     extra = [t - 2 * lo for t, lo in zip(totals, left)]
     if any(extra):
-        pairs = []
-        for e in reversed(extra):  # F.pad lists the last dim first
-            pairs += [0, e]
-        x = pad(x, pairs)
+        x = pad(x, pad_list((0, e) for e in extra))
     return x, left
 
 

@@ -43,8 +43,9 @@ def _reflect(xp, x, low: float, high: float):
     return xp.where(below, from_below, xp.where(above, from_above, x))
 
 
-def _cubic_weights(xp, t):
-    a = CUBIC_A
+def cubic_weights(t, a: float = CUBIC_A) -> list:
+    """The weights of the four taps around a point ``t`` past a pixel (in [0, 1)): Keys' cubic
+    convolution with parameter ``a`` (a number or an array of points)."""
     return [((a * (t + 1) - 5 * a) * (t + 1) + 8 * a) * (t + 1) - 4 * a,
             ((a + 2) * t - (a + 3)) * t * t + 1,
             ((a + 2) * (1 - t) - (a + 3)) * (1 - t) * (1 - t) + 1,
@@ -71,7 +72,7 @@ def _taps(xp, coord, size: int, mode: str, padding: str, align_corners: bool):
         if mode == "linear":
             starts, weights = [base, base + 1], [1 - t, t]
         else:
-            starts, weights = [base - 1, base, base + 1, base + 2], _cubic_weights(xp, t)
+            starts, weights = [base - 1, base, base + 1, base + 2], cubic_weights(t)
     out = []
     for start, weight in zip(starts, weights):
         index = start.astype(np.int64)

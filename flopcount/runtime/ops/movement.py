@@ -440,6 +440,16 @@ def repeat(x, repeats):
     return apply(Repeat, x, repeats=tuple(int(r) for r in repeats))
 
 
+def pad_list(pairs) -> list:
+    """``(before, after)`` per dim, first dim first (as files and other frameworks list them),
+    as ``pad`` takes them: a flat list from the last dim.
+
+    >>> pad_list([(0, 0), (1, 2), (3, 4)])
+    [3, 4, 1, 2, 0, 0]
+    """
+    return [int(p) for before, after in reversed(list(pairs)) for p in (before, after)]
+
+
 def pad(x, pad, mode: str = "constant", value: float = 0.0):
     """PyTorch's ``F.pad``: ``pad`` lists (before, after) pairs starting from the last dim.
 

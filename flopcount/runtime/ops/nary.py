@@ -17,6 +17,7 @@ from __future__ import annotations
 __all__ = ["add_n", "maximum_n", "minimum_n", "mean_n"]  # the functional API
 
 from functools import reduce
+from math import prod
 
 import numpy as np
 
@@ -36,13 +37,6 @@ def _partial_shapes(name: str, inputs) -> list:
         shape = broadcast_shapes(name, shape, tuple(x.shape))
         shapes.append(shape)
     return shapes
-
-
-def _count(shape: tuple) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
 
 
 def _fold(name: str, combine: str, mean: bool = False):
@@ -79,9 +73,9 @@ class _Nary(Op):
 
     @classmethod
     def cost(cls, out, *inputs):
-        flops = sum(_count(s) for s in _partial_shapes(cls.name, inputs))
+        flops = sum(prod(s) for s in _partial_shapes(cls.name, inputs))
         if cls.mean:
-            flops += _count(out.shape)
+            flops += prod(out.shape)
         return io_cost(out, inputs, flops=flops)
 
     @classmethod

@@ -13,13 +13,22 @@ cost reads the weight at its element size (4 bits for int4: ``DType.bits``) plus
 int4 weights with a float16 scale per 128 cost 4.125 bits each (a block format: its bytes, Q4_K
 4.5 bits a weight); MACs are those of the linear
 layer, and one FLOP per weight element dequantizes it.
+
+``requantize`` is the epilogue of an integer conv or GEMM (TFLite's int8 kernels, gemmlowp):
+the int32 accumulator times a real factor held in fixed point (a 31-bit multiplier and a power
+of two), rounded, plus the output's zero point, saturated to the output type. It is one op, and
+counted as the arithmetic it stands for on real numbers (multiply by the factor, round, add the
+zero point, clamp: the four FLOPs an ONNX QLinearConv's rescale counts per element), not as the
+dozen-odd integer steps that carry out the rounding exactly.
 """
 
 from __future__ import annotations
 
-__all__ = ["dequantize", "quantized_linear"]
+__all__ = ["dequantize", "quantized_linear", "requantize"]
 
 from math import prod
+
+import numpy as np
 
 from .. import dtypes as _dt
 from ..dispatch import apply
@@ -114,6 +123,52 @@ class QuantizedLinear(Op):
         return io_cost(out, (x, q, scale, bias), macs=macs, flops=flops)
 
 
+@register_op("requantize")
+class Requantize(Op):
+    """``x`` (integer values, channels last) times the factors ``multiplier / 2**31 * 2**shift``
+    (one, or one per index of the last dim) rounded as TFLite's MultiplyByQuantizedMultiplier
+    rounds, plus ``zero_point``, saturated to ``dtype``."""
+
+    def shape(x, multiplier, shift, *, zero_point=None, dtype="int64"):
+        for name, factor in (("multiplier", multiplier), ("shift", shift)):
+            if factor.dtype is not _dt.int64 or factor.numel() not in (1, x.shape[-1] if x.ndim else 1):
+                raise ShapeError(f"requantize: {name} must be int64 with one value or one per channel "
+                                 f"({x.shape[-1] if x.ndim else 1}), got {factor.dtype.name} {factor.shape}")
+        out = _dt.get_dtype(dtype)
+        if out.is_floating_point or out is _dt.bool_:
+            raise ShapeError(f"requantize: the output must be an integer type, got {out.name}")
+        return Spec(tuple(x.shape), out, x.device)
+
+    def forward(xp, x, multiplier, shift, *, zero_point=None, dtype="int64"):
+        y = _multiply_by_quantized_multiplier(xp, x.astype(np.int64), multiplier.reshape(-1), shift.reshape(-1))
+        if zero_point is not None:
+            y += zero_point
+        out = _dt.get_dtype(dtype).np
+        info = np.iinfo(out)
+        return xp.clip(y, info.min, info.max).astype(out)
+
+    vjp = None  # integer arithmetic: nothing to differentiate
+
+    def cost(out, x, multiplier, shift, *, zero_point=None, dtype="int64"):
+        # multiply by the factor and round; add the zero point; clamp to a narrower type
+        per_element = 2 + (zero_point is not None) + (_dt.get_dtype(dtype) is not _dt.int64)
+        return io_cost(out, (x, multiplier, shift), flops=per_element * numel(out))
+
+
+def _multiply_by_quantized_multiplier(xp, x, multiplier, shift):
+    """TFLite's MultiplyByQuantizedMultiplier on int64 arrays of int32 values: a left shift, the
+    rounding doubling high multiply (gemmlowp's SaturatingRoundingDoublingHighMul, which
+    saturates only for two int32 minimums: not a real factor), then RoundingDivideByPOT."""
+    x = x * (1 << xp.maximum(shift, 0))
+    product = x * multiplier
+    product += xp.where(product >= 0, 1 << 30, 1 - (1 << 30))
+    high = xp.sign(product) * (xp.abs(product) >> 31)  # divided by 2**31 toward zero, as C++ divides
+    exponent = xp.maximum(-shift, 0)
+    mask = (1 << exponent) - 1
+    threshold = (mask >> 1) + (high < 0)
+    return (high >> exponent) + ((high & mask) > threshold)
+
+
 # --- functional API ----------------------------------------------------------------------------
 
 def dequantize(q, scale, dtype=_dt.float32):
@@ -130,3 +185,17 @@ def quantized_linear(x, q, scale, bias=None):
 def _block_format(q) -> dict:
     # the kernel sees arrays only: a block format's name tells it how to decode the raw bytes
     return {"block_format": q.dtype.name} if isinstance(q.dtype, _dt.BlockDType) else {}
+
+
+def requantize(x, multiplier, shift, zero_point: int | None = None, dtype=_dt.int64):
+    """``x`` (an integer accumulator, or float64 holding one) times the real factors that
+    ``multiplier`` and ``shift`` (int64 tensors: one value, or one per channel of the last dim)
+    stand for, in TFLite's fixed point, plus ``zero_point``, saturated to ``dtype``.
+
+    >>> import flopcount.runtime as rt
+    >>> m, s = rt.tensor([1288490189]), rt.tensor([-1])   # 0.3 = 1288490189 / 2**31 * 2**-1
+    >>> rt.nn.functional.requantize(rt.tensor([10, -10, 100]), m, s, zero_point=3, dtype=rt.int8).tolist()
+    [6, 0, 33]
+    """
+    zero_point = None if zero_point is None else int(zero_point)
+    return apply(Requantize, x, multiplier, shift, zero_point=zero_point, dtype=_dt.get_dtype(dtype).name)

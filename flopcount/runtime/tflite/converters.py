@@ -267,9 +267,8 @@ def _quantized_add(ctx, a, b, subtract: bool):
     left, right = scaled(a, ra, sa), scaled(b, rb, sb)
     total = ew.sub(left, right) if subtract else ew.add(left, right)
     factor = fixed_point.quantize_multiplier(twice_max / (2 ** _ADD_LEFT_SHIFT * so))
-    y = ew.add(fixed_point.multiply_by_quantized_multiplier(total, *factor), int(out.quant.zero_point[0]))
-    info = np.iinfo(np.dtype(out.dtype))
-    y = ew.cast(ew.clamp(y, int(info.min), int(info.max)), _dt.get_dtype(out.dtype))
+    y = fixed_point.multiply_by_quantized_multiplier(total, *factor, int(out.quant.zero_point[0]),
+                                                     _dt.get_dtype(out.dtype))
     return _clamp_quantized(ctx, y)
 
 
@@ -347,24 +346,12 @@ def pad(ctx, x, paddings, value=None):
     pairs = np.asarray(paddings.data).reshape(-1, 2) if paddings.data is not None else None
     if pairs is None:
         raise ValueError("the paddings are not a constant of the file")
-    flat = []
-    for begin, end in reversed(pairs.tolist()):  # the runtime's pad lists the last dim first
-        flat += [int(begin), int(end)]
     fill = 0.0
     if value is not None and value.data is not None:
         fill = float(np.asarray(value.data).reshape(-1)[0])
     elif q.is_quantized(ctx.ins[0]):
         fill = float(ctx.ins[0].quant.zero_point[0])  # real zero
-    return movement.pad(x, flat, value=fill)
-
-
-@converter("MEAN")
-@_float_then_quantized
-def mean(ctx, x, axes):
-    if axes.data is None:
-        raise ValueError("the axes are not a constant of the file")
-    dims = tuple(sorted({int(a) % x.ndim for a in np.asarray(axes.data).reshape(-1)}))
-    return reduction.mean(x, dims, keepdim=bool(ctx.option("KeepDims", False)))
+    return movement.pad(x, movement.pad_list(pairs.tolist()), value=fill)
 
 
 # --- quantization ------------------------------------------------------------------------------

@@ -1,7 +1,13 @@
 """TFLite's fixed-point requantization (``MultiplyByQuantizedMultiplier`` in its reference
-kernels), on the runtime's int64 ops: a real factor held as a 31-bit multiplier and a power of
-two, a rounding doubling high multiply, then a rounding right shift. An imported int8 model so
-rounds where LiteRT does (convs, fully connected layers, ADD and SUB).
+kernels): a real factor held as a 31-bit multiplier and a power of two, applied to int32 values
+by the runtime's ``requantize`` op (a rounding doubling high multiply, then a rounding right
+shift). An imported int8 model so rounds where LiteRT does (convs, fully connected layers, ADD
+and SUB).
+
+The op is counted as the requantization it stands for, not as the integer steps that round it
+exactly: multiplying by the factor and rounding is 2 FLOPs an element; adding the output's zero
+point and saturating to int8 1 each (``ops/quantized.py``). A conv's int8 epilogue is then 4
+FLOPs an output element, as an ONNX QLinearConv's rescale is.
 
     multiplier, shift = quantize_multiplier(np.array([0.3]))   # [1288490189], [-1]
     y = multiply_by_quantized_multiplier(acc, multiplier, shift)   # acc: int64 tensor, channels last
@@ -13,7 +19,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from ..onnx.converters._base import constant
-from ..ops import elementwise as ew
+from ..ops.quantized import requantize
 
 
 def quantize_multiplier(real) -> tuple[np.ndarray, np.ndarray]:
@@ -29,37 +35,10 @@ def quantize_multiplier(real) -> tuple[np.ndarray, np.ndarray]:
     return np.where(tiny, 0, multiplier), np.where(tiny, 0, shift)
 
 
-def _value(array: np.ndarray):
-    """A per-channel int64 constant, or a Python int for a single value."""
-    return int(array[0]) if array.size == 1 else constant(array.astype(np.int64))
-
-
-def _truncating_divide(x, power: int):
-    """``x / power`` rounded toward zero, as C++ divides integers (exact in int64: a division
-    through float64 would round products above 2**53)."""
-    down = ew.floor_divide(x, power)
-    up = ew.neg(ew.floor_divide(ew.neg(x), power))
-    return ew.where(ew.ge(x, 0), down, up)
-
-
-def _rounding_divide_by_pot(x, exponent: np.ndarray):
-    """``x / 2**exponent`` rounded half away from zero (gemmlowp's RoundingDivideByPOT)."""
-    if not np.any(exponent):
-        return x
-    power = 2 ** exponent
-    floor = ew.floor_divide(x, _value(power))
-    remainder = ew.sub(x, ew.mul(floor, _value(power)))
-    threshold = ew.add(ew.cast(ew.lt(x, 0), _dt.int64), _value((power - 1) >> 1))
-    return ew.add(floor, ew.cast(ew.gt(remainder, threshold), _dt.int64))
-
-
-def multiply_by_quantized_multiplier(x, multiplier: np.ndarray, shift: np.ndarray):
-    """An int64 tensor of int32 values times the factors ``(multiplier, shift)`` stand for (one,
-    or one per index of the last dim), rounded as TFLite rounds them."""
-    left = np.maximum(shift, 0)
-    if np.any(left):
-        x = ew.mul(x, _value(2 ** left))
-    product = ew.mul(x, _value(multiplier))
-    nudge = ew.where(ew.ge(product, 0), 1 << 30, 1 - (1 << 30))
-    high = _truncating_divide(ew.add(product, nudge), 2 ** 31)
-    return _rounding_divide_by_pot(high, np.maximum(-shift, 0))
+def multiply_by_quantized_multiplier(x, multiplier: np.ndarray, shift: np.ndarray, zero_point: int | None = None,
+                                     dtype=_dt.int64):
+    """A tensor of int32 values (int64, or float64 holding them) times the factors ``(multiplier,
+    shift)`` stand for (one, or one per index of the last dim), rounded as TFLite rounds them;
+    plus ``zero_point`` and saturated to ``dtype`` when they are given."""
+    return requantize(x, constant(np.asarray(multiplier, np.int64)), constant(np.asarray(shift, np.int64)),
+                      zero_point, dtype)

@@ -77,6 +77,7 @@ def _reducer(fn):
     return convert
 
 
+converter("MEAN")(_reducer(reduction.mean))
 converter("SUM")(_reducer(reduction.sum))
 converter("REDUCE_MAX")(_reducer(reduction.amax))
 converter("REDUCE_MIN")(_reducer(reduction.amin))

@@ -56,10 +56,9 @@ def requantize(acc, input_record, weight_record, output_record):
     weights) in TFLite's fixed point, plus the output's zero point, clamped."""
     factor = (np.float64(input_record.quant.scale[0]) * weight_record.quant.scale.astype(np.float64)
               / np.float64(output_record.quant.scale[0]))
-    y = fixed_point.multiply_by_quantized_multiplier(ew.cast(acc, _dt.int64), *fixed_point.quantize_multiplier(factor))
-    y = ew.add(y, int(output_record.quant.zero_point[0]))
-    info = np.iinfo(np.dtype(output_record.dtype))
-    return ew.cast(ew.clamp(y, int(info.min), int(info.max)), _dt.get_dtype(output_record.dtype))
+    return fixed_point.multiply_by_quantized_multiplier(acc, *fixed_point.quantize_multiplier(factor),
+                                                        int(output_record.quant.zero_point[0]),
+                                                        _dt.get_dtype(output_record.dtype))
 
 
 def minus_zero_point(x, record):

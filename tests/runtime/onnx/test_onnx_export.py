@@ -69,6 +69,10 @@ CASES = [
     ("int_div", lambda a, b: a / b, [arr(3, 4, low=-9, high=9, dtype=np.int64), arr(3, 4, low=1, high=4, dtype=np.int64)]),
     ("int_plus_float", lambda a, b: a + b, [arr(3, 4, low=-3, high=3, dtype=np.int64), arr(3, 4)]),
     ("floor_divide", rt.floor_divide, [A * 4, pos(4)]),
+    # TFLite's fixed point, per channel: both rounding steps, a left shift, int8 saturation
+    ("requantize", lambda x, m, s: F.requantize(x, m, s, zero_point=-3, dtype=rt.int8),
+     [np.arange(-600, 600, dtype=np.int64).reshape(-1, 3),
+      np.array([1288490189, 1154487209, 1825361101], np.int64), np.array([-1, -8, 1], np.int64)]),
     ("int_floor_divide", rt.floor_divide, [arr(5, low=-9, high=9, dtype=np.int64), arr(5, low=1, high=4, dtype=np.int64)]),
     ("remainder", rt.remainder, [A * 4, pos(4)]),
     ("int_remainder", rt.remainder, [arr(5, low=-9, high=9, dtype=np.int64), arr(5, low=1, high=4, dtype=np.int64)]),

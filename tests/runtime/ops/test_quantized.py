@@ -1,6 +1,8 @@
 """Quantized weights: dequantize and quantized_linear against the hand formula, their costs
 (weights read at their element size in bits), and the weight formats that make them."""
 
+import math
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -19,7 +21,35 @@ def _dequantized(q, scale):
     return (q.astype(np.float64).reshape(q.shape[0], groups, -1) * scale[:, :, None]).reshape(q.shape)
 
 
+def _tflite_reference(x: int, multiplier: int, shift: int) -> int:
+    """TFLite's MultiplyByQuantizedMultiplier as its reference kernel writes it, on Python ints:
+    x * 2**left, the rounding doubling high multiply (nudge, divide by 2**31 toward zero), then
+    RoundingDivideByPOT (the remainder against half, one more toward zero for a negative)."""
+    left, right = max(shift, 0), max(-shift, 0)
+    product = x * (1 << left) * multiplier
+    nudged = product + ((1 << 30) if product >= 0 else 1 - (1 << 30))
+    high = abs(nudged) // (1 << 31) * (1 if nudged >= 0 else -1)
+    mask = (1 << right) - 1
+    return (high >> right) + int((high & mask) > (mask >> 1) + (high < 0))
+
+
+def _requantized(x, multiplier, shift, zero_point, dtype):
+    info = np.iinfo(dtype)
+    m, s = np.broadcast_to(multiplier, x.shape), np.broadcast_to(shift, x.shape)
+    y = [_tflite_reference(int(v), int(a), int(b)) + zero_point for v, a, b in zip(x.ravel(), m.ravel(), s.ravel())]
+    return np.clip(np.array(y, np.int64), info.min, info.max).astype(dtype).reshape(x.shape)
+
+
+ACC = RNG.integers(-40000, 40000, size=(2, 3, 4)).astype(np.int64)     # int32 accumulators, 4 channels
+# per channel: factors 0.3, 0.0021, 1.7 and 0.5 as (multiplier, shift) = multiplier / 2**31 * 2**shift
+MULTIPLIER = np.array([1288490189, 1154487209, 1825361101, 1073741824], np.int64)
+SHIFT = np.array([-1, -8, 1, 0], np.int64)
+
 EXAMPLES = {
+    # 4 FLOPs an element (multiply by the factor, round, add the zero point, clamp to int8): 4·24
+    "requantize": Example(lambda x, m, s: rt.nn.functional.requantize(x, m, s, zero_point=-5, dtype=rt.int8),
+                          [ACC, MULTIPLIER, SHIFT], lambda x, m, s: _requantized(x, m, s, -5, np.int8),
+                          grad=False, macs=0, flops=96),
     # one multiply per weight element: 5·8
     "dequantize": Example(lambda q, s: rt.nn.functional.dequantize(q, s, rt.float64), [Q4, S4], _dequantized,
                           grad=False, macs=0, flops=40),
@@ -148,3 +178,35 @@ def test_gpt2_conv1d_layers_are_quantized_as_the_linear_layers_they_are():
     quantized_weights = layers * (d * 3 * d + d * d + d * 4 * d + 4 * d * d)
     assert report.memory.parameters["int4"] == quantized_weights // 2
     assert report.memory.parameters["float16"] == 2 * quantized_weights // 128
+
+
+def test_requantize_rounds_as_tflite_and_is_the_real_factor_within_one_unit():
+    """Against the reference kernel's integer steps on every sign and both rounding ties, and
+    against the real product: fixed point rounds twice, so it may land one unit from it."""
+    x = np.concatenate([np.arange(-300, 301), RNG.integers(-2 ** 31, 2 ** 31, 2000)]).astype(np.int64)
+    for factor in (0.5, 0.25, 0.3, 0.0021, 1.7, 3.0e-6):
+        fraction, exponent = math.frexp(factor)   # factor = fraction * 2**exponent, fraction in [0.5, 1)
+        multiplier, shift = np.array([round(fraction * 2 ** 31)]), np.array([exponent])
+        got = rt.nn.functional.requantize(rt.tensor(x), rt.tensor(multiplier), rt.tensor(shift)).numpy()
+        np.testing.assert_array_equal(got, _requantized(x, multiplier, shift, 0, np.int64))
+        assert np.abs(got - x * factor).max() <= 1.0
+
+
+def test_requantize_counts_the_rescale_it_stands_for():
+    """Multiply and round: 2 FLOPs an element; the zero point and the clamp to a narrower type
+    one more each. Bytes: the accumulator, the factors and the output."""
+    x = rt.tensor(ACC)
+    m, s = rt.tensor(MULTIPLIER), rt.tensor(SHIFT)
+    plain = op_costs(lambda: rt.nn.functional.requantize(x, m, s))["requantize"]
+    assert (plain.macs, plain.flops) == (0, 2 * 24)
+    full = op_costs(lambda: rt.nn.functional.requantize(x, m, s, zero_point=0, dtype=rt.int8))["requantize"]
+    assert full.flops == 4 * 24
+    assert (full.bytes_read, full.bytes_written) == (8 * 24 + 8 * 4 + 8 * 4, 24)
+
+
+def test_requantize_refuses_factors_that_do_not_fit():
+    x = rt.tensor(ACC)
+    with pytest.raises(rt.ShapeError, match=r"multiplier must be int64 with one value or one per channel \(4\)"):
+        rt.nn.functional.requantize(x, rt.tensor(MULTIPLIER[:3]), rt.tensor(SHIFT))
+    with pytest.raises(rt.ShapeError, match="output must be an integer type, got float32"):
+        rt.nn.functional.requantize(x, rt.tensor(MULTIPLIER), rt.tensor(SHIFT), dtype=rt.float32)

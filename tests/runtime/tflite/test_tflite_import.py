@@ -262,3 +262,51 @@ def test_a_tensor_type_without_a_dtype_is_refused_only_where_it_is_used(tmp_path
     path.write_bytes(b.build([x], [y]))
     with pytest.raises(UnsupportedOpError, match="'words' has type STRING"):
         rt_tflite.load(str(path))
+
+
+def test_int8_requantization_is_counted_as_the_rescale_it_stands_for(tmp_path):
+    """A tiny int8 model, x (1, 5, 5, 2) -> 3x3 CONV_2D (3 channels, per-channel weights, bias,
+    'same') -> ADD of a second input, counted by hand. TFLite's fixed-point rescale is one
+    ``requantize`` node each, counted as the real arithmetic it stands for (multiply by the
+    factor and round: 2 FLOPs an element; the output's zero point and the clamp to int8: 1 more
+    each), not as the int64 steps that round it exactly."""
+    rng = np.random.default_rng(5)
+    b = models.TfliteBuilder()
+    x = b.tensor("x", (1, 5, 5, 2), "int8", scale=0.02, zero_point=-3)
+    w = rng.integers(-127, 128, (3, 3, 3, 2)).astype(np.int8)
+    scales = np.array([0.004, 0.006, 0.005], np.float32)
+    wt = b.tensor("conv/w", w.shape, "int8", data=w, scale=scales, zero_point=np.zeros(3), axis=0)
+    bt = b.tensor("conv/b", (3,), "int32", data=rng.integers(-500, 500, 3).astype(np.int32),
+                  scale=0.02 * scales, zero_point=np.zeros(3))
+    y = b.tensor("conv/out", (1, 5, 5, 3), "int8", scale=0.05, zero_point=4)
+    b.op("CONV_2D", [x, wt, bt], [y], "Conv2DOptions", Padding=models.SAME, StrideH=1, StrideW=1,
+         FusedActivationFunction=models.NONE, DilationHFactor=1, DilationWFactor=1)
+    z = b.tensor("z", (1, 5, 5, 3), "int8", scale=0.03, zero_point=-1)
+    s = b.tensor("sum/out", (1, 5, 5, 3), "int8", scale=0.07, zero_point=2)
+    b.op("ADD", [y, z], [s], "AddOptions")
+    path = tmp_path / "int8_conv_add.tflite"
+    path.write_bytes(b.build([x, z], [s]))
+
+    graph = rt_tflite.load(str(path), device="meta")
+    assert [n.op_name for n in graph.nodes].count("requantize") == 4  # the conv's, ADD's two operands and sum
+    assert not any(n.op_name in ("floor_divide", "where", "ge") for n in graph.nodes)
+    pixels_in, pixels_out = 5 * 5 * 2, 5 * 5 * 3
+    macs = pixels_out * 3 * 3 * 2
+    conv = (pixels_in           # the input's zero point subtracted
+            + 2 * macs          # the int32 accumulation
+            + pixels_out        # the bias
+            + 4 * pixels_out)   # requantized: times the factor, rounded, the zero point added, clamped
+    # ADD: each operand minus its zero point, times 2**20, rescaled (2); the sum; requantized (4)
+    add = 2 * (1 + 1 + 2) * pixels_out + pixels_out + 4 * pixels_out
+    report = flopcount.profile(str(path), device="meta")
+    assert (report.macs, report.flops) == (macs, conv + add)
+
+    grid = [np.random.default_rng(seed).integers(-128, 128, (1, 5, 5, c)).astype(np.int8)
+            for seed, c in ((0, 2), (1, 3))]
+    it = litert.Interpreter(model_path=str(path), experimental_op_resolver_type=litert.OpResolverType.BUILTIN_REF)
+    it.allocate_tensors()
+    for detail, value in zip(it.get_input_details(), grid):
+        it.set_tensor(detail["index"], value)
+    it.invoke()
+    ours = rt.GraphModule(rt_tflite.load(str(path)))(*[rt.tensor(v) for v in grid]).numpy()
+    np.testing.assert_array_equal(ours, it.get_tensor(it.get_output_details()[0]["index"]))

@@ -377,20 +377,20 @@ class _Sharder:
         if src is P:
             if dst is B:
                 return 2 * (n - 1) * size / n
-            return (n - 1) * size / n if self._may_split(dst, True) else _INF
+            return (n - 1) * size / n if self._may_split(dst) else _INF
         if dst is P:
             return 0.0 if src is B else (n - 1) * size / n
         if src is B:  # a local slice
-            return 0.0 if not activation or self._may_split(dst, False) else _INF
+            return 0.0 if not activation or self._may_split(dst) else _INF
         if dst is B:
             return (n - 1) * size / n
-        if activation and not self._may_split(dst, False):
+        if activation and not self._may_split(dst):
             return _INF
         if src.blocks == dst.blocks == 1:
             return (n - 1) * size / (n * n)  # all-to-all: each rank's slice, mostly sent away
         return (n - 1) * size / n  # gather, then slice
 
-    def _may_split(self, dst, from_partial: bool) -> bool:
+    def _may_split(self, dst) -> bool:
         """Whether an activation may become split along ``dst`` without an op asking for it.
         Data axes: always. Tensor axes: only along the sequence, with sequence parallelism."""
         if self.axis.kind == "data":

@@ -27,8 +27,7 @@ def _inverse(perm) -> tuple:
 
 def _pad_pairs(x, pairs, value: float):
     """``x`` (N, C, *spatial) padded by (before, after) per spatial dim."""
-    flat = [p for lo, hi in reversed(pairs) for p in (int(lo), int(hi))]
-    return movement.pad(x, flat, value=value)
+    return movement.pad(x, movement.pad_list(pairs), value=value)
 
 
 @converter("conv_general_dilated")

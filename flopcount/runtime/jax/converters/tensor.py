@@ -79,8 +79,7 @@ def pad(ctx, x, value):
     if any(lo < 0 or hi < 0 for lo, hi, _ in config):
         raise ctx.unsupported("negative padding (cropping) is not supported")
     fill = float(ctx.const(value, "the padding value").reshape(()))
-    pairs = [p for lo, hi, _ in reversed(config) for p in (lo, hi)]
-    return movement.pad(x, pairs, value=fill)
+    return movement.pad(x, movement.pad_list((lo, hi) for lo, hi, _ in config), value=fill)
 
 
 @converter("select_n")

@@ -239,6 +239,11 @@ class RNNBase(Module):
         """One time step of this kind of layer: the new state tuple (its first entry is h)."""
         raise NotImplementedError
 
+    def forward(self, input, hx=None):
+        """Returns (output, h_n) (LSTM, whose state is (h, c), has its own)."""
+        out, (h_n,) = self._forward(input, None if hx is None else [hx])
+        return out, h_n
+
     def _forward(self, x, hx_list: list | None):
         """Check and lay out input and states, run the layers, restore the caller's layout."""
         unbatched = self._check_input(x)
@@ -294,11 +299,6 @@ class RNN(RNNBase):
     def _cell(self, gi, state, w_hh, b_hh):
         return (_rnn_step(gi, state[0], w_hh, b_hh, self.nonlinearity),)
 
-    def forward(self, input, hx=None):
-        """Returns (output, h_n)."""
-        out, (h_n,) = self._forward(input, None if hx is None else [hx])
-        return out, h_n
-
 
 class LSTM(RNNBase):
     """Long short-term memory; ``forward(input, (h_0, c_0))`` returns (output, (h_n, c_n)).
@@ -344,11 +344,6 @@ class GRU(RNNBase):
 
     def _cell(self, gi, state, w_hh, b_hh):
         return (_gru_step(gi, state[0], w_hh, b_hh),)
-
-    def forward(self, input, hx=None):
-        """Returns (output, h_n)."""
-        out, (h_n,) = self._forward(input, None if hx is None else [hx])
-        return out, h_n
 
 
 # --- cells: one time step ----------------------------------------------------------------------

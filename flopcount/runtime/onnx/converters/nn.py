@@ -84,10 +84,7 @@ def _pad_pairs(ctx, sizes: tuple, kernel: tuple, strides: tuple, dilations: tupl
 
 def _pad_spatial(x, pairs, value=0.0):
     """``x`` (N, C, *S) padded by ``pairs`` (one (begin, end) per spatial dim)."""
-    flat = []
-    for begin, end in reversed(pairs):  # F.pad lists the last dim first
-        flat += [begin, end]
-    return movement.pad(x, flat, value=value)
+    return movement.pad(x, movement.pad_list(pairs), value=value)
 
 
 def _conv_input(x, pairs, fits):

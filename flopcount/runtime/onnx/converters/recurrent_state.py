@@ -20,6 +20,7 @@ from ...ops import linalg, movement
 from ...ops.conv import Conv
 from ...ops.indexing import getitem
 from ._base import constant, converter
+from .attention import _heads
 
 
 @converter("CausalConvWithState")
@@ -40,13 +41,6 @@ def causal_conv_with_state(ctx, x, weight, bias=None, past=None):
     return y, movement.narrow(padded, 2, padded.shape[2] - (k - 1), k - 1)
 
 
-def _heads(x, heads: int):
-    """(B, T, H·D) -> (B, H, T, D) in float32."""
-    b, t, hd = x.shape
-    y = movement.permute(movement.reshape(x, (b, t, heads, hd // heads)), (0, 2, 1, 3))
-    return ew.cast(y, _dt.float32)
-
-
 def _per_head(t, heads: int, size: int):
     """A decay or beta (B, T, H·size or H or 1) as (B, H, T, size)."""
     b, steps, last = t.shape
@@ -61,7 +55,8 @@ def linear_attention(ctx, q, k, v, past=None, decay=None, beta=None):
     if rule not in ("linear", "gated", "delta", "gated_delta"):
         raise ctx.unsupported(f"update_rule {rule!r} is not one of linear, gated, delta, gated_delta")
     hq, hkv = int(ctx.attr("q_num_heads")), int(ctx.attr("kv_num_heads"))
-    q4, k4, v4 = _heads(q, hq), _heads(k, hkv), _heads(v, hkv)
+    # (B, T, H·D) -> (B, H, T, D) in float32
+    q4, k4, v4 = (ew.cast(_heads(x, n), _dt.float32) for x, n in ((q, hq), (k, hkv), (v, hkv)))
     b, _, steps, dk = q4.shape
     dv = v4.shape[-1]
     group = hq // hkv

@@ -16,6 +16,7 @@ import math
 import numpy as np
 
 from ...dispatch import apply
+from ...ops.grid_sample import cubic_weights
 from ...ops.indexing import index_select
 from ...ops import elementwise as ew
 from ...ops.resample import resample
@@ -174,14 +175,6 @@ def _onnx_coordinates(ctx, size: int, out: int, scale: float, roi) -> tuple:
     raise ctx.unsupported(f"coordinate_transformation_mode {mode!r} is not supported")
 
 
-def _cubic(ratio: float, a: float) -> list:
-    r = ratio
-    return [((a * (r + 1) - 5 * a) * (r + 1) + 8 * a) * (r + 1) - 4 * a,
-            ((a + 2) * r - (a + 3)) * r * r + 1,
-            ((a + 2) * (1 - r) - (a + 3)) * (1 - r) * (1 - r) + 1,
-            ((a * (2 - r) - 5 * a) * (2 - r) + 8 * a) * (2 - r) - 4 * a]
-
-
 def _filter_weights(kind: str, ratio: float, scale: float, a: float) -> np.ndarray:
     """Weights of the taps around a source coordinate ``ratio`` past a pixel (in (0, 1]): the
     plain linear or cubic taps, or with ``kind`` "aa-..." the filter widened by 1 / scale
@@ -189,7 +182,7 @@ def _filter_weights(kind: str, ratio: float, scale: float, a: float) -> np.ndarr
     if kind == "linear":
         return np.array([1 - ratio, ratio])
     if kind == "cubic":
-        return np.array(_cubic(ratio, a))
+        return np.array(cubic_weights(ratio, a))
     scale = min(scale, 1.0)
     if kind == "aa-linear":
         start = int(np.floor(-1 / scale) + 1)

@@ -253,13 +253,10 @@ def pad(ctx, x, pads=None, value=None, axes=None):
     pairs = [(0, 0)] * x.ndim
     for i, d in enumerate(dims):
         pairs[d] = (amounts[i], amounts[i + len(dims)])
-    flat = []
-    for begin, end in reversed(pairs):  # F.pad lists the last dim first
-        flat += [begin, end]
     mode = ctx.attr("mode", "constant")
     if mode not in _PAD_MODES:
         raise ctx.unsupported(f"mode {mode!r} is not one of {sorted(_PAD_MODES)}")
-    return movement.pad(x, flat, _PAD_MODES[mode], 0.0 if fill is None else fill)
+    return movement.pad(x, movement.pad_list(pairs), _PAD_MODES[mode], 0.0 if fill is None else fill)
 
 
 @converter("Trilu")
@@ -353,10 +350,7 @@ def center_crop_pad(ctx, x, shape):
             pairs[a] = (before, want - have - before)
     y = indexing.getitem(x, tuple(key))
     if any(p != (0, 0) for p in pairs):
-        flat = []
-        for begin, end in reversed(pairs):
-            flat += [begin, end]
-        y = movement.pad(y, flat)
+        y = movement.pad(y, movement.pad_list(pairs))
     return y
 
 

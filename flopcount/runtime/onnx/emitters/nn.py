@@ -7,7 +7,7 @@ import math
 import numpy as np
 
 from ... import dtypes as _dt
-from ._base import emitter, reduce_node, unsupported
+from ._base import cast_input, emitter, onnx_type, reduce_node, unsupported
 
 
 # --- linear algebra ----------------------------------------------------------------------------
@@ -39,6 +39,33 @@ def quantized(b, node, ins, outs):
     # blockwise int4/float8 weights are DequantizeLinear with block_size from opset 21 on
     raise unsupported(node, f"weights stored as {node.inputs[1 if node.op_name == 'quantized_linear' else 0].dtype.name} "
                             f"with block scales have no export yet; export the model before quantize_weights")
+
+
+@emitter("requantize")
+def requantize(b, node, ins, outs):
+    # TFLite's fixed point on int64 ONNX ops (ops/quantized.py): integer Div truncates toward
+    # zero as C++ does, and Mod (fmod=0) by a power of two is the low bits a right shift drops
+    def const(value):
+        return b.scalar(value, _dt.int64)
+
+    x = cast_input(b, node, ins, 0, _dt.int64)
+    multiplier, shift = ins[1], ins[2]
+    zero, two = const(0), const(2)
+    x = b.add("Mul", [x, b.add("Pow", [two, b.add("Max", [shift, zero])])])
+    product = b.add("Mul", [x, multiplier])
+    nudge = b.add("Where", [b.add("GreaterOrEqual", [product, zero]), const(1 << 30), const(1 - (1 << 30))])
+    high = b.add("Div", [b.add("Add", [product, nudge]), const(1 << 31)])
+    power = b.add("Pow", [two, b.add("Max", [b.add("Neg", [shift]), zero])])
+    remainder = b.add("Mod", [high, power], fmod=0)
+    threshold = b.add("Add", [b.add("Div", [b.add("Sub", [power, const(1)]), two]),
+                              b.add("Cast", [b.add("Less", [high, zero])], to=onnx_type(_dt.int64))])
+    rounded = b.add("Cast", [b.add("Greater", [remainder, threshold])], to=onnx_type(_dt.int64))
+    y = b.add("Add", [b.add("Div", [b.add("Sub", [high, remainder]), power]), rounded])
+    if node.attrs.get("zero_point") is not None:
+        y = b.add("Add", [y, const(node.attrs["zero_point"])])
+    dtype = node.outputs[0].dtype
+    info = np.iinfo(dtype.np)
+    b.add("Cast", [b.add("Clip", [y, const(int(info.min)), const(int(info.max))])], outs, to=onnx_type(dtype))
 
 
 @emitter("embedding")
