@@ -39,6 +39,12 @@ CLASSES = {
              "adaptive_avg_pool2d", "adaptive_max_pool2d", "MaxPool",
              "AveragePool", "GlobalAveragePool"),
 }
+_BATCH_NORMS = ("batch_norm", "BatchNormalization")
+# elementwise ops that evaluate a transcendental function (an exponential, erf, a root) per
+# element: compute a copy's bandwidth does not cover, so they get a curve of their own
+MATH = ("gelu", "silu", "swish", "sigmoid", "logsigmoid", "tanh", "exp", "expm1", "log", "log1p", "erf", "softplus",
+        "mish", "elu", "selu", "pow", "sqrt", "rsqrt", "sin", "cos", "Gelu", "Erf", "Sigmoid", "Tanh", "Exp", "Log",
+        "Softplus", "Elu", "Selu", "Mish", "Pow", "Sqrt", "Sin", "Cos")
 _CLASS_OF = {op: cls for cls, ops in CLASSES.items() for op in ops}
 FALLBACK = "elementwise"
 VIEW = "view"   # ops that move nothing (reshape, permute, getitem): their measured cost, one number
@@ -47,12 +53,21 @@ VIEW = "view"   # ops that move nothing (reshape, permute, getitem): their measu
 def op_class(op: str, input_shapes=None) -> str:
     """The calibration class of an op type: ``"conv2d"`` -> ``"conv"``. With the op's input
     shapes, a convolution is ``conv_depthwise`` (a group per channel) or ``conv_grouped``
-    (several channels per group), whose kernels reach very different speeds at the same cost.
+    (several channels per group), whose kernels reach very different speeds at the same cost;
+    a batch norm is ``norm_batch``, an elementwise op with a transcendental function (``MATH``)
+    ``elementwise_math``. A profile without a subclass's curve reads its class's.
 
-    >>> op_class("conv", [(1, 32, 112, 112), (32, 1, 3, 3)]), op_class("linear")
-    ('conv_depthwise', 'matmul')
+    >>> op_class("conv", [(1, 32, 112, 112), (32, 1, 3, 3)]), op_class("linear"), op_class("batch_norm")
+    ('conv_depthwise', 'matmul', 'norm_batch')
+    >>> op_class("gelu"), op_class("relu")
+    ('elementwise_math', 'elementwise')
     """
-    kind = _CLASS_OF.get(op, _CLASS_OF.get(op.rsplit(".", 1)[-1].rsplit("::", 1)[-1], FALLBACK))
+    base = op.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
+    kind = _CLASS_OF.get(op, _CLASS_OF.get(base, FALLBACK))
+    if kind == "norm" and base in _BATCH_NORMS:
+        return "norm_batch"     # a per-channel affine in eval mode: not a layer norm's two passes
+    if kind == FALLBACK and base in MATH:
+        return "elementwise_math"
     if kind == "conv" and input_shapes and len(input_shapes) > 1 and input_shapes[0] and input_shapes[1]:
         channels, per_group = input_shapes[0][1], input_shapes[1][1]
         if per_group and channels > per_group:
