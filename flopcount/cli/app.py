@@ -328,7 +328,8 @@ def serve_command(ctx, model: str, hardware, rates, prompt, output_lengths, dtyp
 @click.option("--quick", is_flag=True, help="Half the sizes (a few seconds; for a first look).")
 @click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Timed runs per case.")
 @click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
-              help="Passes over the whole suite; each op's figure is the median over passes.")
+              help="Passes over the whole suite; an op's figure is its fastest run in each pass, the median "
+                   "over passes.")
 @click.option("--threads", type=click.IntRange(min=1),
               help="Threads of every case (time models with the same --threads).  [default: the cores free now]")
 @click.option("--name", metavar="NAME", help="Save as NAME (--hardware NAME).  [default: DEVICE-ENGINE]")
