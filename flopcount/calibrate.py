@@ -28,7 +28,7 @@ import numpy as np
 from . import api
 from .version import __version__
 from .hardware import get as hardware_profile
-from .hardware.calibrated import FALLBACK, VIEW, cache_folder, op_class
+from .hardware.calibrated import FALLBACK, GROUPED, PER_GROUP, VIEW, cache_folder, groups, op_class
 from .io_utils import atomic_write
 from .runtime import threads as rt_threads
 from .runtime.errors import FlopcountError
@@ -69,9 +69,11 @@ def _suite(quick: bool) -> list:
     for c, h, n in pick([(16, 56, 1), (64, 28, 1), (128, 28, 1), (256, 14, 1), (64, 56, 4), (256, 28, 4)]):
         cases.append(Case("conv", f"conv3x3 {n}x{c}@{h}", lambda fw, c=c, h=h, n=n: (
             fw[1].Conv2d(c, c, 3, padding=1), [fw[0].randn(n, c, h, h)])))
-    for c, h, g in pick([(64, 56, 4), (128, 28, 8), (256, 14, 16), (512, 7, 32)]):
-        cases.append(Case("conv", f"grouped {c}/{g}@{h}", lambda fw, c=c, h=h, g=g: (
-            fw[1].Conv2d(c, c, 3, padding=1, groups=g), [fw[0].randn(1, c, h, h)])))
+    # grouped: the channels per group decide the speed (resnext's 4 to 32, regnet's 24)
+    for c, h, per_group, n in pick([(128, 56, 4, 1), (256, 28, 8, 1), (512, 14, 16, 1), (1024, 7, 32, 1),
+                                    (128, 28, 4, 4), (336, 14, 24, 4), (256, 14, 8, 4), (120, 28, 24, 1)]):
+        cases.append(Case("conv", f"grouped {n}x{c}/{per_group}@{h}", lambda fw, c=c, h=h, g=c // per_group, n=n: (
+            fw[1].Conv2d(c, c, 3, padding=1, groups=g), [fw[0].randn(n, c, h, h)])))
     for c, h in pick([(16, 56), (64, 28), (128, 28), (256, 14)]):
         cases.append(Case("conv", f"depthwise {c}@{h}", lambda fw, c=c, h=h: (
             fw[1].Conv2d(c, c, 3, padding=1, groups=c), [fw[0].randn(1, c, h, h)])))
@@ -194,7 +196,7 @@ class Calibration:
         if FALLBACK not in curves:
             raise FlopcountError("calibrate: no elementwise op was timed; the suite did not run")
         meta = {"engine": self.engine, "device": self.device, "base": self.base.name, "quick": self.quick,
-                "repeat": self.repeat, "rounds": self.passes, "threads": self.threads,
+                "repeat": self.repeat, "rounds": self.passes, "threads": self.threads, "grouped": PER_GROUP,
                 "statistic": "each pass's fastest run of an op, the median over passes",
                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
@@ -241,13 +243,15 @@ def _timed(case: Case, fw, engine: str, folder: str, **options):
 
 def _add_points(points: dict, report) -> None:
     """(roofline seconds, measured seconds) of every timed op, by op class: the op's fastest
-    run where the engine reports one per op (flopcount's graph nodes), else its median."""
+    run where the engine reports one per op (flopcount's graph nodes), else its median; a
+    grouped convolution's divided by its groups (the curve is read per group)."""
     fastest = {row.name: row.latency_min_ms for row in report.rows if row.kind == "op" and row.latency_min_ms}
     for record in report.by_op("forward"):
         if record.latency_ms and record.roofline_ms is not None:
             kind = op_class(record.op, record.input_shapes) if record.roofline_ms > 0 else VIEW
             measured_ms = fastest.get(record.name, record.latency_ms)
-            points.setdefault(kind, []).append((record.roofline_ms / 1e3, measured_ms / 1e3))
+            n = groups(record.input_shapes) if kind == GROUPED else 1   # grouped: one group's share
+            points.setdefault(kind, []).append((record.roofline_ms / 1e3 / n, measured_ms / 1e3 / n))
 
 
 def _curve(points: list) -> tuple:

@@ -75,6 +75,22 @@ def op_class(op: str, input_shapes=None) -> str:
     return kind
 
 
+GROUPED = "conv_grouped"
+PER_GROUP = "per group"     # calibration["grouped"]: the grouped curve holds one group's time
+
+
+def groups(input_shapes) -> int:
+    """How many groups a convolution's input and weight shapes make (1: a dense one).
+
+    >>> groups([(8, 128, 56, 56), (128, 4, 3, 3)])
+    32
+    """
+    if not input_shapes or len(input_shapes) < 2 or not input_shapes[0] or not input_shapes[1]:
+        return 1
+    channels, per_group = input_shapes[0][1], input_shapes[1][1]
+    return max(1, channels // per_group) if per_group else 1
+
+
 def read_curve(curve, roofline_s: float) -> float:
     """Measured seconds at ``roofline_s`` on ``curve`` ((roofline_s, measured_s), ...)."""
     xs = np.log([max(p[0], 1e-15) for p in curve])
@@ -88,13 +104,21 @@ def read_curve(curve, roofline_s: float) -> float:
 
 
 def predict(profile: Profile, op: str, roofline_s: float, input_shapes=None) -> float | None:
-    """Seconds ``op`` is predicted to take on a calibrated ``profile`` (None if it is not one)."""
+    """Seconds ``op`` is predicted to take on a calibrated ``profile`` (None if it is not one).
+    A grouped convolution reads the grouped curve at one group's roofline time, times the
+    groups, where the profile's curve is per group (``calibration["grouped"]``; profiles
+    written before it was are read per op)."""
     if not profile.curves:
         return None
     if roofline_s <= 0:
         views = profile.curves.get(VIEW)
         return float(np.median([p[1] for p in views])) if views else 0.0
     kind = op_class(op, input_shapes)
+    if kind == GROUPED and profile.curves.get(GROUPED) and profile.calibration.get("grouped") == PER_GROUP:
+        # a grouped convolution costs what its groups cost, each a small dense convolution:
+        # 4-channel groups run far slower per FLOP than 32-channel ones of the same total
+        n = groups(input_shapes)
+        return n * read_curve(profile.curves[GROUPED], roofline_s / n)
     curve = profile.curves.get(kind) or profile.curves.get(kind.split("_")[0]) or profile.curves.get(FALLBACK)
     return None if not curve else read_curve(curve, roofline_s)
 

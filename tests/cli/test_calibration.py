@@ -184,3 +184,32 @@ def test_a_batch_norm_reads_the_norm_curve_without_its_own():
     with_own = profile.with_(curves={**profile.curves, "norm_batch": ((1e-6, 4e-5), (1e-3, 8e-3))})
     assert predict(with_own, "batch_norm", 1e-3) == pytest.approx(8e-3)
     assert predict(with_own, "layer_norm", 1e-3) == pytest.approx(2e-3)
+
+
+def test_a_grouped_convolution_is_read_per_group():
+    from flopcount.hardware.calibrated import PER_GROUP, predict
+
+    curve = ((1e-6, 1e-5), (1e-3, 2e-3))
+    shapes = [(8, 128, 56, 56), (128, 4, 3, 3)]             # 32 groups of 4 channels
+    per_group = hardware.get("cpu").with_(curves={"conv_grouped": curve, FALLBACK: curve},
+                                          calibration={"grouped": PER_GROUP})
+    # 32 groups, each read at a 32nd of the op's roofline time: 32 x the curve's floor here
+    assert predict(per_group, "conv", 32e-6, shapes) == pytest.approx(32 * 1e-5)
+    assert predict(per_group, "conv", 32e-3, shapes) == pytest.approx(32 * read_curve(curve, 1e-3))
+    # a profile written before the curve was per group reads it per op
+    per_op = per_group.with_(calibration={})
+    assert predict(per_op, "conv", 32e-6, shapes) == pytest.approx(read_curve(curve, 32e-6))
+
+
+def test_the_calibrations_grouped_points_are_one_groups_share(monkeypatch):
+    calibration = _small_suite(monkeypatch, labels=("grouped 1x128/4@56", "relu, mul 1024"))
+    reports = []
+    real_timed = calibration._timed
+    monkeypatch.setattr(calibration, "_timed", lambda *a, **k: reports.append(real_timed(*a, **k)) or reports[-1])
+    run = calibration.Calibration(repeat=2, threads=1)
+    run.run_pass()
+    (conv,) = [r for r in reports[0].rows if r.kind == "op" and r.latency_min_ms]
+    assert op_class("conv", conv.input_shapes) == "conv_grouped"
+    (point,) = run.profile().curves["conv_grouped"]
+    assert point == pytest.approx((conv.roofline_ms / 1e3 / 32, conv.latency_min_ms / 1e3 / 32), rel=1e-5)
+    assert run.profile().calibration["grouped"] == "per group"
