@@ -327,13 +327,18 @@ def serve_command(ctx, model: str, hardware, rates, prompt, output_lengths, dtyp
 @click.option("--device", default="cpu", show_default=True, metavar="cpu", help="The device to calibrate.")
 @click.option("--quick", is_flag=True, help="Half the sizes (a few seconds; for a first look).")
 @click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Timed runs per case.")
+@click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
+              help="Passes over the whole suite; an op's figure is its fastest run in each pass, the median "
+                   "over passes.")
+@click.option("--threads", type=click.IntRange(min=1),
+              help="Threads of every case (time models with the same --threads).  [default: the cores free now]")
 @click.option("--name", metavar="NAME", help="Save as NAME (--hardware NAME).  [default: DEVICE-ENGINE]")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE.json",
               help="Save to this file instead of the cache folder (--hardware FILE.json).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no notes on stderr.")
 @click.option("--debug", is_flag=True, help="Show the traceback of an error.")
 @click.pass_context
-def calibrate_command(ctx, engine, device, quick, repeat, name, output, quiet, debug) -> None:
+def calibrate_command(ctx, engine, device, quick, repeat, rounds, threads, name, output, quiet, debug) -> None:
     """Time a suite of ops (GEMMs, convolutions, attention, elementwise, norms, reductions,
     pooling) at several sizes on ENGINE and save a calibrated hardware profile: --hardware NAME
     then predicts every op's time from these measurements, beside its roofline.
@@ -349,8 +354,9 @@ def calibrate_command(ctx, engine, device, quick, repeat, name, output, quiet, d
 
     _start(ctx, debug, output)
     with progress.Steps(progress.wanted(quiet), delay=0) as steps:
-        profile = calibration.calibrate(engine=engine, device=device, quick=quick, repeat=repeat,
-                                        progress=lambda i, n, label: steps.start(f"calibrating {label} ({i + 1}/{n})"))
+        profile = calibration.calibrate(
+            engine=engine, device=device, quick=quick, repeat=repeat, rounds=rounds, threads=threads,
+            progress=lambda i, n, label: steps.start(f"calibrating {label} ({i + 1}/{n})"))
     if name is not None:
         profile = profile.with_(name=name)
     path = output or calibration.default_path(profile.name)

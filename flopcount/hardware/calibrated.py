@@ -39,6 +39,12 @@ CLASSES = {
              "adaptive_avg_pool2d", "adaptive_max_pool2d", "MaxPool",
              "AveragePool", "GlobalAveragePool"),
 }
+_BATCH_NORMS = ("batch_norm", "BatchNormalization")
+# elementwise ops that evaluate a transcendental function (an exponential, erf, a root) per
+# element: compute a copy's bandwidth does not cover, so they get a curve of their own
+MATH = ("gelu", "silu", "swish", "sigmoid", "logsigmoid", "tanh", "exp", "expm1", "log", "log1p", "erf", "softplus",
+        "mish", "elu", "selu", "pow", "sqrt", "rsqrt", "sin", "cos", "Gelu", "Erf", "Sigmoid", "Tanh", "Exp", "Log",
+        "Softplus", "Elu", "Selu", "Mish", "Pow", "Sqrt", "Sin", "Cos")
 _CLASS_OF = {op: cls for cls, ops in CLASSES.items() for op in ops}
 FALLBACK = "elementwise"
 VIEW = "view"   # ops that move nothing (reshape, permute, getitem): their measured cost, one number
@@ -47,17 +53,42 @@ VIEW = "view"   # ops that move nothing (reshape, permute, getitem): their measu
 def op_class(op: str, input_shapes=None) -> str:
     """The calibration class of an op type: ``"conv2d"`` -> ``"conv"``. With the op's input
     shapes, a convolution is ``conv_depthwise`` (a group per channel) or ``conv_grouped``
-    (several channels per group), whose kernels reach very different speeds at the same cost.
+    (several channels per group), whose kernels reach very different speeds at the same cost;
+    a batch norm is ``norm_batch``, an elementwise op with a transcendental function (``MATH``)
+    ``elementwise_math``. A profile without a subclass's curve reads its class's.
 
-    >>> op_class("conv", [(1, 32, 112, 112), (32, 1, 3, 3)]), op_class("linear")
-    ('conv_depthwise', 'matmul')
+    >>> op_class("conv", [(1, 32, 112, 112), (32, 1, 3, 3)]), op_class("linear"), op_class("batch_norm")
+    ('conv_depthwise', 'matmul', 'norm_batch')
+    >>> op_class("gelu"), op_class("relu")
+    ('elementwise_math', 'elementwise')
     """
-    kind = _CLASS_OF.get(op, _CLASS_OF.get(op.rsplit(".", 1)[-1].rsplit("::", 1)[-1], FALLBACK))
+    base = op.rsplit(".", 1)[-1].rsplit("::", 1)[-1]
+    kind = _CLASS_OF.get(op, _CLASS_OF.get(base, FALLBACK))
+    if kind == "norm" and base in _BATCH_NORMS:
+        return "norm_batch"     # a per-channel affine in eval mode: not a layer norm's two passes
+    if kind == FALLBACK and base in MATH:
+        return "elementwise_math"
     if kind == "conv" and input_shapes and len(input_shapes) > 1 and input_shapes[0] and input_shapes[1]:
         channels, per_group = input_shapes[0][1], input_shapes[1][1]
         if per_group and channels > per_group:
             return "conv_depthwise" if per_group == 1 else "conv_grouped"
     return kind
+
+
+GROUPED = "conv_grouped"
+PER_GROUP = "per group"     # calibration["grouped"]: the grouped curve holds one group's time
+
+
+def groups(input_shapes) -> int:
+    """How many groups a convolution's input and weight shapes make (1: a dense one).
+
+    >>> groups([(8, 128, 56, 56), (128, 4, 3, 3)])
+    32
+    """
+    if not input_shapes or len(input_shapes) < 2 or not input_shapes[0] or not input_shapes[1]:
+        return 1
+    channels, per_group = input_shapes[0][1], input_shapes[1][1]
+    return max(1, channels // per_group) if per_group else 1
 
 
 def read_curve(curve, roofline_s: float) -> float:
@@ -73,13 +104,21 @@ def read_curve(curve, roofline_s: float) -> float:
 
 
 def predict(profile: Profile, op: str, roofline_s: float, input_shapes=None) -> float | None:
-    """Seconds ``op`` is predicted to take on a calibrated ``profile`` (None if it is not one)."""
+    """Seconds ``op`` is predicted to take on a calibrated ``profile`` (None if it is not one).
+    A grouped convolution reads the grouped curve at one group's roofline time, times the
+    groups, where the profile's curve is per group (``calibration["grouped"]``; profiles
+    written before it was are read per op)."""
     if not profile.curves:
         return None
     if roofline_s <= 0:
         views = profile.curves.get(VIEW)
         return float(np.median([p[1] for p in views])) if views else 0.0
     kind = op_class(op, input_shapes)
+    if kind == GROUPED and profile.curves.get(GROUPED) and profile.calibration.get("grouped") == PER_GROUP:
+        # a grouped convolution costs what its groups cost, each a small dense convolution:
+        # 4-channel groups run far slower per FLOP than 32-channel ones of the same total
+        n = groups(input_shapes)
+        return n * read_curve(profile.curves[GROUPED], roofline_s / n)
     curve = profile.curves.get(kind) or profile.curves.get(kind.split("_")[0]) or profile.curves.get(FALLBACK)
     return None if not curve else read_curve(curve, roofline_s)
 

@@ -17,7 +17,7 @@ from flopcount.cli import main
 
 @pytest.fixture(scope="module")
 def calibrated(tmp_path_factory):
-    profile = calibrate(quick=True, repeat=1)
+    profile = calibrate(quick=True, repeat=1, rounds=1, threads=1)
     path = tmp_path_factory.mktemp("calibrated") / "cpu-flopcount.json"
     save(profile, str(path))
     return profile, str(path)
@@ -25,11 +25,13 @@ def calibrated(tmp_path_factory):
 
 def test_the_suite_times_every_class(calibrated):
     profile, _ = calibrated
-    assert set(profile.curves) == set(CLASSES) | {FALLBACK, VIEW, "conv_depthwise", "conv_grouped"}
+    assert set(profile.curves) == set(CLASSES) | {FALLBACK, VIEW, "conv_depthwise", "conv_grouped", "norm_batch",
+                                                "elementwise_math"}
     for kind, curve in profile.curves.items():
         xs = [x for x, _ in curve]
         assert xs == sorted(xs) and all(y > 0 for _, y in curve), kind
     assert profile.calibration["engine"] == "flopcount" and profile.calibration["versions"]["flopcount"]
+    assert profile.calibration["threads"] == 1 and profile.calibration["rounds"] == 1
 
 
 def test_a_saved_profile_reads_back_by_path_and_by_name(calibrated, tmp_path, monkeypatch):
@@ -77,9 +79,11 @@ def test_the_command_shows_predictions_and_refuses_bad_files(calibrated, tmp_pat
     assert_bad_input(runner.invoke(main, ["resnet18", "--hardware", str(bad)]), "bad.json",
                      "not a calibrated hardware profile")
     out = tmp_path / "mine.json"
-    made = runner.invoke(main, ["calibrate", "--quick", "--repeat", "1", "-o", str(out), "-q"])
+    made = runner.invoke(main, ["calibrate", "--quick", "--repeat", "1", "--rounds", "1", "--threads", "1",
+                                "-o", str(out), "-q"])
     assert made.exit_code == 0, made.stderr
     assert f"use --hardware {out}" in made.stdout and load(str(out)).curves
+    assert load(str(out)).calibration["threads"] == 1
     assert_bad_input(runner.invoke(main, ["calibrate", "--device", "cuda"]), "device 'cuda' is not calibrated yet")
 
 
@@ -99,7 +103,7 @@ def test_onnxruntime_calibrates_on_the_suites_exports_and_predicts_an_onnx_file(
     pytest.importorskip("onnxruntime")
     import flopcount.runtime as rt
 
-    profile = calibrate(engine="onnxruntime", quick=True, repeat=1)
+    profile = calibrate(engine="onnxruntime", quick=True, repeat=1, rounds=1)
     assert {"matmul", "conv", "elementwise", "norm"} <= set(profile.curves)
     assert profile.calibration["engine"] == "onnxruntime" and profile.calibration["versions"]["onnxruntime"]
     net = rt.nn.Sequential(rt.nn.Conv2d(3, 8, 3, padding=1), rt.nn.ReLU(), rt.nn.Flatten(), rt.nn.Linear(8 * 16 * 16, 10))
@@ -113,7 +117,99 @@ def test_onnxruntime_calibrates_on_the_suites_exports_and_predicts_an_onnx_file(
             kind = op_class(record.op, record.input_shapes)
             curve = profile.curves.get(kind) or profile.curves.get(kind.split("_")[0]) or profile.curves[FALLBACK]
             assert record.predicted_ms == pytest.approx(read_curve(curve, record.roofline_ms / 1e3) * 1e3, rel=1e-12)
-    result = make_runner().invoke(main, ["calibrate", "--engine", "onnxruntime", "--quick", "--repeat", "1", "-q",
+    result = make_runner().invoke(main, ["calibrate", "--engine", "onnxruntime", "--quick", "--repeat", "1",
+                                         "--rounds", "1", "-q",
                                          "-o", str(tmp_path / "ort.json")])
     assert result.exit_code == 0 and "use --hardware" in result.output
     assert json.loads((tmp_path / "ort.json").read_text())["calibration"]["engine"] == "onnxruntime"
+
+
+def _small_suite(monkeypatch, labels=("linear 1x256x256", "gelu, add 1024")):
+    from flopcount import calibrate as calibration
+
+    cases = [case for case in calibration._suite(quick=False) if case.label in labels]
+    assert [case.label for case in cases] == list(labels)
+    monkeypatch.setattr(calibration, "_suite", lambda quick: cases)
+    return calibration
+
+
+def test_every_case_runs_on_one_thread_count_chosen_once(monkeypatch):
+    calibration = _small_suite(monkeypatch)
+    from flopcount.runtime.threads import ThreadChoice
+
+    chosen, profiled = [], []
+    monkeypatch.setattr(calibration.rt_threads, "choose",
+                        lambda threads: chosen.append(threads) or ThreadChoice(2, 2, 0.0))
+    real_profile = calibration.api.profile
+    monkeypatch.setattr(calibration.api, "profile",
+                        lambda *a, **k: profiled.append(k["threads"]) or real_profile(*a, **k))
+    profile = calibration.calibrate(repeat=1, rounds=2)
+    # chosen from the free cores once (the timed runs, told 2, do not measure them again)
+    assert chosen.count(None) == 1 and profiled == [2, 2, 2, 2]
+    assert profile.calibration["threads"] == 2 and profile.calibration["rounds"] == 2
+
+
+def test_a_point_is_each_passes_fastest_run_then_the_median_over_passes(monkeypatch):
+    calibration = _small_suite(monkeypatch, labels=("linear 1x256x256", "relu, mul 1024"))
+    reports = []
+    real_timed = calibration._timed
+    monkeypatch.setattr(calibration, "_timed", lambda *a, **k: reports.append(real_timed(*a, **k)) or reports[-1])
+    run = calibration.Calibration(repeat=3, threads=1)
+    for _ in range(3):
+        run.run_pass()
+    fastest = []
+    for report in reports[::2]:     # the linear case's, one per pass
+        (op,) = [r for r in report.rows if r.kind == "op" and r.latency_min_ms]
+        assert op.latency_min_ms <= op.latency_ms
+        fastest.append((op.roofline_ms, op.latency_min_ms))
+    assert len({roofline for roofline, _ in fastest}) == 1
+    roofline_ms = fastest[0][0]
+    (point,) = run.profile().curves["matmul"]
+    # (the roofline time is kept to 6 significant digits)
+    assert point == pytest.approx((roofline_ms / 1e3, sorted(ms for _, ms in fastest)[1] / 1e3), rel=1e-5)
+
+
+def test_passes_of_one_op_merge_to_their_median():
+    from flopcount.calibrate import _curve
+
+    assert _curve([(2e-3, 5.0), (1e-3, 1.0), (2e-3, 3.0), (2e-3, 40.0), (1.0000001e-3, 3.0)]) == \
+        ((1e-3, 2.0), (2e-3, 5.0))
+
+
+def test_a_batch_norm_reads_the_norm_curve_without_its_own():
+    profile = hardware.get("cpu").with_(curves={"norm": ((1e-6, 1e-5), (1e-3, 2e-3)), FALLBACK: ((1e-6, 1e-6),)})
+    from flopcount.hardware.calibrated import predict
+
+    assert predict(profile, "batch_norm", 1e-3) == pytest.approx(2e-3)
+    with_own = profile.with_(curves={**profile.curves, "norm_batch": ((1e-6, 4e-5), (1e-3, 8e-3))})
+    assert predict(with_own, "batch_norm", 1e-3) == pytest.approx(8e-3)
+    assert predict(with_own, "layer_norm", 1e-3) == pytest.approx(2e-3)
+
+
+def test_a_grouped_convolution_is_read_per_group():
+    from flopcount.hardware.calibrated import PER_GROUP, predict
+
+    curve = ((1e-6, 1e-5), (1e-3, 2e-3))
+    shapes = [(8, 128, 56, 56), (128, 4, 3, 3)]             # 32 groups of 4 channels
+    per_group = hardware.get("cpu").with_(curves={"conv_grouped": curve, FALLBACK: curve},
+                                          calibration={"grouped": PER_GROUP})
+    # 32 groups, each read at a 32nd of the op's roofline time: 32 x the curve's floor here
+    assert predict(per_group, "conv", 32e-6, shapes) == pytest.approx(32 * 1e-5)
+    assert predict(per_group, "conv", 32e-3, shapes) == pytest.approx(32 * read_curve(curve, 1e-3))
+    # a profile written before the curve was per group reads it per op
+    per_op = per_group.with_(calibration={})
+    assert predict(per_op, "conv", 32e-6, shapes) == pytest.approx(read_curve(curve, 32e-6))
+
+
+def test_the_calibrations_grouped_points_are_one_groups_share(monkeypatch):
+    calibration = _small_suite(monkeypatch, labels=("grouped 1x128/4@56", "relu, mul 1024"))
+    reports = []
+    real_timed = calibration._timed
+    monkeypatch.setattr(calibration, "_timed", lambda *a, **k: reports.append(real_timed(*a, **k)) or reports[-1])
+    run = calibration.Calibration(repeat=2, threads=1)
+    run.run_pass()
+    (conv,) = [r for r in reports[0].rows if r.kind == "op" and r.latency_min_ms]
+    assert op_class("conv", conv.input_shapes) == "conv_grouped"
+    (point,) = run.profile().curves["conv_grouped"]
+    assert point == pytest.approx((conv.roofline_ms / 1e3 / 32, conv.latency_min_ms / 1e3 / 32), rel=1e-5)
+    assert run.profile().calibration["grouped"] == "per group"
