@@ -361,10 +361,11 @@ def calibrate_command(ctx, engine, device, quick, repeat, rounds, threads, name,
         profile = profile.with_(name=name)
     path = output or calibration.default_path(profile.name)
     calibration.save(profile, path)
+    width = max((len(kind) for kind in profile.curves), default=0)
     for kind, curve in sorted(profile.curves.items()):
         shares = [r / m for r, m in curve if r > 0]
         reach = f"{min(shares):.0%} to {max(shares):.0%} of the roofline" if shares else "no roofline time"
-        click.echo(f"{kind:12s} {len(curve):3d} sizes, {reach}")
+        click.echo(f"{kind:{width}s} {len(curve):3d} sizes, {reach}")
     click.echo(f"wrote {path}: use --hardware {profile.name if output is None else path}")
 
 
