@@ -149,11 +149,17 @@ def test_every_case_runs_on_one_thread_count_chosen_once(monkeypatch):
     assert profile.calibration["threads"] == 2 and profile.calibration["rounds"] == 2
 
 
-def test_a_point_is_each_passes_fastest_run_then_the_median_over_passes(monkeypatch):
-    calibration = _small_suite(monkeypatch, labels=("linear 1x256x256", "relu, mul 1024"))
+def _kept_reports(monkeypatch, calibration) -> list:
+    """A list that every timed case's report is appended to, in the order they run."""
     reports = []
     real_timed = calibration._timed
     monkeypatch.setattr(calibration, "_timed", lambda *a, **k: reports.append(real_timed(*a, **k)) or reports[-1])
+    return reports
+
+
+def test_a_point_is_each_passes_fastest_run_then_the_median_over_passes(monkeypatch):
+    calibration = _small_suite(monkeypatch, labels=("linear 1x256x256", "relu, mul 1024"))
+    reports = _kept_reports(monkeypatch, calibration)
     run = calibration.Calibration(repeat=3, threads=1)
     for _ in range(3):
         run.run_pass()
@@ -203,9 +209,7 @@ def test_a_grouped_convolution_is_read_per_group():
 
 def test_the_calibrations_grouped_points_are_one_groups_share(monkeypatch):
     calibration = _small_suite(monkeypatch, labels=("grouped 1x128/4@56", "relu, mul 1024"))
-    reports = []
-    real_timed = calibration._timed
-    monkeypatch.setattr(calibration, "_timed", lambda *a, **k: reports.append(real_timed(*a, **k)) or reports[-1])
+    reports = _kept_reports(monkeypatch, calibration)
     run = calibration.Calibration(repeat=2, threads=1)
     run.run_pass()
     (conv,) = [r for r in reports[0].rows if r.kind == "op" and r.latency_min_ms]
