@@ -2,7 +2,7 @@
 
 | module | job |
 | --- | --- |
-| ``analysis.py`` | module rules, functional parts, coverage, rows and op records |
+| ``analysis.py`` | module rows from the run's captured graph, module rules over them, coverage, op records |
 | ``timing.py`` | synchronized latency per module (global module hooks) |
 | ``profiler.py`` | ``profile_eager``: one counting run, then timing and memory |
 

@@ -21,9 +21,10 @@ from collections import Counter, defaultdict
 from ..conventions.base import takes_kwargs
 from ..hardware import compute_dtype
 from ..recording import pricing
-from ..recording.params import parameter_counts
-from ..report.model import Row, Unsupported
-from ..report.sums import COST_FIELDS, accumulate, add_macs, add_macs_of, add_macs_to
+from ..recording.rows import NodeRows
+from ..report.model import Unsupported
+from ..report.shared import no_macs
+from ..report.sums import accumulate, add_macs, add_macs_of, add_macs_to
 from ..runtime.registry import Spec, nbytes
 
 
@@ -67,8 +68,9 @@ class Priced:
     """The priced run: per-call costs, per-event costs, and what is covered or not counted.
 
     Everything is priced in a few passes over flat lists (one per field), not per call: the
-    module rules of the calls, every event's own cost and its cost under the convention, then
-    the forward MACs and FLOPs of every call summed bottom-up.
+    module rules of the calls, every event's own cost and its cost under the convention, and,
+    where module rules apply (:meth:`sum_calls`), the forward MACs and FLOPs of every call
+    summed bottom-up.
     """
 
     def __init__(self, recorder, convention):
@@ -107,9 +109,8 @@ class Priced:
             else:
                 kind.append("functional")
         self.counts_functional = convention.counts_functional
-        self._sum_calls()
 
-    def _sum_calls(self) -> None:
+    def sum_calls(self) -> None:
         """MACs and FLOPs per call: its functional part, and its value (its rule, or its
         children's values plus its functional part), bottom-up in one pass."""
         calls = self.rec.calls
@@ -164,73 +165,45 @@ class Priced:
                 yield i, e
 
 
-def build_rows(model, priced: Priced, timings: dict | None = None, backward_timings: dict | None = None,
-               modules: list | None = None, counts: tuple | None = None) -> list:
-    """One Row per module of ``model`` (tree order, root first), priced and rolled up;
-    ``modules`` is ``list(model.named_modules())`` when the caller has it, ``counts`` the
-    parameter counts of its ModelIndex."""
+def build_rows(model, priced: Priced, graph, timings: dict | None = None,
+               backward_timings: dict | None = None, modules: list | None = None) -> list:
+    """One Row per module of ``model``, made from the run's captured ``graph`` by the graph
+    view's own pipeline (``recording/rows.py``: a module's row sums the ops run under its path),
+    then given what only the run's calls know: how often each module was called, the shapes of
+    its first call and the bytes its calls returned (a dropout in eval mode makes no value, yet
+    returns one), module rules where the convention has them, the backward ops, and the measured
+    times. The rows are in the model's module order (``modules``: ``list(model.named_modules())``
+    when the caller has it), as its hooks see them, not in the order their ops ran."""
     rec = priced.rec
-    calls, events = rec.calls, rec.events
-    modules = modules if modules is not None else list(model.named_modules())
-    if counts is not None:
-        own, total, trainable = counts
-    else:
-        by_path = parameter_counts(model, modules)
-        own, total, trainable = ([getattr(by_path[path], field) for path, _ in modules]
-                                 for field in ("own", "total", "trainable"))
+    kept = [i for i, e in enumerate(rec.events) if e.phase == "forward" and not e.constant]
+    node_rows = NodeRows(graph, priced.convention, model,
+                         ([priced.op_cost[i] for i in kept], [priced.own_cost[i] for i in kept]))
     rows: dict = {}
-    for i, (path, module) in enumerate(modules):
-        depth = 0 if path == "" else path.count(".") + 1
-        parent = None if path == "" else path.rpartition(".")[0]
-        rows[path] = Row(name=path, type=type(module).__name__, depth=depth, parent=parent,
-                         params=total[i], params_own=own[i], trainable_params=trainable[i],
-                         frozen_params=total[i] - trainable[i])
-    covered, rules = priced.covered, priced.rules
-    uncovered_seen: set = set()
-    for i, c in enumerate(calls):
+    own_ops = []
+    for row in node_rows.rows():
+        if row.kind == "op":
+            own_ops.append(row)
+        else:
+            row.kind, row.calls = "module", 0
+            rows[row.name] = row
+    if priced.counts_functional:
+        for op in own_ops:
+            parent = rows[op.parent]
+            parent.functional_macs += op.macs
+            parent.functional_flops += op.flops
+    for c in rec.calls:
         row = rows[c.path]
+        if not row.calls:  # what its calls took and gave, not the values its ops made
+            row.input_shapes, row.output_shapes = tuple(_shapes(c.inputs)), tuple(_shapes(c.output))
+            row.output_bytes = 0
         row.calls += 1
-        if not covered[i]:
-            uncovered_seen.add(c.path)
-        if not row.input_shapes:
-            row.input_shapes = tuple(_shapes(c.inputs))
-        if not row.output_shapes:
-            row.output_shapes = tuple(_shapes(c.output))
         row.output_bytes += _spec_bytes(c.output)
-    # bytes: every forward op in the call's range (the subtree), whatever the convention; a
-    # running sum over the events gives any range's total by one subtraction
-    read_before, written_before = [0], [0]
-    read = written = 0
-    for e, own in zip(events, priced.own_cost):
-        if e.phase == "forward":
-            read += own.bytes_read
-            written += own.bytes_written
-        read_before.append(read)
-        written_before.append(written)
-    # a module's uncovered calls; a module only ever seen covered shows its standalone value,
-    # marked covered
-    v_macs, v_flops = priced.value_macs, priced.value_flops
-    f_macs, f_flops = priced.functional_macs, priced.functional_flops
-    for i, c in enumerate(calls):
-        row = rows[c.path]
-        if covered[i] and c.path in uncovered_seen:
-            continue
-        row.macs += v_macs[i]
-        row.flops += v_flops[i]
-        for dtype, macs in priced.value_by_dtype[i].items():
-            add_macs_to(row, dtype, macs)
-        row.functional_macs += f_macs[i]
-        row.functional_flops += f_flops[i]
-        row.counted_by = "covered" if covered[i] else ("rule" if rules[i] is not None else "ops")
-        row.bytes_read += read_before[c.end] - read_before[c.start]
-        row.bytes_written += written_before[c.end] - written_before[c.start]
-    rows[""].macs += priced.top_macs
-    rows[""].flops += priced.top_flops
-    for dtype, macs in priced.top_by_dtype.items():
-        add_macs_to(rows[""], dtype, macs)
-    _roll_up_uncalled(rows)
+    # a module costs the ops it ran, unless the convention prices modules (rules) or leaves
+    # the ops run directly in a forward uncounted (ptflops' hooks never see them)
+    if not priced.counts_functional or any(rule is not None for rule in priced.rules):
+        _apply_module_rules(rows, priced)
     # backward: attributed to the forward module, rolled up the module tree
-    for i, e in enumerate(events):
+    for i, e in enumerate(rec.events):
         if e.phase != "backward":
             continue
         cost = pricing.macs_flops(priced.op_cost[i])
@@ -247,26 +220,48 @@ def build_rows(model, priced: Priced, timings: dict | None = None, backward_timi
         for path, ms in backward_timings.items():
             if path in rows:
                 rows[path].backward_latency_ms = ms
-    return list(rows.values())
+    modules = modules if modules is not None else list(model.named_modules())
+    return [rows[path] for path, _ in modules]
 
 
-def _roll_up_uncalled(rows: dict) -> None:
-    """A container that is never called itself (ModuleList, ModuleDict) shows the sum of its
-    children, so the module tree adds up where the call tree skips a level."""
+def _apply_module_rules(rows: dict, priced: Priced) -> None:
+    """Module rules over the module rows: a ruled call costs what its rule says and covers its
+    subtree; a module's row sums its uncovered calls' values (a module only ever seen covered
+    shows its standalone value, marked covered); a container never called itself (ModuleList)
+    sums its children, so the module tree adds up where the call tree skips a level."""
+    priced.sum_calls()
+    calls, covered, rules = priced.rec.calls, priced.covered, priced.rules
+    uncovered_seen = {c.path for i, c in enumerate(calls) if not covered[i]}
+    for row in rows.values():
+        row.macs = row.flops = row.functional_macs = row.functional_flops = 0
+        row.macs_by_dtype = no_macs()
+    for i, c in enumerate(calls):
+        row = rows[c.path]
+        if covered[i] and c.path in uncovered_seen:
+            continue
+        row.macs += priced.value_macs[i]
+        row.flops += priced.value_flops[i]
+        for dtype, macs in priced.value_by_dtype[i].items():
+            add_macs_to(row, dtype, macs)
+        row.functional_macs += priced.functional_macs[i]
+        row.functional_flops += priced.functional_flops[i]
+        row.counted_by = "covered" if covered[i] else ("rule" if rules[i] is not None else "ops")
+    root = rows[""]
+    root.macs += priced.top_macs
+    root.flops += priced.top_flops
+    for dtype, macs in priced.top_by_dtype.items():
+        add_macs_to(root, dtype, macs)
     uncalled = [path for path, row in rows.items() if not row.calls and row.parent is not None]
-    if not uncalled:  # most models: every module is called
-        return
     children = defaultdict(list)
     for row in rows.values():
         if row.parent is not None:
             children[row.parent].append(row)
-    for path in reversed(uncalled):  # children after their parents in tree order
+    for path in sorted(uncalled, key=lambda p: -p.count(".")):  # the deepest first
         row = rows[path]
         for child in children[path]:
-            if child.counted_by == "covered":
-                continue
-            accumulate(row, child, COST_FIELDS + ("output_bytes",))
-            add_macs_of(row, child)
+            if child.counted_by != "covered":
+                accumulate(row, child, ("macs", "flops"))
+                add_macs_of(row, child)
 
 
 def op_records(priced: Priced, op_latency: list | None = None, op_start: list | None = None):

@@ -20,6 +20,7 @@ from ..runtime.graph.tree import flatten, tensor_leaves
 from ..runtime.nn.modules.module import Module
 from ..conventions import get as get_convention
 from ..recording import memory as mem
+from ..recording.capture import captured_graph
 from ..recording.params import ModelIndex, bytes_by_dtype
 from ..recording.recorder import Recorder
 from ..recording.steps import training_step
@@ -95,7 +96,10 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
         with recorder.attached():
             out = step()
         # what the graph view's trace refuses (a generator), this view refuses with the same line
-        output_ids = [recorder.serial(t) for t in flatten(out, what="output")[0]]
+        outputs = flatten(out, what="output")[0]
+        output_ids = [recorder.serial(t) for t in outputs]
+        graph = captured_graph(recorder, model, outputs, name)
+        del outputs
         priced = analysis.Priced(recorder, conv)
         events = recorder.events
 
@@ -127,7 +131,7 @@ def profile_eager(model, args: tuple, kwargs: dict | None = None, *, convention=
                                                        device, 0, repeat))[0]
                 backward_rows = _backward_by_module(events, op_latency)
 
-    rows = analysis.build_rows(model, priced, module_times, backward_rows, index.modules, index.counts)
+    rows = analysis.build_rows(model, priced, graph, module_times, backward_rows, index.modules)
     unsupported = analysis.unsupported(priced, module_times, whole[0], op_latency)
     return Report(rows, convention=conv.name, mode="eager", device=str(device), dtype=_dtype_of(model, args),
                   input_shapes=[tuple(t.shape) for t in tensor_leaves(list(args))],

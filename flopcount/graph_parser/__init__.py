@@ -1,8 +1,8 @@
-"""The graph view: any Graph (traced, loaded natively, or imported from ONNX), node by node.
+"""The graph view: any Graph (traced, loaded natively, or imported from ONNX), node by node; its
+rows are made by ``recording/rows.py``, as the eager view's are.
 
 | module | job |
 | --- | --- |
-| ``rows.py`` | a row per node (cost, shapes, params, bytes, intensity), rolled up to scopes |
 | ``execution.py`` | per-node latency, backward work per node, measured peak (the executor) |
 | ``parser.py`` | ``profile_graph``: trace if needed, count, then run what was asked |
 """

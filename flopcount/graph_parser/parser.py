@@ -22,7 +22,7 @@ from ..recording.params import bytes_by_dtype
 from ..recording.state import preserved
 from ..runtime.allocator import give_back_freed_memory
 from . import execution
-from .rows import NodeRows
+from ..recording.rows import NodeRows
 
 
 def graph_of(model, args: tuple, kwargs: dict) -> Graph:

@@ -62,3 +62,39 @@ def test_capture_leaves_the_model_as_it_was():
     graph = capture(net, rt.randn(2, 4))
     assert [n.op_name for n in graph.nodes] == ["linear"]  # eval: dropout is the identity
     assert all(m.training for m in net.modules())
+
+
+class _MaskedBlock(rt.nn.Module):
+    """A Linear, a dropout (no op in eval mode) and a mask made from constants only."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = rt.nn.Linear(4, 4)
+        self.drop = rt.nn.Dropout(0.1)
+
+    def forward(self, x):
+        mask = rt.ones(3, 4).tril()  # folded: neither view counts it, bytes included
+        return self.drop(self.fc(x)) * mask
+
+
+def test_eager_rows_are_the_captured_graphs_rows_plus_what_the_calls_know():
+    import flopcount
+
+    net, x = _MaskedBlock(), rt.randn(3, 4)
+    eager = {r.name: r for r in flopcount.profile(net, x, mode="eager").rows}
+    graph = {r.name: r for r in flopcount.profile(net, x, mode="graph").rows if r.kind != "op"}
+    assert list(eager) == ["", "fc", "drop"]  # the model's module order, a dropout included
+    for name, row in eager.items():
+        expected = graph[name]
+        assert (row.macs, row.flops, row.bytes_read, row.bytes_written, row.params) == \
+            (expected.macs, expected.flops, expected.bytes_read, expected.bytes_written, expected.params), name
+    # the folded tril reads and writes nothing in either view: the root moves the linear's and
+    # the multiply's bytes only (hand-derived: 4 bytes a float32)
+    linear_bytes = (3 * 4 + 4 * 4 + 4) * 4, 3 * 4 * 4
+    mul_bytes = 2 * 3 * 4 * 4, 3 * 4 * 4
+    assert (eager[""].bytes_read, eager[""].bytes_written) == (linear_bytes[0] + mul_bytes[0],
+                                                                linear_bytes[1] + mul_bytes[1])
+    # what only a call knows: the dropout ran no op, yet it was called and returned a 3x4 tensor
+    drop = eager["drop"]
+    assert (drop.calls, drop.input_shapes, drop.output_shapes, drop.output_bytes) == (1, ((3, 4),), ((3, 4),), 48)
+    assert (graph["drop"].calls, graph["drop"].output_bytes) == (0, 0)

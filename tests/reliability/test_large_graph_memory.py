@@ -14,7 +14,7 @@ import pytest
 import flopcount
 import flopcount.runtime as rt
 from flopcount import conventions
-from flopcount.graph_parser.rows import mac_dtype, op_call
+from flopcount.recording.rows import mac_dtype, op_call
 from flopcount.recording import pricing
 from flopcount.runtime.graph import passes
 

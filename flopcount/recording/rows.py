@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections import Counter
 
 from ..hardware import compute_dtype
-from ..recording import pricing
+from . import pricing
 from ..report.model import OpRecord, Row
 from ..report.shared import ShapeTable
 from ..report.sums import COST_FIELDS, accumulate, add_macs_of, add_macs_to
@@ -126,15 +126,16 @@ def _inside(scope: str, p: str) -> bool:
 
 
 class NodeRows:
-    """Rows and op records of a graph; ``costs`` and ``own`` are per node index."""
+    """Rows and op records of a graph; ``costs`` and ``own`` are per node index (``priced``:
+    both, when the caller priced the same ops already)."""
 
-    def __init__(self, graph, convention, module=None):
+    def __init__(self, graph, convention, module=None, priced: tuple | None = None):
         self.graph = graph
         self.convention = convention
         self.module = module
         self.shape_table = ShapeTable()  # the rows' shapes: one tuple per distinct value
         # the op calls (specs of every input and output) only live while pricing
-        self.costs, self.own = pricing.price([op_call(n) for n in graph.nodes], convention)
+        self.costs, self.own = priced or pricing.price([op_call(n) for n in graph.nodes], convention)
         names = Counter()
         self.node_names = []
         for n in graph.nodes:  # node rows are named scope/value so tree paths stay readable
@@ -233,7 +234,7 @@ class NodeRows:
     def _scope_params(self, scopes: dict) -> None:
         """Parameters per scope: from the module when known, else from :func:`param_scopes`."""
         if self.module is not None:
-            from ..recording.params import parameter_counts
+            from .params import parameter_counts
 
             counts = parameter_counts(self.module)
             for path, row in scopes.items():
