@@ -226,3 +226,35 @@ def test_without_cudnn_the_ops_run_our_own_kernels():
         conv.convolution(None)(fake, x, w, stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1)
         assert be.kernel_library() == "cuBLAS + own kernel"
         assert [launch.name for launch in fake.launches] == ["im2col"]
+
+
+class _RankedPlans:
+    """A planned graph's ranked list as the frontend exposes it: (engine id, name) per plan; id
+    None for the entry that delegates to the library's own heuristics."""
+
+    def __init__(self, plans):
+        self.plans = plans
+
+    def get_execution_plan_count(self):
+        return len(self.plans)
+
+    def get_engine_and_knobs_at_index(self, i):
+        if self.plans[i][0] is None:
+            raise NotImplementedError("delegates to the backend")
+        return self.plans[i][0], {}
+
+    def get_plan_name_at_index(self, i):
+        return self.plans[i][1]
+
+
+def test_the_frontends_python_engines_are_named_for_deselection():
+    graph = _RankedPlans([(1_000_000, "sdpa_fwd_sm100[TILE_M=128]"), (7, "eng7_k2=1"), (None, "backend_heuristics"),
+                          (1_000_001, "sdpa_fwd_sm100[TILE_M=64]"), (1_000_002, "conv_frost")])
+    assert fe.python_engine_names(graph, lambda engine_id: engine_id >= 1_000_000) == ["conv_frost", "sdpa_fwd_sm100"]
+
+
+def test_the_frontend_still_tells_python_engines_from_the_librarys():
+    pytest.importorskip("cudnn", reason="nvidia-cudnn-frontend is not installed")
+    from cudnn.engines.engine_ids import PYTHON_ENGINE_ID_BASE, is_python_engine
+
+    assert is_python_engine(PYTHON_ENGINE_ID_BASE) and not is_python_engine(0)

@@ -101,11 +101,37 @@ def _handle(cudnn, xp):
     return handle
 
 
+def python_engine_names(graph, is_python_engine: Callable) -> list:
+    """Names of the ranked plans run by the frontend's Python engines (CuTe DSL kernels that
+    may want framework tensors, not the raw pointers passed here), to deselect: the library's
+    own engines take device pointers. A plan that delegates to the library's heuristics
+    (``get_engine_and_knobs_at_index`` raises) is the library's."""
+    names = []
+    for i in range(graph.get_execution_plan_count()):
+        try:
+            engine_id, _ = graph.get_engine_and_knobs_at_index(i)
+        except NotImplementedError:
+            continue
+        if is_python_engine(engine_id):
+            names.append(graph.get_plan_name_at_index(i).split("[")[0])
+    return sorted(set(names))
+
+
+def _library_engines_only(cudnn, graph) -> None:
+    try:
+        from cudnn.engines.engine_ids import is_python_engine
+    except ImportError:  # a frontend without Python engines
+        return
+    names = python_engine_names(graph, is_python_engine)
+    if names:
+        graph.deselect_engines(names)
+
+
 def plan(key, build: Callable, restrict: Callable | None = None):
     """The built graph of ``key`` (a hashable geometry), made by ``build(cudnn)`` -> (graph,
     tensors) once: validated, lowered, execution plans from heuristics A with the fallback list,
-    ``restrict(cudnn, graph)`` (to deselect engines) and the first supported plan built. None
-    when cuDNN declines the graph; the answer is kept either way."""
+    the library's engines only, ``restrict(cudnn, graph)`` (to deselect more) and the first
+    supported plan built. None when cuDNN declines the graph; the answer is kept either way."""
     if key in _PLANS:
         return _PLANS[key]
     cudnn = module()
@@ -114,6 +140,7 @@ def plan(key, build: Callable, restrict: Callable | None = None):
         graph.validate()
         graph.build_operation_graph()
         graph.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+        _library_engines_only(cudnn, graph)
         if restrict is not None:
             restrict(cudnn, graph)
         graph.check_support()
