@@ -7,8 +7,10 @@ the device-free CUDA checks (NVRTC compiles, launch arguments; ``tests/runtime/c
 tests (``pytest -m gpu``: every op example forward and backward against the CPU, every zoo
 model, per-op comparisons with PyTorch, CUDA-event timing, the memory pool's peak), then
 ``gpu_ops.py`` and ``gpu_models.py``, whose tables go into ``RESULTS.md``
-(``--only`` names steps to run instead, among them the float16 and bfloat16 benchmarks, the GPU
-tests in bfloat16 and ``memcheck``, the op tests under compute-sanitizer). Output streams as it
+(``--only`` names steps to run instead, among them the float16 and bfloat16 benchmarks, the
+float16 ops with cuDNN turned off (``gpu_ops-float16-own``: our own convolution and attention
+kernels), the GPU tests in bfloat16 and ``memcheck``, the op tests under compute-sanitizer). The
+environment step says whether cuDNN is installed (``flopcount[cuda12]`` brings it). Output streams as it
 comes; with ``$OUT`` set, each step's output is also written to ``$OUT/<step>.log``. A step that
 fails or runs out of time does not stop the next. The closing summary gives each step's exit
 status and seconds; the exit status is non-zero when any step failed.
@@ -37,7 +39,10 @@ STEPS = [
                      "d = cupy.cuda.runtime.getDeviceProperties(0); "
                      "print('GPU', d['name'].decode(), 'cc', d['major'], d['minor'], 'SMs', d['multiProcessorCount']); "
                      "print('CuPy', cupy.__version__, 'NVRTC', nvrtc.getVersion(), 'numpy', numpy.__version__, "
-                     "'torch', torch.__version__, 'torch CUDA', torch.cuda.is_available())"], 30),
+                     "'torch', torch.__version__, 'torch CUDA', torch.cuda.is_available()); "
+                     "from flopcount.runtime.cuda.kernels import cudnn_frontend as fe; m = fe.module(); "
+                     "print('cuDNN', m.backend_version() if m else 'absent: convolutions and attention on our kernels')"],
+     30),
     ("device-free", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "tests/runtime/cuda"], 80),
     ("pytest-gpu", [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu", "-rfEs",
                     "--durations=15", "-k", "not bfloat16"], 240),
@@ -55,6 +60,9 @@ EXTRA_STEPS = [
     ("gpu_models-float16", [sys.executable, "benchmarks/gpu_models.py", "--dtype", "float16"], 120),
     ("gpu_ops-bfloat16", [sys.executable, "benchmarks/gpu_ops.py", "--dtype", "bfloat16"], 90),
     ("gpu_models-bfloat16", [sys.executable, "benchmarks/gpu_models.py", "--dtype", "bfloat16"], 120),
+    # the same float16 ops on our own convolution and attention kernels, cuDNN turned off
+    ("gpu_ops-float16-own", ["env", "FLOPCOUNT_CUDNN=0", sys.executable, "benchmarks/gpu_ops.py", "--dtype",
+                             "float16"], 90),
     ("memcheck", ["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1", sys.executable, "-m",
                   "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "gpu", "tests/gpu/test_ops_gpu.py"], 540),
 ]

@@ -57,3 +57,9 @@ def test_the_benchmarks_and_gpu_tests_have_steps_in_every_half_precision_dtype()
     default = {name: command for name, command, _ in script.STEPS}
     # the bfloat16 GPU tests have a step (and a limit) of their own; the default step leaves them out
     assert default["pytest-gpu"][-2:] == ["-k", "not bfloat16"] and extra["pytest-gpu-bfloat16"][-2:] == ["-k", "bfloat16"]
+
+
+def test_the_float16_ops_have_a_step_on_our_own_kernels_with_cudnn_off():
+    extra = {name: command for name, command, _ in _script("gpu_run_all").EXTRA_STEPS}
+    own = extra["gpu_ops-float16-own"]
+    assert own[:2] == ["env", "FLOPCOUNT_CUDNN=0"] and own[2:] == extra["gpu_ops-float16"]

@@ -31,14 +31,18 @@ def _generic(*args, **kwargs):
 
 
 def _specializations(fake):
-    """Calls reaching the kernel variants the op examples do not: SDPA with each mask kind and
-    a depthwise convolution, in each dtype."""
+    """Calls reaching the kernel variants the op examples do not: SDPA with each mask kind (and
+    without one where the flash kernels do not take the head dim) and a depthwise convolution,
+    in each dtype."""
     rng = np.random.default_rng(0)
     sdpa, convolution = attention.forward(_generic), conv.convolution(_generic)
     for dtype in DTYPES:
         q, k, v = (rng.standard_normal((2, 3, 5, 4)).astype(dtype) for _ in range(3))
         for mask in (None, rng.standard_normal((5, 5)) > 0, rng.standard_normal((1, 5)).astype(dtype)):
             sdpa(fake, q, k, v, mask, dropout_p=0.0, is_causal=mask is None, scale=None, enable_gqa=False)
+        # no mask, but a head dim beyond the flash kernels': the scores are materialized
+        wide = rng.standard_normal((1, 1, 3, flash_attention.MAX_HEAD_DIM + 4)).astype(dtype)
+        sdpa(fake, wide, wide, wide, None, dropout_p=0.0, is_causal=False, scale=None, enable_gqa=False)
         x, w = rng.standard_normal((2, 3, 6, 6)).astype(dtype), rng.standard_normal((6, 1, 3, 3)).astype(dtype)
         convolution(fake, x, w, None, stride=(2, 2), padding=(1, 1), dilation=(1, 1), groups=3)
 
@@ -105,7 +109,18 @@ def _expected_sizes(name, v, rows) -> dict:
         bh = rows // v["row_blocks"]
         assert rows % v["row_blocks"] == 0 and v["row_blocks"] == -(-v["lq"] // flash_attention.WARPS)
         return {"q": bh * v["lq"] * v["d"], "k": bh // v["rep"] * v["lk"] * v["d"],
-                "v": bh // v["rep"] * v["lk"] * v["dv"], "out": bh * v["lq"] * v["dv"]}
+                "v": bh // v["rep"] * v["lk"] * v["dv"], "out": bh * v["lq"] * v["dv"], "lse": bh * v["lq"]}
+    if name in ("flash_attention_dq", "flash_attention_dkv"):  # blocks of WARPS query rows / key rows
+        blocks = v["row_blocks"] if name == "flash_attention_dq" else v["col_blocks"]
+        length = v["lq"] if name == "flash_attention_dq" else v["lk"]
+        assert rows % blocks == 0 and blocks == -(-length // flash_attention.WARPS)
+        bh = rows // blocks * (v["rep"] if name == "flash_attention_dkv" else 1)
+        sizes = {"q": bh * v["lq"] * v["d"], "k": bh // v["rep"] * v["lk"] * v["d"],
+                 "v": bh // v["rep"] * v["lk"] * v["dv"], "dout": bh * v["lq"] * v["dv"],
+                 "lse": bh * v["lq"], "delta": bh * v["lq"]}
+        if name == "flash_attention_dq":
+            return sizes | {"dq": bh * v["lq"] * v["d"]}
+        return sizes | {"dk": bh // v["rep"] * v["lk"] * v["d"], "dv_out": bh // v["rep"] * v["lk"] * v["dv"]}
     s, k, p = _geometry(v)
     if name in ("im2col", "col2im"):
         image = "x" if name == "im2col" else "y"

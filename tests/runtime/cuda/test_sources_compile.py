@@ -152,3 +152,13 @@ def test_flash_attention_compiles_without_spilling(dtype, arch):
 
     used = nvrtc.compile_source(flash_attention.source(dtype), arch, what=f"flash_attention {dtype}")
     assert used["flash_attention"].spill_stores == 0, used  # a spilled accumulator goes through local memory
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90"])
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["flash_attention_dq", "flash_attention_dkv"])
+def test_flash_attention_backward_compiles_without_spilling(name, dtype, arch):
+    from flopcount.runtime.cuda.kernels import flash_attention_backward
+
+    used = nvrtc.compile_source(flash_attention_backward.source(name, dtype), arch, what=f"{name} {dtype}")
+    assert used[name].spill_stores == 0, used  # dK and dV's accumulators stay in registers too

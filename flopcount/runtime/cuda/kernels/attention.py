@@ -12,9 +12,12 @@ bfloat16 accumulate in float32), and the softmax arithmetic is float32.
 ``scale_mask_softmax_reference`` is the kernel in numpy; handed numpy arrays, the op-level
 kernels use it, so their GEMMs, masks and gradients run (and are tested) on the CPU.
 
-Without a mask or dropout the forward is one flash-attention kernel instead
-(``flash_attention.py``: tiled keys, online softmax, causal and grouped-query heads), and no
-scores tensor exists. With a mask or dropout, and in the backward, the score matrix is
+Without dropout, in float16 and bfloat16, with no mask or an additive one, cuDNN's fused
+attention runs both passes where it is installed (``cudnn_sdpa.py``). Otherwise, without a
+mask or dropout the forward is one flash-attention kernel instead
+(``flash_attention.py``: tiled keys, online softmax, causal and grouped-query heads), and the
+backward its two backward kernels (``flash_attention_backward.py``: P recomputed from each
+row's log-sum-exp), and no scores tensor exists. With a mask or dropout the score matrix is
 materialized, so memory grows with Lq·Lk as in PyTorch's math backend.
 """
 
@@ -24,7 +27,7 @@ import numpy as np
 
 from ...heads import heads_ratio, repeat_heads, scale_of
 from ...random import keep_mask
-from . import _source, blas, flash_attention
+from . import _source, blas, cudnn_sdpa, flash_attention, flash_attention_backward
 from .cache import kernel
 
 MASK_NONE, MASK_BOOL, MASK_ADD = 0, 1, 2
@@ -150,8 +153,10 @@ def forward(generic):
     """CUDA kernel of ``scaled_dot_product_attention`` (falls back to ``generic``)."""
     def run(xp, q, k, v, attn_mask, *, dropout_p, is_causal, scale, enable_gqa):
         rep = heads_ratio(q, k, enable_gqa)
-        if attn_mask is None and dropout_p == 0:  # no scores tensor at all (flash_attention.py)
-            out = flash_attention.launch(xp, q, k, v, rep, scale_of(q, scale), is_causal)
+        if dropout_p == 0:  # no scores tensor at all: cuDNN's fused attention, else our flash kernel
+            out = cudnn_sdpa.forward(xp, q, k, v, attn_mask, scale_of(q, scale), is_causal)
+            if out is None and attn_mask is None:
+                out = flash_attention.launch(xp, q, k, v, rep, scale_of(q, scale), is_causal)
             if out is not None:
                 return out
         k_, v_ = repeat_heads(xp, k, rep), repeat_heads(xp, v, rep)
@@ -173,8 +178,14 @@ def backward(generic):
     kernel, then dV = PᵀdO, dP = dO·Vᵀ, dS = P∘(dP − rowsum(dP∘P)), dQ = dS·K·scale, dK = dSᵀQ·scale."""
     def run(xp, g, q, k, v, attn_mask, keep, *, dropout_p, is_causal, scale, enable_gqa, mask_grad):
         rep = heads_ratio(q, k, enable_gqa)
-        k_, v_ = repeat_heads(xp, k, rep), repeat_heads(xp, v, rep)
         sc = scale_of(q, scale)
+        if keep is None and not mask_grad:  # no scores tensor: cuDNN, else our flash kernels
+            grads = cudnn_sdpa.backward(xp, g, q, k, v, attn_mask, sc, is_causal)
+            if grads is None and attn_mask is None:
+                grads = flash_attention_backward.launch(xp, g, q, k, v, rep, sc, is_causal)
+            if grads is not None:
+                return grads
+        k_, v_ = repeat_heads(xp, k, rep), repeat_heads(xp, v, rep)
         p = _probabilities(xp, q, k_, attn_mask, is_causal, sc)
         if p is None:
             return generic(xp, g, q, k, v, attn_mask, keep, dropout_p=dropout_p, is_causal=is_causal,

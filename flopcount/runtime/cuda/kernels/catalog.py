@@ -10,7 +10,7 @@ there is one per chain of ops (``elementwise.kernel_spec``).
 
 from __future__ import annotations
 
-from . import attention, conv, flash_attention, pooling, rowwise
+from . import attention, conv, flash_attention, flash_attention_backward, pooling, rowwise
 from ._source import FLOAT_DTYPES
 
 
@@ -29,4 +29,6 @@ def raw_sources(dtypes=FLOAT_DTYPES) -> dict:
         for kind, mask_dtype in attention.mask_variants(dtype):
             out[("scale_mask_softmax", dtype, (kind, str(mask_dtype)))] = attention.source(dtype, kind, mask_dtype)
         out[("flash_attention", dtype, ())] = flash_attention.source(dtype)
+        for name in flash_attention_backward._KERNELS:
+            out[(name, dtype, ())] = flash_attention_backward.source(name, dtype)
     return out

@@ -1,5 +1,6 @@
-"""Convolutions on the GPU: an im2col RawKernel plus one cuBLAS GEMM per batch chunk, col2im
-for transposed convolutions, and a direct kernel for depthwise convolutions.
+"""Convolutions on the GPU: through cuDNN where it is installed (``cudnn_conv``: forward,
+transposed and weight gradient), else our own: an im2col RawKernel plus one cuBLAS GEMM per
+batch chunk, col2im for transposed convolutions, and a direct kernel for depthwise convolutions.
 
 Column layout: ``cols[c·K + k, n·P + p]`` (channel and kernel position down, image and output
 position across), so a chunk of ``Nc`` images is one (g, Cg·K, Nc·P) operand and the forward,
@@ -21,7 +22,7 @@ from math import prod
 
 import numpy as np
 
-from . import _source, blas
+from . import _source, blas, cudnn_conv
 from .cache import raw_kernel
 
 COLUMN_BYTES = 256 * 2**20  # a GPU has room for larger column buffers than a CPU cache
@@ -209,6 +210,9 @@ def conv_forward(xp, x, w, b, stride, padding, dilation, groups):
     """y = conv(x, w) + b, or None when the dtype has no kernel."""
     if not _source.supported(x, w, b):
         return None
+    y = cudnn_conv.forward(xp, x, w, b, stride, padding, dilation)
+    if y is not None:
+        return y
     n, c = x.shape[:2]
     cout, cg = w.shape[:2]
     kernel = tuple(w.shape[2:])
@@ -234,6 +238,9 @@ def conv_transpose_forward(xp, x, w, b, stride, padding, output_padding, dilatio
     """y = conv_transpose(x, w) + b: per chunk one GEMM to columns, then col2im."""
     if not _source.supported(x, w, b):
         return None
+    y = cudnn_conv.transposed(xp, x, w, b, stride, padding, output_padding, dilation, groups)
+    if y is not None:
+        return y
     n, cin = x.shape[:2]
     cout_g = w.shape[1]
     kernel = tuple(w.shape[2:])
@@ -256,6 +263,9 @@ def conv_weight_grad(xp, x, g, kernel, stride, padding, dilation, groups):
     """dL/dw of y = conv(x, w): per chunk one GEMM of the output gradient with the columns."""
     if not _source.supported(x, g):
         return None
+    gw = cudnn_conv.weight_grad(xp, x, g, kernel, stride, padding, dilation, groups)
+    if gw is not None:
+        return gw
     n, c = x.shape[:2]
     cout = g.shape[1]
     out = tuple(g.shape[2:])

@@ -8,7 +8,8 @@ warp's query row (float32, or float64 for float64), the warp takes the tile's ma
 rescales what it has summed so far by exp(old max - new max), adds exp(score - new max) to
 the row's denominator, and each lane accumulates its share of the output dims (lane + 32·i)
 from the tile's values. At the end the row is divided by its denominator (0 when every key
-was masked: PyTorch's safe softmax gives zeros). Causal masking is top-left (key c is hidden
+was masked: PyTorch's safe softmax gives zeros), and lane 0 writes the row's log-sum-exp
+m + log(l) (-inf when every key was masked) for the backward (``flash_attention_backward``). Causal masking is top-left (key c is hidden
 from query q when c > q, as the fused softmax kernel and PyTorch's ``is_causal``) and a block
 stops at the last key its last row sees. Grouped-query attention needs no copy of the keys:
 query head h of a batch reads key/value head h // rep, which in the flattened (batch·heads)
@@ -41,7 +42,7 @@ _KERNEL = r"""
 #define FLASH_THREADS %(threads)d
 
 extern "C" __global__ void __launch_bounds__(FLASH_THREADS)
-flash_attention(const T* q, const T* k, const T* v, T* out,
+flash_attention(const T* q, const T* k, const T* v, T* out, ACC* lse,
                 long long row_blocks, long long rep, long long lq, long long lk, int d, int dv, ACC scale,
                 int causal) {
     extern __shared__ __align__(16) unsigned char smem[];
@@ -99,6 +100,8 @@ flash_attention(const T* q, const T* k, const T* v, T* out,
             int c = lane + 32 * i;
             if (c < dv) out[(bh * lq + row) * dv + c] = STORE(acc[i] * inv);
         }
+        // the row's log-sum-exp of the scaled scores, for the backward's recomputation
+        if (lane == 0) lse[bh * lq + row] = l == 0 ? (ACC)(-INFINITY) : m + LOG(l);
     }
 }
 """
@@ -144,9 +147,10 @@ def geometry(q_shape: tuple, k_shape: tuple, v_shape: tuple, rep: int, dtype):
     return bh, lq, lk, d, dv
 
 
-def launch(xp, q, k, v, rep: int, scale: float, causal: bool):
+def launch(xp, q, k, v, rep: int, scale: float, causal: bool, with_lse: bool = False):
     """softmax(scale·QKᵀ, causal)·V by the kernel (numpy arrays: ``reference``), or None when
-    the call is not one it takes."""
+    the call is not one it takes; ``with_lse``: (out, each row's log-sum-exp as (bh, lq) in the
+    accumulation dtype)."""
     if not _source.supported(q, k, v):
         return None
     found = geometry(q.shape, k.shape, v.shape, rep, q.dtype)
@@ -158,23 +162,26 @@ def launch(xp, q, k, v, rep: int, scale: float, causal: bool):
     k3 = xp.ascontiguousarray(k.reshape(bh // rep, lk, d))
     v3 = xp.ascontiguousarray(v.reshape(bh // rep, lk, dv))
     if xp is np:
-        out = reference(q3, k3, v3, rep, acc(scale), causal)
+        out, lse = reference(q3, k3, v3, rep, acc(scale), causal, with_lse=True)
     else:
         import cupy
 
         out = xp.empty((bh, lq, dv), dtype=q.dtype)
+        lse = xp.empty((bh, lq), dtype=acc)
         raw = kernel("flash_attention", q.dtype, lambda: cupy.RawKernel(source(q.dtype), "flash_attention"))
         row_blocks = -(-lq // WARPS)
         raw((bh * row_blocks,), (THREADS,),
-            (q3, k3, v3, out, np.int64(row_blocks), np.int64(rep), np.int64(lq), np.int64(lk), np.int32(d),
+            (q3, k3, v3, out, lse, np.int64(row_blocks), np.int64(rep), np.int64(lq), np.int64(lk), np.int32(d),
              np.int32(dv), acc(scale), np.int32(causal)),
             shared_mem=shared_bytes(q.dtype, d, dv))
-    return out.reshape(q.shape[:-1] + (dv,))
+    out = out.reshape(q.shape[:-1] + (dv,))
+    return (out, lse) if with_lse else out
 
 
-def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, rep: int, scale, causal: bool) -> np.ndarray:
+def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, rep: int, scale, causal: bool, with_lse: bool = False):
     """``flash_attention`` in numpy on (bh, lq, d), (bh / rep, lk, d), (bh / rep, lk, dv): the
-    same tiles of keys, running maximum, rescaling and warp butterflies (a new array)."""
+    same tiles of keys, running maximum, rescaling and warp butterflies (a new array; with
+    ``with_lse`` also each row's log-sum-exp, (bh, lq) in the accumulation dtype)."""
     acc = _source.acc_dtype(q.dtype)
     bh, lq, _ = q.shape
     lk, dv = v.shape[-2:]
@@ -204,4 +211,9 @@ def reference(q: np.ndarray, k: np.ndarray, v: np.ndarray, rep: int, scale, caus
         out = out * rescale[..., None] + np.matmul(p[..., :n], va[:, start:start + n])
         m = top
     inv = np.where(l == 0, 0, 1 / np.where(l == 0, 1, l)).astype(acc)
-    return (out * inv[..., None]).astype(q.dtype)
+    out = (out * inv[..., None]).astype(q.dtype)
+    if not with_lse:
+        return out
+    with np.errstate(divide="ignore"):
+        lse = np.where(l == 0, -np.inf, m + np.log(np.where(l == 0, 1, l))).astype(acc)
+    return out, lse

@@ -1,5 +1,5 @@
-"""Which library path ran each op on the GPU, so a report can name it per op: "cuBLAS" (a GEMM
-through ``blas``), "own kernel" (a RawKernel or generated ElementwiseKernel of this package),
+"""Which library path ran each op on the GPU, so a report can name it per op: "cuDNN" (a graph
+of ``cudnn_frontend``: convolutions, attention), "cuBLAS" (a GEMM through ``blas``), "own kernel" (a RawKernel or generated ElementwiseKernel of this package),
 both joined when an op used both (attention, convolution), or "CuPy" when neither ran (the
 op's generic kernel, written against the array module).
 
@@ -13,8 +13,8 @@ op (``CUDABackend.kernel_library``), and the dispatcher puts them on the op's ev
 
 from __future__ import annotations
 
-CUBLAS, OWN, CUPY = "cuBLAS", "own kernel", "CuPy"
-ORDER = (CUBLAS, OWN)  # a stable order for a joined name
+CUDNN, CUBLAS, OWN, CUPY = "cuDNN", "cuBLAS", "own kernel", "CuPy"
+ORDER = (CUDNN, CUBLAS, OWN)  # a stable order for a joined name
 
 _ran: set = set()
 
