@@ -246,9 +246,6 @@ class Tensor:
     def clone(self) -> "Tensor":
         return _mv.contiguous(self, force_copy=True)
 
-    def contiguous(self) -> "Tensor":
-        return _mv.contiguous(self)
-
     # --- in-place data writes (initializers, optimizers) -------------------------------------
     @property
     def _writable(self) -> bool:
@@ -464,25 +461,10 @@ class Tensor:
     def permute(self, *dims):
         return _mv.permute(self, _shape_args(dims))
 
-    def transpose(self, dim0: int, dim1: int):
-        return _mv.transpose(self, dim0, dim1)
-
     def t(self):
         if self.ndim > 2:
             raise ShapeError(f"t(): expects a tensor with <= 2 dimensions, got shape {self.shape}")
         return _mv.transpose(self, 0, 1) if self.ndim == 2 else self
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1):
-        return _mv.flatten(self, start_dim, end_dim)
-
-    def unflatten(self, dim: int, sizes):
-        return _mv.unflatten(self, dim, sizes)
-
-    def squeeze(self, dim=None):
-        return _mv.squeeze(self, dim)
-
-    def unsqueeze(self, dim: int):
-        return _mv.unsqueeze(self, dim)
 
     def expand(self, *sizes):
         return _mv.expand(self, _shape_args(sizes))
@@ -496,75 +478,6 @@ class Tensor:
     def split(self, split_size, dim: int = 0):
         return _mv.split(self, split_size, dim)
 
-    def chunk(self, chunks: int, dim: int = 0):
-        return _mv.chunk(self, chunks, dim)
-
-    def narrow(self, dim: int, start: int, length: int):
-        return _mv.narrow(self, dim, start, length)
-
-    def flip(self, dims):
-        return _mv.flip(self, dims)
-
-    def roll(self, shifts, dims=None):
-        return _mv.roll(self, shifts, dims)
-
-    def gather(self, dim: int, index):
-        return _ix.gather(self, dim, index)
-
-    def masked_fill(self, mask, value):
-        return _ew.masked_fill(self, mask, value)
-
-    def index_select(self, dim: int, index):
-        return _ix.index_select(self, dim, index)
-
-    def sum(self, dim=None, keepdim: bool = False, dtype=None):
-        return _red.sum(self, dim, keepdim, dtype=dtype)
-
-    def mean(self, dim=None, keepdim: bool = False):
-        return _red.mean(self, dim, keepdim)
-
-    def max(self, dim=None, keepdim: bool = False):
-        return _red.max(self, dim, keepdim)
-
-    def min(self, dim=None, keepdim: bool = False):
-        return _red.min(self, dim, keepdim)
-
-    def amax(self, dim=None, keepdim: bool = False):
-        return _red.amax(self, dim, keepdim)
-
-    def amin(self, dim=None, keepdim: bool = False):
-        return _red.amin(self, dim, keepdim)
-
-    def argmax(self, dim=None, keepdim: bool = False):
-        return _red.argmax(self, dim, keepdim)
-
-    def argmin(self, dim=None, keepdim: bool = False):
-        return _red.argmin(self, dim, keepdim)
-
-    def var(self, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
-        return _red.var(self, dim, unbiased=unbiased, keepdim=keepdim, correction=correction)
-
-    def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
-        return _red.std(self, dim, unbiased=unbiased, keepdim=keepdim, correction=correction)
-
-    def logsumexp(self, dim, keepdim: bool = False):
-        return _red.logsumexp(self, dim, keepdim)
-
-    def prod(self, dim=None, keepdim: bool = False):
-        return _red.prod(self, dim, keepdim)
-
-    def all(self, dim=None, keepdim: bool = False):
-        return _red.all(self, dim, keepdim)
-
-    def any(self, dim=None, keepdim: bool = False):
-        return _red.any(self, dim, keepdim)
-
-    def norm(self, p=2, dim=None, keepdim: bool = False):
-        return _red.norm(self, p, dim, keepdim)
-
-    def cumsum(self, dim: int, dtype=None):
-        return _red.cumsum(self, dim, dtype=dtype)
-
     def matmul(self, other):
         return _la.matmul(self, other)
 
@@ -574,67 +487,11 @@ class Tensor:
     def bmm(self, other):
         return _la.bmm(self, other)
 
-    def exp(self):
-        return _ew.exp(self)
-
-    def log(self):
-        return _ew.log(self)
-
-    def sqrt(self):
-        return _ew.sqrt(self)
-
-    def rsqrt(self):
-        return _ew.rsqrt(self)
-
-    def abs(self):
-        return _ew.abs(self)
-
-    def neg(self):
-        return _ew.neg(self)
-
-    def sin(self):
-        return _ew.sin(self)
-
-    def cos(self):
-        return _ew.cos(self)
-
-    def tanh(self):
-        return _ew.tanh(self)
-
-    def sigmoid(self):
-        return _act.sigmoid(self)
-
-    def relu(self):
-        return _act.relu(self)
-
-    def erf(self):
-        return _ew.erf(self)
-
-    def reciprocal(self):
-        return _ew.reciprocal(self)
-
     def square(self):
         return _ew.mul(self, self)
 
     def pow(self, exponent):
         return _ew.pow(self, exponent)
-
-    def clamp(self, min=None, max=None):
-        return _ew.clamp(self, min, max)
-
-    clip = clamp
-
-    def floor(self):
-        return _ew.floor(self)
-
-    def ceil(self):
-        return _ew.ceil(self)
-
-    def round(self):
-        return _ew.round(self)
-
-    def sign(self):
-        return _ew.sign(self)
 
     def add(self, other, alpha=1):
         return _ew.add(self, other if alpha == 1 else _ew.mul(other, alpha))
@@ -672,15 +529,6 @@ class Tensor:
     def ge(self, other):
         return _ew.ge(self, other)
 
-    def logical_not(self):
-        return _ew.logical_not(self)
-
-    def isnan(self):
-        return _ew.isnan(self)
-
-    def isinf(self):
-        return _ew.isinf(self)
-
     def softmax(self, dim: int):
         return _act.softmax(self, dim)
 
@@ -689,12 +537,6 @@ class Tensor:
 
     def where(self, condition, other):
         return _ew.where(condition, self, other)
-
-    def tril(self, diagonal: int = 0):
-        return _ix.tril(self, diagonal)
-
-    def triu(self, diagonal: int = 0):
-        return _ix.triu(self, diagonal)
 
     def new_zeros(self, *size, dtype=None, device=None):
         return _fac.zeros(*size, dtype=dtype or self.dtype, device=device or self.device)
@@ -778,3 +620,18 @@ from .ops import indexing as _ix  # noqa: E402
 from .ops import reduction as _red  # noqa: E402
 from .ops import linalg as _la  # noqa: E402
 from .ops import activations as _act  # noqa: E402
+
+# Methods that are the functional op of the same name with the tensor first (``x.sum(1)`` is
+# ``sum(x, 1)``): the functions themselves, so a method shows its op's signature and doc string.
+_OP_METHODS = {
+    _ew: "exp log sqrt rsqrt abs neg sin cos tanh erf reciprocal clamp floor ceil round sign logical_not isnan isinf "
+         "masked_fill",
+    _mv: "contiguous transpose flatten unflatten squeeze unsqueeze chunk narrow flip roll",
+    _ix: "gather index_select tril triu",
+    _red: "sum mean max min amax amin argmax argmin var std logsumexp prod all any norm cumsum",
+    _act: "sigmoid relu",
+}
+for _module, _names in _OP_METHODS.items():
+    for _name in _names.split():
+        setattr(Tensor, _name, getattr(_module, _name))
+Tensor.clip = _ew.clamp
