@@ -340,92 +340,9 @@ class Tensor:
         return self
 
     # --- Python operators ------------------------------------------------------------------
-    def __add__(self, other):
-        return _ew.add(self, other)
-
-    def __radd__(self, other):
-        return _ew.add(other, self)
-
-    def __sub__(self, other):
-        return _ew.sub(self, other)
-
-    def __rsub__(self, other):
-        return _ew.sub(other, self)
-
-    def __mul__(self, other):
-        return _ew.mul(self, other)
-
-    def __rmul__(self, other):
-        return _ew.mul(other, self)
-
-    def __truediv__(self, other):
-        return _ew.div(self, other)
-
-    def __rtruediv__(self, other):
-        return _ew.div(other, self)
-
-    def __floordiv__(self, other):
-        return _ew.floor_divide(self, other)
-
-    def __mod__(self, other):
-        return _ew.remainder(self, other)
-
-    def __pow__(self, other):
-        return _ew.pow(self, other)
-
-    def __rpow__(self, other):
-        return _ew.pow(other, self)
-
-    def __matmul__(self, other):
-        return _la.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return _la.matmul(other, self)
-
-    def __neg__(self):
-        return _ew.neg(self)
-
+    # (the arithmetic, comparison and logic operators are their ops: see _OPERATORS at the end)
     def __pos__(self):
         return self
-
-    def __abs__(self):
-        return _ew.abs(self)
-
-    def __invert__(self):
-        return _ew.logical_not(self)
-
-    def __and__(self, other):
-        return _ew.logical_and(self, other)
-
-    def __or__(self, other):
-        return _ew.logical_or(self, other)
-
-    def __xor__(self, other):
-        return _ew.logical_xor(self, other)
-
-    # In-place operators rebind the name to a new tensor (``out += x``): the graph stays valid.
-    __iadd__ = __add__
-    __isub__ = __sub__
-    __imul__ = __mul__
-    __itruediv__ = __truediv__
-
-    def __eq__(self, other):
-        return _ew.eq(self, other)
-
-    def __ne__(self, other):
-        return _ew.ne(self, other)
-
-    def __lt__(self, other):
-        return _ew.lt(self, other)
-
-    def __le__(self, other):
-        return _ew.le(self, other)
-
-    def __gt__(self, other):
-        return _ew.gt(self, other)
-
-    def __ge__(self, other):
-        return _ew.ge(self, other)
 
     __hash__ = object.__hash__
 
@@ -498,36 +415,6 @@ class Tensor:
 
     def sub(self, other, alpha=1):
         return _ew.sub(self, other if alpha == 1 else _ew.mul(other, alpha))
-
-    def mul(self, other):
-        return _ew.mul(self, other)
-
-    def div(self, other):
-        return _ew.div(self, other)
-
-    def maximum(self, other):
-        return _ew.maximum(self, other)
-
-    def minimum(self, other):
-        return _ew.minimum(self, other)
-
-    def eq(self, other):
-        return _ew.eq(self, other)
-
-    def ne(self, other):
-        return _ew.ne(self, other)
-
-    def lt(self, other):
-        return _ew.lt(self, other)
-
-    def gt(self, other):
-        return _ew.gt(self, other)
-
-    def le(self, other):
-        return _ew.le(self, other)
-
-    def ge(self, other):
-        return _ew.ge(self, other)
 
     def softmax(self, dim: int):
         return _act.softmax(self, dim)
@@ -625,7 +512,7 @@ from .ops import activations as _act  # noqa: E402
 # ``sum(x, 1)``): the functions themselves, so a method shows its op's signature and doc string.
 _OP_METHODS = {
     _ew: "exp log sqrt rsqrt abs neg sin cos tanh erf reciprocal clamp floor ceil round sign logical_not isnan isinf "
-         "masked_fill",
+         "masked_fill mul div maximum minimum eq ne lt gt le ge",
     _mv: "contiguous transpose flatten unflatten squeeze unsqueeze chunk narrow flip roll",
     _ix: "gather index_select tril triu",
     _red: "sum mean max min amax amin argmax argmin var std logsumexp prod all any norm cumsum",
@@ -635,3 +522,26 @@ for _module, _names in _OP_METHODS.items():
     for _name in _names.split():
         setattr(Tensor, _name, getattr(_module, _name))
 Tensor.clip = _ew.clamp
+
+
+def _reflected(op):
+    """``other <op> tensor`` for a number (or array) on the left."""
+
+    def method(self, other):
+        return op(other, self)
+
+    return method
+
+
+# Python's operators: ``a + b`` is ``add(a, b)``; the reflected forms put the tensor second; the
+# in-place ones (``out += x``) rebind the name to a new tensor, so the graph stays valid.
+_OPERATORS = {"add": _ew.add, "sub": _ew.sub, "mul": _ew.mul, "truediv": _ew.div, "pow": _ew.pow,
+              "matmul": _la.matmul, "floordiv": _ew.floor_divide, "mod": _ew.remainder, "neg": _ew.neg, "abs": _ew.abs,
+              "invert": _ew.logical_not, "and": _ew.logical_and, "or": _ew.logical_or, "xor": _ew.logical_xor,
+              "eq": _ew.eq, "ne": _ew.ne, "lt": _ew.lt, "le": _ew.le, "gt": _ew.gt, "ge": _ew.ge}
+for _name, _op in _OPERATORS.items():
+    setattr(Tensor, f"__{_name}__", _op)
+for _name in ("add", "sub", "mul", "truediv", "pow", "matmul"):
+    setattr(Tensor, f"__r{_name}__", _reflected(_OPERATORS[_name]))
+for _name in ("add", "sub", "mul", "truediv"):
+    setattr(Tensor, f"__i{_name}__", _OPERATORS[_name])

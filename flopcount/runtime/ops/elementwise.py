@@ -210,8 +210,8 @@ LogicalXor = _make_compare("logical_xor", "logical_xor")
 def _binary_fn(op, doc=None):
     """The function ``fn(a, b)`` of binary op ``op``: python numbers become tensors (``operands``)."""
 
-    def fn(a, b):
-        return apply(op, *operands(op.name, a, b))
+    def fn(input, other):
+        return apply(op, *operands(op.name, input, other))
 
     fn.__name__ = op.name
     fn.__doc__ = doc
@@ -223,13 +223,13 @@ sub = _binary_fn(Sub)
 mul = _binary_fn(Mul)
 
 
-def div(a, b, rounding_mode=None):
+def div(input, other, rounding_mode=None):
     if rounding_mode == "floor":
-        return floor_divide(a, b)
+        return floor_divide(input, other)
     if rounding_mode == "trunc":
-        q = div(a, b)
+        q = div(input, other)
         return where(lt(q, 0), ceil(q), floor(q))
-    return apply(Div, *operands("div", a, b))
+    return apply(Div, *operands("div", input, other))
 
 
 pow = _binary_fn(Pow)
