@@ -203,26 +203,7 @@ class Tensor:
     def cuda(self, index: int = 0) -> "Tensor":
         return self.to(f"cuda:{index}")
 
-    def float(self) -> "Tensor":
-        return self.to(_dt.float32)
-
-    def double(self) -> "Tensor":
-        return self.to(_dt.float64)
-
-    def half(self) -> "Tensor":
-        return self.to(_dt.float16)
-
-    def bfloat16(self) -> "Tensor":
-        return self.to(_dt.bfloat16)
-
-    def long(self) -> "Tensor":
-        return self.to(_dt.int64)
-
-    def int(self) -> "Tensor":
-        return self.to(_dt.int32)
-
-    def bool(self) -> "Tensor":
-        return self.to(_dt.bool_)
+    # float(), double(), half(), bfloat16(), long(), int(), bool(): see _CASTS at the end
 
     def type_as(self, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)
@@ -522,6 +503,20 @@ for _module, _names in _OP_METHODS.items():
     for _name in _names.split():
         setattr(Tensor, _name, getattr(_module, _name))
 Tensor.clip = _ew.clamp
+
+
+def _cast_to(dtype):
+    def method(self) -> Tensor:
+        return self.to(dtype)
+
+    return method
+
+
+# ``x.float()`` is ``x.to(float32)``, and so on
+_CASTS = {"float": _dt.float32, "double": _dt.float64, "half": _dt.float16, "bfloat16": _dt.bfloat16,
+          "long": _dt.int64, "int": _dt.int32, "bool": _dt.bool_}
+for _name, _dtype in _CASTS.items():
+    setattr(Tensor, _name, _cast_to(_dtype))
 
 
 def _reflected(op):
