@@ -79,11 +79,16 @@ def _softplus_kernel(xp, z):
 
 
 class _Activation(Op):
-    """An activation of one tensor, element by element: SBP splits it along any dim (none is
-    linear), and it costs ``flops`` FLOPs per output element (an activation whose count depends
-    on its attrs writes its own cost rule)."""
+    """An activation of one tensor, element by element: a floating point input and an output of
+    its spec; SBP splits it along any dim (none is linear); it costs ``flops`` FLOPs per output
+    element (an activation whose count depends on its attrs writes its own cost rule)."""
 
     flops = 1
+
+    @classmethod
+    def shape(cls, x, **attrs):
+        check_float(cls.name, x)
+        return same_spec(x)
 
     def sbp(out, x, **attrs):
         return unary(x)
@@ -91,16 +96,6 @@ class _Activation(Op):
     @classmethod
     def cost(cls, out, x, **attrs):
         return io_cost(out, (x,), flops=cls.flops * numel(out))
-
-
-def _float_shape(name):
-    """A shape rule for activation ``name``: floating point input, output of the same spec."""
-
-    def shape(x, **attrs):
-        check_float(name, x)
-        return same_spec(x)
-
-    return shape
 
 
 @register_op("relu")
@@ -132,8 +127,6 @@ class Relu(_Activation):
 
 @register_op("hardtanh")
 class Hardtanh(_Activation):
-    shape = _float_shape("hardtanh")
-
     def forward(xp, x, *, min_val, max_val):
         return xp.clip(x, min_val, max_val)
 
@@ -146,8 +139,6 @@ class Hardtanh(_Activation):
 
 @register_op("leaky_relu")
 class LeakyRelu(_Activation):
-    shape = _float_shape("leaky_relu")
-
     def forward(xp, x, *, negative_slope):
         return select(xp, x > 0, x, x * negative_slope)
 
@@ -214,8 +205,6 @@ class Elu(_Activation):
     """PyTorch's ELU kernel: scale·x for x > 0, else scale·alpha·(exp(input_scale·x) − 1).
     ELU is (alpha, 1, 1), SELU (SELU_ALPHA, SELU_SCALE, 1), CELU (alpha, 1, 1/alpha)."""
 
-    shape = _float_shape("elu")
-
     def forward(xp, x, *, alpha, scale, input_scale):
         negative = alpha * xp.expm1(xp.minimum(x, 0) * input_scale)
         return scale * select(xp, x > 0, x, negative)
@@ -273,8 +262,6 @@ class Gelu(_Activation):
 
 @register_op("silu")
 class Silu(_Activation):
-    shape = _float_shape("silu")
-
     def forward(xp, x):
         return x * _stable_sigmoid(xp, x)
 
@@ -295,8 +282,6 @@ class Silu(_Activation):
 
 @register_op("hardsigmoid")
 class Hardsigmoid(_Activation):
-    shape = _float_shape("hardsigmoid")
-
     def forward(xp, x):
         return xp.clip(x + 3, 0, 6) / 6
 
@@ -310,8 +295,6 @@ class Hardsigmoid(_Activation):
 
 @register_op("hardswish")
 class Hardswish(_Activation):
-    shape = _float_shape("hardswish")
-
     def forward(xp, x):
         compiled = _compiled(xp, x)
         if compiled is not None:
@@ -332,8 +315,6 @@ class Hardswish(_Activation):
 class Softplus(_Activation):
     """log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold (as PyTorch)."""
 
-    shape = _float_shape("softplus")
-
     def forward(xp, x, *, beta, threshold):
         z = x * beta
         return select(xp, z > threshold, x, _softplus_kernel(xp, z) / beta)
@@ -351,8 +332,6 @@ class Softplus(_Activation):
 
 @register_op("mish")
 class Mish(_Activation):
-    shape = _float_shape("mish")
-
     def forward(xp, x):
         return x * xp.tanh(_softplus_kernel(xp, x))
 
@@ -368,8 +347,6 @@ class Mish(_Activation):
 
 @register_op("sigmoid")
 class Sigmoid(_Activation):
-    shape = _float_shape("sigmoid")
-
     def forward(xp, x):
         return _stable_sigmoid(xp, x)
 
