@@ -23,12 +23,19 @@ from ._helpers import as_tensor, broadcast_shapes, float_dtype, operands, same_s
 # --- binary ------------------------------------------------------------------------------------
 
 class _Binary(Op):
-    """Cost shared by binary elementwise ops: 1 FLOP per output element. Each op sets its
-    shape rule with ``_binary_shape`` (broadcast, promote, and the op's name in errors).
-    SBP: split along any output dim (the operands broadcast there stay B); the linear ops say
-    which operands may be partial sums (``partial``)."""
+    """Rules shared by binary elementwise ops. Shape: the operands broadcast, their dtypes
+    promoted (``result_dtype(promoted)`` when an op sets one), errors naming the op. Cost: 1
+    FLOP per output element. SBP: split along any output dim (the operands broadcast there stay
+    B); the linear ops say which operands may be partial sums (``partial``)."""
 
     partial: tuple = ()
+    result_dtype = None
+
+    @classmethod
+    def shape(cls, a, b):
+        dtype = _dt.promote(a.dtype, b.dtype)
+        return Spec(broadcast_shapes(cls.name, a.shape, b.shape),
+                    cls.result_dtype(dtype) if cls.result_dtype else dtype, a.device)
 
     def cost(out, a, b):
         return io_cost(out, (a, b), flops=numel(out))
@@ -38,20 +45,8 @@ class _Binary(Op):
         return pointwise((a, b), out.shape, partial=cls.partial)
 
 
-def _binary_shape(name, result_dtype=None):
-    """A shape rule for binary op ``name``; ``result_dtype(promoted)`` picks the output dtype."""
-
-    def shape(a, b):
-        dtype = _dt.promote(a.dtype, b.dtype)
-        return Spec(broadcast_shapes(name, a.shape, b.shape),
-                    result_dtype(dtype) if result_dtype else dtype, a.device)
-
-    return shape
-
-
 @register_op("add")
 class Add(_Binary):
-    shape = _binary_shape("add")
     partial = ((True, True),)  # a sum of partial sums is a partial sum
 
     def forward(xp, a, b):
@@ -63,7 +58,6 @@ class Add(_Binary):
 
 @register_op("sub")
 class Sub(_Binary):
-    shape = _binary_shape("sub")
     partial = ((True, True),)
 
     def forward(xp, a, b):
@@ -75,7 +69,6 @@ class Sub(_Binary):
 
 @register_op("mul")
 class Mul(_Binary):
-    shape = _binary_shape("mul")
     partial = ((True, False), (False, True))  # linear in either operand
 
     def forward(xp, a, b):
@@ -87,7 +80,7 @@ class Mul(_Binary):
 
 @register_op("div")
 class Div(_Binary):
-    shape = _binary_shape("div", float_dtype)  # true division: integers give float32
+    result_dtype = staticmethod(float_dtype)  # true division: integers give float32
     partial = ((True, False),)  # linear in the numerator only
 
     def forward(xp, a, b):
@@ -101,7 +94,6 @@ class Div(_Binary):
 
 @register_op("pow")
 class Pow(_Binary):
-    shape = _binary_shape("pow")
 
     def forward(xp, a, b):
         exponent = _small_exponent(a, b)
@@ -134,7 +126,6 @@ def _small_exponent(a, b) -> float | None:
 
 @register_op("maximum")
 class Maximum(_Binary):
-    shape = _binary_shape("maximum")
 
     def forward(xp, a, b):
         return xp.maximum(a, b)
@@ -145,7 +136,6 @@ class Maximum(_Binary):
 
 @register_op("minimum")
 class Minimum(_Binary):
-    shape = _binary_shape("minimum")
 
     def forward(xp, a, b):
         return xp.minimum(a, b)
@@ -164,7 +154,6 @@ def _select_grads(g, a, b, a_wins, tie):
 
 @register_op("floor_divide")
 class FloorDivide(_Binary):
-    shape = _binary_shape("floor_divide")
     vjp = None  # piecewise constant: its gradient is zero almost everywhere
 
     def forward(xp, a, b):
@@ -173,7 +162,6 @@ class FloorDivide(_Binary):
 
 @register_op("remainder")
 class Remainder(_Binary):
-    shape = _binary_shape("remainder")
 
     def forward(xp, a, b):
         return xp.remainder(a, b)
@@ -186,7 +174,7 @@ class Remainder(_Binary):
 def _make_compare(name, np_fn):
     @register_op(name)
     class Compare(_Binary):
-        shape = _binary_shape(name, lambda dtype: _dt.bool_)
+        result_dtype = staticmethod(lambda dtype: _dt.bool_)
         vjp = None  # boolean output: nothing to differentiate
 
         def forward(xp, a, b):
