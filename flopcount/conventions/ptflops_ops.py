@@ -89,11 +89,13 @@ def zero(out, *inputs, **attrs):
     return macs_only(0)
 
 
-def own_macs(op):
-    """Backward-only ops: their own MACs (the GEMM work), nothing for the elementwise rest."""
+def own_count(op, field: str):
+    """A rule counting ``field`` of the op's own cost: ``macs`` for backward-only ops (the GEMM
+    work, nothing for the elementwise rest); ``flops`` for the n-ary sum, maximum, minimum and
+    mean (one per element of each binary op of the chain they stand for, ``numel_out`` each)."""
 
     def rule(out, *inputs, **attrs):
-        return macs_only(op.cost(out, *inputs, **attrs).macs)
+        return macs_only(getattr(op.cost(out, *inputs, **attrs), field))
 
     return rule
 
@@ -109,16 +111,6 @@ _ZERO = ("silu", "reshape", "permute", "expand", "contiguous", "cat", "flip", "r
          "index", "index_put", "gather", "embedding", "dropout", "where", "cast", "eq", "ne", "lt",
          "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
          "tril", "triu", "argmax", "argmin", "topk", "cache_append")
-
-
-def binary_chain(op):
-    """N-ary sum, maximum, minimum, mean: one per element of each binary op of the chain they
-    stand for (``numel_out`` of each), which is the op's own FLOP count."""
-
-    def rule(out, *inputs, **attrs):
-        return macs_only(op.cost(out, *inputs, **attrs).flops)
-
-    return rule
 
 
 OP_RULES = {
@@ -140,9 +132,9 @@ def op_rule(op):
     if rule is not None:
         return rule
     if op.backward:
-        return own_macs(op)
+        return own_count(op, "macs")
     if name in _NARY:
-        return binary_chain(op)
+        return own_count(op, "flops")
     if name.startswith(_POOL_PREFIXES):
         return numel_in
     if name.startswith(_UPSAMPLE_PREFIXES):
