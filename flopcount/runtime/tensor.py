@@ -67,8 +67,7 @@ class Tensor:
     def numel(self) -> int:
         return prod(self.shape)
 
-    def nelement(self) -> int:
-        return prod(self.shape)
+    nelement = numel
 
     def element_size(self) -> int:
         return self.dtype.itemsize
@@ -353,8 +352,7 @@ class Tensor:
     def view_as(self, other):
         return _mv.reshape(self, other.shape)
 
-    def reshape_as(self, other):
-        return _mv.reshape(self, other.shape)
+    reshape_as = view_as
 
     def permute(self, *dims):
         return _mv.permute(self, _shape_args(dims))
@@ -379,8 +377,7 @@ class Tensor:
     def matmul(self, other):
         return _la.matmul(self, other)
 
-    def mm(self, other):
-        return _la.matmul(self, other)
+    mm = matmul
 
     def bmm(self, other):
         return _la.bmm(self, other)
