@@ -63,13 +63,8 @@ def numel_in(out, x, *inputs, **attrs):
     return macs_only(numel(x))
 
 
-def batch_norm(out, x, weight=None, bias=None, *rest, **attrs):
-    # as the BatchNorm hook: one per element, two with an affine transform
-    return macs_only(numel(x) * (2 if weight is not None else 1))
-
-
-def group_norm(out, x, weight=None, bias=None, **attrs):
-    # as the GroupNorm/InstanceNorm hook
+def affine_norm(out, x, weight=None, bias=None, *rest, **attrs):
+    # as the BatchNorm, GroupNorm and InstanceNorm hooks: one per element, two with an affine transform
     return macs_only(numel(x) * (2 if weight is not None else 1))
 
 
@@ -117,7 +112,8 @@ OP_RULES = {
     "linear": linear, "quantized_linear": quantized_linear, "matmul": matmul, "conv": conv,
     "conv_transpose": conv_transpose,
     "scaled_dot_product_attention": attention,
-    "batch_norm": batch_norm, "group_norm": group_norm, "instance_norm": group_norm, "layer_norm": layer_norm,
+    "batch_norm": affine_norm, "group_norm": affine_norm, "instance_norm": affine_norm,
+    "layer_norm": layer_norm,
     **{name: numel_out for name in _ARITHMETIC + _ACTIVATIONS},
     **{name: zero for name in _ZERO},
 }
