@@ -8,6 +8,8 @@ from __future__ import annotations
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "where", "masked_fill", "clamp", "cast", "neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf", "floor", "ceil", "round", "logical_not", "isnan", "isinf"]  # the functional API (nn.functional re-exports it)
 
+import sys
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -195,15 +197,21 @@ LogicalOr = _make_compare("logical_or", "logical_or")
 LogicalXor = _make_compare("logical_xor", "logical_xor")
 
 
+def _named(obj, name: str, module: str):
+    """``obj`` (a function or class made by a factory) under the name its module binds it to."""
+    obj.__name__ = obj.__qualname__ = name
+    obj.__module__ = module
+    return obj
+
+
 def _binary_fn(op, doc=None):
     """The function ``fn(a, b)`` of binary op ``op``: python numbers become tensors (``operands``)."""
 
     def fn(input, other):
         return apply(op, *operands(op.name, input, other))
 
-    fn.__name__ = op.name
     fn.__doc__ = doc
-    return fn
+    return _named(fn, op.name, __name__)
 
 
 add = _binary_fn(Add, "``a + b`` with broadcasting.")
@@ -388,16 +396,16 @@ def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, li
         def sbp(out, x):
             return unary(x, linear=linear)
 
+    # named as the caller's module binds them (as namedtuple does), so both pickle by reference
+    module = sys._getframe(1).f_globals["__name__"]
     Unary.forward, Unary.vjp = forward, vjp
-    Unary.__name__ = Unary.__qualname__ = "".join(p.title() for p in name.split("_"))
-    register_op(name)(Unary)
+    register_op(name)(_named(Unary, "".join(p.title() for p in name.split("_")), module))
 
     def fn(x):
         return apply(Unary, x)
 
-    fn.__name__ = name
     fn.__doc__ = doc or f"Elementwise {name}."
-    return Unary, fn
+    return Unary, _named(fn, name, module)
 
 
 Neg, neg = _unary("neg", lambda xp, x: -x, lambda g, out, x: neg(g), linear=True)

@@ -256,7 +256,7 @@ def _over_dims(op):
     def fn(x, dim=None, keepdim: bool = False):
         return apply(op, x, dims=norm_dims(op.name, dim, x.ndim), keepdim=keepdim)
 
-    fn.__name__ = op.name
+    fn.__name__ = fn.__qualname__ = op.name  # the name the module binds it to: it pickles by reference
     return fn
 
 
