@@ -63,13 +63,8 @@ def numel_in(out, x, *inputs, **attrs):
     return macs_only(numel(x))
 
 
-def batch_norm(out, x, weight=None, bias=None, *rest, **attrs):
-    # as the BatchNorm hook: one per element, two with an affine transform
-    return macs_only(numel(x) * (2 if weight is not None else 1))
-
-
-def group_norm(out, x, weight=None, bias=None, **attrs):
-    # as the GroupNorm/InstanceNorm hook
+def affine_norm(out, x, weight=None, bias=None, *rest, **attrs):
+    # as the BatchNorm, GroupNorm and InstanceNorm hooks: one per element, two with an affine transform
     return macs_only(numel(x) * (2 if weight is not None else 1))
 
 
@@ -89,11 +84,13 @@ def zero(out, *inputs, **attrs):
     return macs_only(0)
 
 
-def own_macs(op):
-    """Backward-only ops: their own MACs (the GEMM work), nothing for the elementwise rest."""
+def own_count(op, field: str):
+    """A rule counting ``field`` of the op's own cost: ``macs`` for backward-only ops (the GEMM
+    work, nothing for the elementwise rest); ``flops`` for the n-ary sum, maximum, minimum and
+    mean (one per element of each binary op of the chain they stand for, ``numel_out`` each)."""
 
     def rule(out, *inputs, **attrs):
-        return macs_only(op.cost(out, *inputs, **attrs).macs)
+        return macs_only(getattr(op.cost(out, *inputs, **attrs), field))
 
     return rule
 
@@ -111,21 +108,12 @@ _ZERO = ("silu", "reshape", "permute", "expand", "contiguous", "cat", "flip", "r
          "tril", "triu", "argmax", "argmin", "topk", "cache_append")
 
 
-def binary_chain(op):
-    """N-ary sum, maximum, minimum, mean: one per element of each binary op of the chain they
-    stand for (``numel_out`` of each), which is the op's own FLOP count."""
-
-    def rule(out, *inputs, **attrs):
-        return macs_only(op.cost(out, *inputs, **attrs).flops)
-
-    return rule
-
-
 OP_RULES = {
     "linear": linear, "quantized_linear": quantized_linear, "matmul": matmul, "conv": conv,
     "conv_transpose": conv_transpose,
     "scaled_dot_product_attention": attention,
-    "batch_norm": batch_norm, "group_norm": group_norm, "instance_norm": group_norm, "layer_norm": layer_norm,
+    "batch_norm": affine_norm, "group_norm": affine_norm, "instance_norm": affine_norm,
+    "layer_norm": layer_norm,
     **{name: numel_out for name in _ARITHMETIC + _ACTIVATIONS},
     **{name: zero for name in _ZERO},
 }
@@ -140,9 +128,9 @@ def op_rule(op):
     if rule is not None:
         return rule
     if op.backward:
-        return own_macs(op)
+        return own_count(op, "macs")
     if name in _NARY:
-        return binary_chain(op)
+        return own_count(op, "flops")
     if name.startswith(_POOL_PREFIXES):
         return numel_in
     if name.startswith(_UPSAMPLE_PREFIXES):

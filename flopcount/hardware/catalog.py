@@ -22,6 +22,8 @@ PCIE5_X16 = 64 * GB   # 128 GB/s both directions (the H100/H200 datasheets' "PCI
 # share one 100 Gb/s Ethernet port. An assumption, stated as such; replace it with
 # ``profile.with_(inter_node_bandwidth=...)`` for a real cluster.
 ASSUMED_PCIE_NODE = "assumed: 8 cards on PCIe, one 100 Gb/s Ethernet port per node"
+_PCIE4_NODE = dict(intra_node_bandwidth=PCIE4_X16, inter_node_bandwidth=100 * GBIT / 8, devices_per_node=8,
+                   intra_node_link="PCIe 4.0 x16", node=ASSUMED_PCIE_NODE)  # the port shared by 8 cards
 
 
 def _dgx(gpus: int, nvlink_both_directions: float, nic_gbit: float) -> dict:
@@ -78,27 +80,21 @@ PROFILES = (
     Profile("l4", "NVIDIA L4 24GB",
             peak_flops={"float32": 30.3 * T, "tf32": 60 * T, "bfloat16": 121 * T, "float16": 121 * T,
                         "float8": 242.5 * T, "int8": 242.5 * T},
-            vector_flops=30.3 * T, memory_bandwidth=300 * GB, memory_bytes=24 * GB,
-            intra_node_bandwidth=PCIE4_X16, inter_node_bandwidth=100 * GBIT / 8, devices_per_node=8,
-            intra_node_link="PCIe 4.0 x16", node=ASSUMED_PCIE_NODE),
+            vector_flops=30.3 * T, memory_bandwidth=300 * GB, memory_bytes=24 * GB, **_PCIE4_NODE),
     # NVIDIA L40S datasheet (nvidia.com/en-us/data-center/l40s): FP32 91.6 TFLOPS; TF32 183,
     # BF16 362.05, FP16 362.05, FP8 733 TFLOPS, INT8 733 TOPS dense (1,466 etc. with sparsity);
     # 48 GB GDDR6, 864 GB/s; PCIe Gen4 x16. No FP64 figure.
     Profile("l40s", "NVIDIA L40S 48GB",
             peak_flops={"float32": 91.6 * T, "tf32": 183 * T, "bfloat16": 362.05 * T, "float16": 362.05 * T,
                         "float8": 733 * T, "int8": 733 * T},
-            vector_flops=91.6 * T, memory_bandwidth=864 * GB, memory_bytes=48 * GB,
-            intra_node_bandwidth=PCIE4_X16, inter_node_bandwidth=100 * GBIT / 8, devices_per_node=8,
-            intra_node_link="PCIe 4.0 x16", node=ASSUMED_PCIE_NODE),
+            vector_flops=91.6 * T, memory_bandwidth=864 * GB, memory_bytes=48 * GB, **_PCIE4_NODE),
     # NVIDIA A10 Tensor Core GPU datasheet (nvidia.com/en-us/data-center/products/a10-gpu): FP32
     # 31.2 TFLOPS; TF32 62.5, BF16 125, FP16 125 TFLOPS, INT8 250, INT4 500 TOPS dense (twice
     # that with sparsity); 24 GB GDDR6, 600 GB/s; PCIe Gen4 x16. No FP64 figure.
     Profile("a10", "NVIDIA A10 24GB",
             peak_flops={"float32": 31.2 * T, "tf32": 62.5 * T, "bfloat16": 125 * T, "float16": 125 * T,
                         "int8": 250 * T, "int4": 500 * T},
-            vector_flops=31.2 * T, memory_bandwidth=600 * GB, memory_bytes=24 * GB,
-            intra_node_bandwidth=PCIE4_X16, inter_node_bandwidth=100 * GBIT / 8, devices_per_node=8,
-            intra_node_link="PCIe 4.0 x16", node=ASSUMED_PCIE_NODE),
+            vector_flops=31.2 * T, memory_bandwidth=600 * GB, memory_bytes=24 * GB, **_PCIE4_NODE),
     # NVIDIA Ada GPU architecture whitepaper (v2.1), Appendix A, GeForce RTX 4090: FP32 82.6
     # TFLOPS; tensor TFLOPS dense/sparse: FP16 and BF16 with FP32 accumulate 165.2/330.4 (FP16
     # accumulate, which PyTorch does not use, 330.3/660.6), TF32 82.6/165.2, FP8 with FP32
@@ -107,9 +103,7 @@ PROFILES = (
     Profile("rtx4090", "NVIDIA GeForce RTX 4090 24GB",
             peak_flops={"float32": 82.6 * T, "tf32": 82.6 * T, "bfloat16": 165.2 * T, "float16": 165.2 * T,
                         "float8": 330.3 * T, "int8": 660.6 * T, "int4": 1321.2 * T},
-            vector_flops=82.6 * T, memory_bandwidth=1008 * GB, memory_bytes=24 * GB,
-            intra_node_bandwidth=PCIE4_X16, inter_node_bandwidth=100 * GBIT / 8, devices_per_node=8,
-            intra_node_link="PCIe 4.0 x16", node=ASSUMED_PCIE_NODE),
+            vector_flops=82.6 * T, memory_bandwidth=1008 * GB, memory_bytes=24 * GB, **_PCIE4_NODE),
     # AMD Instinct MI300X accelerator data sheet (amd.com/en/products/accelerators/instinct/mi300/
     # mi300x): FP64 vector 81.7, FP64 matrix 163.4, FP32 vector 163.4, FP32 matrix 163.4; TF32
     # 653.7, FP16 1,307.4, BF16 1,307.4, FP8 2,614.9 TFLOPS, INT8 2,614.9 TOPS dense (twice that

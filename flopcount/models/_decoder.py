@@ -382,6 +382,34 @@ class DecoderForCausalLM(nn.Module, SwitchableAttention):
         return CausalLMOutputWithPast(logits=logits, past_key_values=cache)
 
 
+def family_classes(family: str, config_class, *, attention=None, mlp=None, layer=None, norm=None,
+                   embedding=None) -> tuple:
+    """A family's classes under transformers' names: ``{family}RotaryEmbedding``, ``{family}MLP``,
+    ``{family}Attention``, ``{family}DecoderLayer``, ``{family}Model`` and ``{family}ForCausalLM``,
+    in that order. Each is the shared class under the family's name (so module trees and reports
+    name the family's classes, as transformers does), except ``attention``, ``mlp`` and ``layer``
+    when given, used as they are. ``norm`` replaces RMSNorm in the layers and the final norm;
+    ``embedding(config)`` makes the token embedding."""
+
+    def named(base, suffix, **attrs):
+        cls = type(base)(f"{family}{suffix}", (base,), {"__module__": config_class.__module__, **attrs})
+        cls.__qualname__ = cls.__name__
+        return cls
+
+    norms = {} if norm is None else {"norm_class": norm}
+    rotary = named(RotaryEmbedding, "RotaryEmbedding")
+    if layer is None:
+        attention = attention or named(DecoderAttention, "Attention")
+        mlp = mlp or named(GatedMLP, "MLP")
+        layer = named(DecoderLayer, "DecoderLayer", attention_class=attention, mlp_class=mlp, **norms)
+    model_attrs = dict(norms, layer_class=layer, rotary_class=rotary)
+    if embedding is not None:
+        model_attrs["make_embedding"] = lambda self, config: embedding(config)
+    model = named(DecoderModel, "Model", **model_attrs)
+    causal_lm = named(DecoderForCausalLM, "ForCausalLM", config_class=config_class, model_class=model)
+    return rotary, layer.mlp_class, layer.attention_class, layer, model, causal_lm
+
+
 def register_presets(presets: dict, config_class, model_class, family: str, length: int = 128) -> dict:
     """Register every ``name: (description, published parameter count, config)`` of ``presets``
     as a zoo model building ``model_class(config_class(**config, **overrides))``; returns the

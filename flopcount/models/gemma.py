@@ -18,8 +18,7 @@ from dataclasses import dataclass
 from .. import runtime as rt
 from ..runtime import nn
 from ..runtime.nn import functional as F
-from ._decoder import (DecoderAttention, DecoderConfig, DecoderForCausalLM, DecoderLayer, DecoderModel, GatedMLP,
-                       RotaryEmbedding, register_presets)
+from ._decoder import DecoderConfig, family_classes, register_presets
 
 __all__ = ["GemmaConfig", "GemmaForCausalLM", "GemmaModel", "GemmaRMSNorm", "GemmaTextScaledWordEmbedding",
            "gemma", "gemma_7b"]
@@ -82,37 +81,13 @@ class GemmaTextScaledWordEmbedding(nn.Embedding):
         return super().forward(input_ids) * self.embed_scale.to(self.weight.dtype)
 
 
-class GemmaRotaryEmbedding(RotaryEmbedding):
-    pass
+def _scaled_embedding(config: GemmaConfig) -> GemmaTextScaledWordEmbedding:
+    return GemmaTextScaledWordEmbedding(config.vocab_size, config.hidden_size, config.pad_token_id,
+                                        embed_scale=config.hidden_size ** 0.5)
 
 
-class GemmaMLP(GatedMLP):
-    pass
-
-
-class GemmaAttention(DecoderAttention):
-    pass
-
-
-class GemmaDecoderLayer(DecoderLayer):
-    attention_class = GemmaAttention
-    mlp_class = GemmaMLP
-    norm_class = GemmaRMSNorm
-
-
-class GemmaModel(DecoderModel):
-    layer_class = GemmaDecoderLayer
-    norm_class = GemmaRMSNorm
-    rotary_class = GemmaRotaryEmbedding
-
-    def make_embedding(self, config) -> nn.Module:
-        return GemmaTextScaledWordEmbedding(config.vocab_size, config.hidden_size, config.pad_token_id,
-                                            embed_scale=config.hidden_size ** 0.5)
-
-
-class GemmaForCausalLM(DecoderForCausalLM):
-    config_class = GemmaConfig
-    model_class = GemmaModel
+GemmaRotaryEmbedding, GemmaMLP, GemmaAttention, GemmaDecoderLayer, GemmaModel, GemmaForCausalLM = \
+    family_classes("Gemma", GemmaConfig, norm=GemmaRMSNorm, embedding=_scaled_embedding)
 
 
 PRESETS = {

@@ -35,8 +35,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._decoder import (DecoderAttention, DecoderConfig, DecoderForCausalLM, DecoderLayer, DecoderModel, GatedMLP,
-                       RotaryEmbedding, apply_rotary_pos_emb, register_presets, rotate_half)
+from ._decoder import DecoderConfig, apply_rotary_pos_emb, family_classes, register_presets, rotate_half
 
 __all__ = ["LlamaConfig", "LlamaForCausalLM", "LlamaModel", "LlamaRotaryEmbedding", "apply_rotary_pos_emb",
            "rotate_half", "llama", "llama2_7b", "llama3_8b"]
@@ -50,31 +49,8 @@ class LlamaConfig(DecoderConfig):
     mlp_bias: bool = False
 
 
-class LlamaRotaryEmbedding(RotaryEmbedding):
-    pass
-
-
-class LlamaMLP(GatedMLP):
-    pass
-
-
-class LlamaAttention(DecoderAttention):
-    pass
-
-
-class LlamaDecoderLayer(DecoderLayer):
-    attention_class = LlamaAttention
-    mlp_class = LlamaMLP
-
-
-class LlamaModel(DecoderModel):
-    layer_class = LlamaDecoderLayer
-    rotary_class = LlamaRotaryEmbedding
-
-
-class LlamaForCausalLM(DecoderForCausalLM):
-    config_class = LlamaConfig
-    model_class = LlamaModel
+LlamaRotaryEmbedding, LlamaMLP, LlamaAttention, LlamaDecoderLayer, LlamaModel, LlamaForCausalLM = \
+    family_classes("Llama", LlamaConfig)
 
 
 # Presets as data: name -> (description, reference parameter count, config).

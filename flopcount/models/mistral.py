@@ -13,8 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._decoder import (DecoderAttention, DecoderConfig, DecoderForCausalLM, DecoderLayer, DecoderModel, GatedMLP,
-                       RotaryEmbedding, register_presets)
+from ._decoder import DecoderConfig, family_classes, register_presets
 
 __all__ = ["MistralConfig", "MistralForCausalLM", "MistralModel", "mistral", "mistral_7b"]
 
@@ -32,31 +31,8 @@ class MistralConfig(DecoderConfig):
         return self.sliding_window
 
 
-class MistralRotaryEmbedding(RotaryEmbedding):
-    pass
-
-
-class MistralMLP(GatedMLP):
-    pass
-
-
-class MistralAttention(DecoderAttention):
-    pass
-
-
-class MistralDecoderLayer(DecoderLayer):
-    attention_class = MistralAttention
-    mlp_class = MistralMLP
-
-
-class MistralModel(DecoderModel):
-    layer_class = MistralDecoderLayer
-    rotary_class = MistralRotaryEmbedding
-
-
-class MistralForCausalLM(DecoderForCausalLM):
-    config_class = MistralConfig
-    model_class = MistralModel
+MistralRotaryEmbedding, MistralMLP, MistralAttention, MistralDecoderLayer, MistralModel, MistralForCausalLM = \
+    family_classes("Mistral", MistralConfig)
 
 
 PRESETS = {

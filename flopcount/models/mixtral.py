@@ -29,8 +29,7 @@ from .. import runtime as rt
 from ..runtime import nn
 from ..runtime.factories import empty
 from ..runtime.nn import functional as F
-from ._decoder import (DecoderAttention, DecoderConfig, DecoderForCausalLM, DecoderLayer, DecoderModel,
-                       RotaryEmbedding, register_presets)
+from ._decoder import DecoderConfig, family_classes, register_presets
 from ._experts import Routing, StackedExperts, stack_experts as stack_expert_tensors
 
 __all__ = ["MixtralConfig", "MixtralForCausalLM", "MixtralModel", "MixtralSparseMoeBlock", "Routing", "mixtral",
@@ -110,27 +109,8 @@ class MixtralSparseMoeBlock(nn.Module):
         return self.experts(flat, top_k_index, top_k_weights).reshape(batch, length, hidden)
 
 
-class MixtralRotaryEmbedding(RotaryEmbedding):
-    pass
-
-
-class MixtralAttention(DecoderAttention):
-    pass
-
-
-class MixtralDecoderLayer(DecoderLayer):
-    attention_class = MixtralAttention
-    mlp_class = MixtralSparseMoeBlock
-
-
-class MixtralModel(DecoderModel):
-    layer_class = MixtralDecoderLayer
-    rotary_class = MixtralRotaryEmbedding
-
-
-class MixtralForCausalLM(DecoderForCausalLM):
-    config_class = MixtralConfig
-    model_class = MixtralModel
+MixtralRotaryEmbedding, _, MixtralAttention, MixtralDecoderLayer, MixtralModel, MixtralForCausalLM = \
+    family_classes("Mixtral", MixtralConfig, mlp=MixtralSparseMoeBlock)
 
 
 # --- checkpoints ---------------------------------------------------------------------------------

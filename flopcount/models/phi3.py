@@ -16,8 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from ..runtime import nn
-from ._decoder import (DecoderAttention, DecoderConfig, DecoderForCausalLM, DecoderLayer, DecoderModel,
-                       RotaryEmbedding, register_presets)
+from ._decoder import DecoderAttention, DecoderConfig, DecoderLayer, family_classes, register_presets
 from ._text import activation, split_heads
 
 __all__ = ["Phi3Config", "Phi3ForCausalLM", "Phi3Model", "phi3", "phi3_mini"]
@@ -40,10 +39,6 @@ class Phi3Config(DecoderConfig):
 
     def layer_window(self, layer_idx: int) -> int | None:
         return self.sliding_window
-
-
-class Phi3RotaryEmbedding(RotaryEmbedding):
-    pass
 
 
 class Phi3MLP(nn.Module):
@@ -93,14 +88,7 @@ class Phi3DecoderLayer(DecoderLayer):
         return hidden_states + self.resid_mlp_dropout(self.mlp(self.post_attention_layernorm(hidden_states)))
 
 
-class Phi3Model(DecoderModel):
-    layer_class = Phi3DecoderLayer
-    rotary_class = Phi3RotaryEmbedding
-
-
-class Phi3ForCausalLM(DecoderForCausalLM):
-    config_class = Phi3Config
-    model_class = Phi3Model
+Phi3RotaryEmbedding, _, _, _, Phi3Model, Phi3ForCausalLM = family_classes("Phi3", Phi3Config, layer=Phi3DecoderLayer)
 
 
 PRESETS = {

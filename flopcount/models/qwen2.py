@@ -12,8 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ._decoder import (DecoderAttention, DecoderConfig, DecoderForCausalLM, DecoderLayer, DecoderModel, GatedMLP,
-                       RotaryEmbedding, register_presets)
+from ._decoder import DecoderAttention, DecoderConfig, family_classes, register_presets
 
 __all__ = ["Qwen2Config", "Qwen2ForCausalLM", "Qwen2Model", "qwen2", "qwen2_7b"]
 
@@ -48,32 +47,13 @@ class Qwen2Config(DecoderConfig):
         return self.sliding_window if self.layer_types[layer_idx] == "sliding_attention" else None
 
 
-class Qwen2RotaryEmbedding(RotaryEmbedding):
-    pass
-
-
-class Qwen2MLP(GatedMLP):
-    pass
-
-
 class Qwen2Attention(DecoderAttention):
     def biases(self, config) -> tuple[bool, bool]:
         return True, False
 
 
-class Qwen2DecoderLayer(DecoderLayer):
-    attention_class = Qwen2Attention
-    mlp_class = Qwen2MLP
-
-
-class Qwen2Model(DecoderModel):
-    layer_class = Qwen2DecoderLayer
-    rotary_class = Qwen2RotaryEmbedding
-
-
-class Qwen2ForCausalLM(DecoderForCausalLM):
-    config_class = Qwen2Config
-    model_class = Qwen2Model
+Qwen2RotaryEmbedding, Qwen2MLP, _, Qwen2DecoderLayer, Qwen2Model, Qwen2ForCausalLM = \
+    family_classes("Qwen2", Qwen2Config, attention=Qwen2Attention)
 
 
 PRESETS = {

@@ -212,3 +212,9 @@ def per_channel(inputs, n_outputs: int = 1, linear: bool = False, dims: tuple = 
     if linear:
         sigs.append(Signature(tuple(None if t is None else P for t in inputs), (P,) * n_outputs))
     return sigs
+
+
+def linear_per_channel(out, x, **attrs) -> list:
+    """The SBP rule of a linear op over one (N, C, *spatial) tensor: average pooling, resampling
+    and their gradients."""
+    return per_channel((x,), linear=True)

@@ -67,8 +67,7 @@ class Tensor:
     def numel(self) -> int:
         return prod(self.shape)
 
-    def nelement(self) -> int:
-        return prod(self.shape)
+    nelement = numel
 
     def element_size(self) -> int:
         return self.dtype.itemsize
@@ -203,26 +202,7 @@ class Tensor:
     def cuda(self, index: int = 0) -> "Tensor":
         return self.to(f"cuda:{index}")
 
-    def float(self) -> "Tensor":
-        return self.to(_dt.float32)
-
-    def double(self) -> "Tensor":
-        return self.to(_dt.float64)
-
-    def half(self) -> "Tensor":
-        return self.to(_dt.float16)
-
-    def bfloat16(self) -> "Tensor":
-        return self.to(_dt.bfloat16)
-
-    def long(self) -> "Tensor":
-        return self.to(_dt.int64)
-
-    def int(self) -> "Tensor":
-        return self.to(_dt.int32)
-
-    def bool(self) -> "Tensor":
-        return self.to(_dt.bool_)
+    # float(), double(), half(), bfloat16(), long(), int(), bool(): see _CASTS at the end
 
     def type_as(self, other: "Tensor") -> "Tensor":
         return self.to(other.dtype)
@@ -245,9 +225,6 @@ class Tensor:
 
     def clone(self) -> "Tensor":
         return _mv.contiguous(self, force_copy=True)
-
-    def contiguous(self) -> "Tensor":
-        return _mv.contiguous(self)
 
     # --- in-place data writes (initializers, optimizers) -------------------------------------
     @property
@@ -343,92 +320,9 @@ class Tensor:
         return self
 
     # --- Python operators ------------------------------------------------------------------
-    def __add__(self, other):
-        return _ew.add(self, other)
-
-    def __radd__(self, other):
-        return _ew.add(other, self)
-
-    def __sub__(self, other):
-        return _ew.sub(self, other)
-
-    def __rsub__(self, other):
-        return _ew.sub(other, self)
-
-    def __mul__(self, other):
-        return _ew.mul(self, other)
-
-    def __rmul__(self, other):
-        return _ew.mul(other, self)
-
-    def __truediv__(self, other):
-        return _ew.div(self, other)
-
-    def __rtruediv__(self, other):
-        return _ew.div(other, self)
-
-    def __floordiv__(self, other):
-        return _ew.floor_divide(self, other)
-
-    def __mod__(self, other):
-        return _ew.remainder(self, other)
-
-    def __pow__(self, other):
-        return _ew.pow(self, other)
-
-    def __rpow__(self, other):
-        return _ew.pow(other, self)
-
-    def __matmul__(self, other):
-        return _la.matmul(self, other)
-
-    def __rmatmul__(self, other):
-        return _la.matmul(other, self)
-
-    def __neg__(self):
-        return _ew.neg(self)
-
+    # (the arithmetic, comparison and logic operators are their ops: see _OPERATORS at the end)
     def __pos__(self):
         return self
-
-    def __abs__(self):
-        return _ew.abs(self)
-
-    def __invert__(self):
-        return _ew.logical_not(self)
-
-    def __and__(self, other):
-        return _ew.logical_and(self, other)
-
-    def __or__(self, other):
-        return _ew.logical_or(self, other)
-
-    def __xor__(self, other):
-        return _ew.logical_xor(self, other)
-
-    # In-place operators rebind the name to a new tensor (``out += x``): the graph stays valid.
-    __iadd__ = __add__
-    __isub__ = __sub__
-    __imul__ = __mul__
-    __itruediv__ = __truediv__
-
-    def __eq__(self, other):
-        return _ew.eq(self, other)
-
-    def __ne__(self, other):
-        return _ew.ne(self, other)
-
-    def __lt__(self, other):
-        return _ew.lt(self, other)
-
-    def __le__(self, other):
-        return _ew.le(self, other)
-
-    def __gt__(self, other):
-        return _ew.gt(self, other)
-
-    def __ge__(self, other):
-        return _ew.ge(self, other)
 
     __hash__ = object.__hash__
 
@@ -458,31 +352,15 @@ class Tensor:
     def view_as(self, other):
         return _mv.reshape(self, other.shape)
 
-    def reshape_as(self, other):
-        return _mv.reshape(self, other.shape)
+    reshape_as = view_as
 
     def permute(self, *dims):
         return _mv.permute(self, _shape_args(dims))
-
-    def transpose(self, dim0: int, dim1: int):
-        return _mv.transpose(self, dim0, dim1)
 
     def t(self):
         if self.ndim > 2:
             raise ShapeError(f"t(): expects a tensor with <= 2 dimensions, got shape {self.shape}")
         return _mv.transpose(self, 0, 1) if self.ndim == 2 else self
-
-    def flatten(self, start_dim: int = 0, end_dim: int = -1):
-        return _mv.flatten(self, start_dim, end_dim)
-
-    def unflatten(self, dim: int, sizes):
-        return _mv.unflatten(self, dim, sizes)
-
-    def squeeze(self, dim=None):
-        return _mv.squeeze(self, dim)
-
-    def unsqueeze(self, dim: int):
-        return _mv.unsqueeze(self, dim)
 
     def expand(self, *sizes):
         return _mv.expand(self, _shape_args(sizes))
@@ -496,122 +374,13 @@ class Tensor:
     def split(self, split_size, dim: int = 0):
         return _mv.split(self, split_size, dim)
 
-    def chunk(self, chunks: int, dim: int = 0):
-        return _mv.chunk(self, chunks, dim)
-
-    def narrow(self, dim: int, start: int, length: int):
-        return _mv.narrow(self, dim, start, length)
-
-    def flip(self, dims):
-        return _mv.flip(self, dims)
-
-    def roll(self, shifts, dims=None):
-        return _mv.roll(self, shifts, dims)
-
-    def gather(self, dim: int, index):
-        return _ix.gather(self, dim, index)
-
-    def masked_fill(self, mask, value):
-        return _ew.masked_fill(self, mask, value)
-
-    def index_select(self, dim: int, index):
-        return _ix.index_select(self, dim, index)
-
-    def sum(self, dim=None, keepdim: bool = False, dtype=None):
-        return _red.sum(self, dim, keepdim, dtype=dtype)
-
-    def mean(self, dim=None, keepdim: bool = False):
-        return _red.mean(self, dim, keepdim)
-
-    def max(self, dim=None, keepdim: bool = False):
-        return _red.max(self, dim, keepdim)
-
-    def min(self, dim=None, keepdim: bool = False):
-        return _red.min(self, dim, keepdim)
-
-    def amax(self, dim=None, keepdim: bool = False):
-        return _red.amax(self, dim, keepdim)
-
-    def amin(self, dim=None, keepdim: bool = False):
-        return _red.amin(self, dim, keepdim)
-
-    def argmax(self, dim=None, keepdim: bool = False):
-        return _red.argmax(self, dim, keepdim)
-
-    def argmin(self, dim=None, keepdim: bool = False):
-        return _red.argmin(self, dim, keepdim)
-
-    def var(self, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
-        return _red.var(self, dim, unbiased=unbiased, keepdim=keepdim, correction=correction)
-
-    def std(self, dim=None, unbiased: bool = True, keepdim: bool = False, correction=None):
-        return _red.std(self, dim, unbiased=unbiased, keepdim=keepdim, correction=correction)
-
-    def logsumexp(self, dim, keepdim: bool = False):
-        return _red.logsumexp(self, dim, keepdim)
-
-    def prod(self, dim=None, keepdim: bool = False):
-        return _red.prod(self, dim, keepdim)
-
-    def all(self, dim=None, keepdim: bool = False):
-        return _red.all(self, dim, keepdim)
-
-    def any(self, dim=None, keepdim: bool = False):
-        return _red.any(self, dim, keepdim)
-
-    def norm(self, p=2, dim=None, keepdim: bool = False):
-        return _red.norm(self, p, dim, keepdim)
-
-    def cumsum(self, dim: int, dtype=None):
-        return _red.cumsum(self, dim, dtype=dtype)
-
     def matmul(self, other):
         return _la.matmul(self, other)
 
-    def mm(self, other):
-        return _la.matmul(self, other)
+    mm = matmul
 
     def bmm(self, other):
         return _la.bmm(self, other)
-
-    def exp(self):
-        return _ew.exp(self)
-
-    def log(self):
-        return _ew.log(self)
-
-    def sqrt(self):
-        return _ew.sqrt(self)
-
-    def rsqrt(self):
-        return _ew.rsqrt(self)
-
-    def abs(self):
-        return _ew.abs(self)
-
-    def neg(self):
-        return _ew.neg(self)
-
-    def sin(self):
-        return _ew.sin(self)
-
-    def cos(self):
-        return _ew.cos(self)
-
-    def tanh(self):
-        return _ew.tanh(self)
-
-    def sigmoid(self):
-        return _act.sigmoid(self)
-
-    def relu(self):
-        return _act.relu(self)
-
-    def erf(self):
-        return _ew.erf(self)
-
-    def reciprocal(self):
-        return _ew.reciprocal(self)
 
     def square(self):
         return _ew.mul(self, self)
@@ -619,67 +388,11 @@ class Tensor:
     def pow(self, exponent):
         return _ew.pow(self, exponent)
 
-    def clamp(self, min=None, max=None):
-        return _ew.clamp(self, min, max)
-
-    clip = clamp
-
-    def floor(self):
-        return _ew.floor(self)
-
-    def ceil(self):
-        return _ew.ceil(self)
-
-    def round(self):
-        return _ew.round(self)
-
-    def sign(self):
-        return _ew.sign(self)
-
     def add(self, other, alpha=1):
         return _ew.add(self, other if alpha == 1 else _ew.mul(other, alpha))
 
     def sub(self, other, alpha=1):
         return _ew.sub(self, other if alpha == 1 else _ew.mul(other, alpha))
-
-    def mul(self, other):
-        return _ew.mul(self, other)
-
-    def div(self, other):
-        return _ew.div(self, other)
-
-    def maximum(self, other):
-        return _ew.maximum(self, other)
-
-    def minimum(self, other):
-        return _ew.minimum(self, other)
-
-    def eq(self, other):
-        return _ew.eq(self, other)
-
-    def ne(self, other):
-        return _ew.ne(self, other)
-
-    def lt(self, other):
-        return _ew.lt(self, other)
-
-    def gt(self, other):
-        return _ew.gt(self, other)
-
-    def le(self, other):
-        return _ew.le(self, other)
-
-    def ge(self, other):
-        return _ew.ge(self, other)
-
-    def logical_not(self):
-        return _ew.logical_not(self)
-
-    def isnan(self):
-        return _ew.isnan(self)
-
-    def isinf(self):
-        return _ew.isinf(self)
 
     def softmax(self, dim: int):
         return _act.softmax(self, dim)
@@ -689,12 +402,6 @@ class Tensor:
 
     def where(self, condition, other):
         return _ew.where(condition, self, other)
-
-    def tril(self, diagonal: int = 0):
-        return _ix.tril(self, diagonal)
-
-    def triu(self, diagonal: int = 0):
-        return _ix.triu(self, diagonal)
 
     def new_zeros(self, *size, dtype=None, device=None):
         return _fac.zeros(*size, dtype=dtype or self.dtype, device=device or self.device)
@@ -778,3 +485,55 @@ from .ops import indexing as _ix  # noqa: E402
 from .ops import reduction as _red  # noqa: E402
 from .ops import linalg as _la  # noqa: E402
 from .ops import activations as _act  # noqa: E402
+
+# Methods that are the functional op of the same name with the tensor first (``x.sum(1)`` is
+# ``sum(x, 1)``): the functions themselves, so a method shows its op's signature and doc string.
+_OP_METHODS = {
+    _ew: "exp log sqrt rsqrt abs neg sin cos tanh erf reciprocal clamp floor ceil round sign logical_not isnan isinf "
+         "masked_fill mul div maximum minimum eq ne lt gt le ge",
+    _mv: "contiguous transpose flatten unflatten squeeze unsqueeze chunk narrow flip roll",
+    _ix: "gather index_select tril triu",
+    _red: "sum mean max min amax amin argmax argmin var std logsumexp prod all any norm cumsum",
+    _act: "sigmoid relu",
+}
+for _module, _names in _OP_METHODS.items():
+    for _name in _names.split():
+        setattr(Tensor, _name, getattr(_module, _name))
+Tensor.clip = _ew.clamp
+
+
+def _cast_to(dtype):
+    def method(self) -> Tensor:
+        return self.to(dtype)
+
+    return method
+
+
+# ``x.float()`` is ``x.to(float32)``, and so on
+_CASTS = {"float": _dt.float32, "double": _dt.float64, "half": _dt.float16, "bfloat16": _dt.bfloat16,
+          "long": _dt.int64, "int": _dt.int32, "bool": _dt.bool_}
+for _name, _dtype in _CASTS.items():
+    setattr(Tensor, _name, _cast_to(_dtype))
+
+
+def _reflected(op):
+    """``other <op> tensor`` for a number (or array) on the left."""
+
+    def method(self, other):
+        return op(other, self)
+
+    return method
+
+
+# Python's operators: ``a + b`` is ``add(a, b)``; the reflected forms put the tensor second; the
+# in-place ones (``out += x``) rebind the name to a new tensor, so the graph stays valid.
+_OPERATORS = {"add": _ew.add, "sub": _ew.sub, "mul": _ew.mul, "truediv": _ew.div, "pow": _ew.pow,
+              "matmul": _la.matmul, "floordiv": _ew.floor_divide, "mod": _ew.remainder, "neg": _ew.neg, "abs": _ew.abs,
+              "invert": _ew.logical_not, "and": _ew.logical_and, "or": _ew.logical_or, "xor": _ew.logical_xor,
+              "eq": _ew.eq, "ne": _ew.ne, "lt": _ew.lt, "le": _ew.le, "gt": _ew.gt, "ge": _ew.ge}
+for _name, _op in _OPERATORS.items():
+    setattr(Tensor, f"__{_name}__", _op)
+for _name in ("add", "sub", "mul", "truediv", "pow", "matmul"):
+    setattr(Tensor, f"__r{_name}__", _reflected(_OPERATORS[_name]))
+for _name in ("add", "sub", "mul", "truediv"):
+    setattr(Tensor, f"__i{_name}__", _OPERATORS[_name])

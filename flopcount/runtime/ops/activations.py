@@ -78,23 +78,28 @@ def _softplus_kernel(xp, z):
     return xp.maximum(z, 0) + xp.log1p(xp.exp(-xp.abs(z)))
 
 
-def _elementwise_sbp(out, x, **attrs):
-    """SBP of an activation: element by element, so split along any dim (none is linear)."""
-    return unary(x)
+class _Activation(Op):
+    """An activation of one tensor, element by element: a floating point input and an output of
+    its spec; SBP splits it along any dim (none is linear); it costs ``flops`` FLOPs per output
+    element (an activation whose count depends on its attrs writes its own cost rule)."""
 
+    flops = 1
 
-def _float_shape(name):
-    """A shape rule for activation ``name``: floating point input, output of the same spec."""
-
-    def shape(x, **attrs):
-        check_float(name, x)
+    @classmethod
+    def shape(cls, x, **attrs):
+        check_float(cls.name, x)
         return same_spec(x)
 
-    return shape
+    def sbp(out, x, **attrs):
+        return unary(x)
+
+    @classmethod
+    def cost(cls, out, x, **attrs):
+        return io_cost(out, (x,), flops=cls.flops * numel(out))
 
 
 @register_op("relu")
-class Relu(Op):
+class Relu(_Activation):
     def shape(x):
         return same_spec(x)
 
@@ -117,16 +122,11 @@ class Relu(Op):
     def vjp(g, out, x):
         return where(gt(out, 0), g, 0.0)
 
-    sbp = _elementwise_sbp
-
-    def cost(out, x):
-        return io_cost(out, (x,), flops=numel(out))  # one compare-select per element
+    flops = 1  # one compare-select per element
 
 
 @register_op("hardtanh")
-class Hardtanh(Op):
-    shape = _float_shape("hardtanh")
-
+class Hardtanh(_Activation):
     def forward(xp, x, *, min_val, max_val):
         return xp.clip(x, min_val, max_val)
 
@@ -134,16 +134,11 @@ class Hardtanh(Op):
         # as PyTorch: no gradient at the bounds themselves
         return where(logical_and(gt(x, min_val), lt(x, max_val)), g, 0.0)
 
-    sbp = _elementwise_sbp
-
-    def cost(out, x, *, min_val, max_val):
-        return io_cost(out, (x,), flops=numel(out))  # one clamp per element (COUNTING.md row)
+    flops = 1  # one clamp per element (COUNTING.md row)
 
 
 @register_op("leaky_relu")
-class LeakyRelu(Op):
-    shape = _float_shape("leaky_relu")
-
+class LeakyRelu(_Activation):
     def forward(xp, x, *, negative_slope):
         return select(xp, x > 0, x, x * negative_slope)
 
@@ -152,10 +147,7 @@ class LeakyRelu(Op):
     def vjp(g, out, x, *, negative_slope):
         return where(gt(x, 0), g, mul(g, negative_slope))
 
-    sbp = _elementwise_sbp
-
-    def cost(out, x, *, negative_slope):
-        return io_cost(out, (x,), flops=numel(out))  # one select per element (COUNTING.md row)
+    flops = 1  # one select per element (COUNTING.md row)
 
 
 def _channel_view(w, x):
@@ -209,11 +201,9 @@ class Prelu(Op):
 
 
 @register_op("elu")
-class Elu(Op):
+class Elu(_Activation):
     """PyTorch's ELU kernel: scale·x for x > 0, else scale·alpha·(exp(input_scale·x) − 1).
     ELU is (alpha, 1, 1), SELU (SELU_ALPHA, SELU_SCALE, 1), CELU (alpha, 1, 1/alpha)."""
-
-    shape = _float_shape("elu")
 
     def forward(xp, x, *, alpha, scale, input_scale):
         negative = alpha * xp.expm1(xp.minimum(x, 0) * input_scale)
@@ -228,8 +218,6 @@ class Elu(Op):
             negative = mul(negative, input_scale)
         return where(gt(x, 0), mul(g, scale) if scale != 1 else g, negative)
 
-    sbp = _elementwise_sbp
-
     def cost(out, x, *, alpha, scale, input_scale):
         # exp, subtract 1, multiply by alpha, select; one more multiply for each non-unit scale
         per_element = 4 + (scale != 1) + (input_scale != 1)
@@ -237,7 +225,7 @@ class Elu(Op):
 
 
 @register_op("gelu")
-class Gelu(Op):
+class Gelu(_Activation):
     """x·Φ(x) with the erf form of Φ (``approximate='none'``) or the tanh approximation."""
 
     def shape(x, *, approximate):
@@ -267,17 +255,13 @@ class Gelu(Op):
         pdf = mul(exp(mul(mul(x, x), -0.5)), 1 / math.sqrt(2 * math.pi))
         return mul(g, add(cdf, mul(x, pdf)))
 
-    sbp = _elementwise_sbp
-
     def cost(out, x, *, approximate):
         # COUNTING.md: erf form 5 per element (scale, erf, add, mul, mul); tanh form 8
         return io_cost(out, (x,), flops=(8 if approximate == "tanh" else 5) * numel(out))
 
 
 @register_op("silu")
-class Silu(Op):
-    shape = _float_shape("silu")
-
+class Silu(_Activation):
     def forward(xp, x):
         return x * _stable_sigmoid(xp, x)
 
@@ -293,16 +277,11 @@ class Silu(Op):
         s = sigmoid(x)
         return mul(g, mul(s, add(mul(x, sub(1.0, s)), 1.0)))  # s·(1 + x(1 − s))
 
-    sbp = _elementwise_sbp
-
-    def cost(out, x):
-        return io_cost(out, (x,), flops=5 * numel(out))  # sigmoid (4) and the multiply by x
+    flops = 5  # sigmoid (4) and the multiply by x
 
 
 @register_op("hardsigmoid")
-class Hardsigmoid(Op):
-    shape = _float_shape("hardsigmoid")
-
+class Hardsigmoid(_Activation):
     def forward(xp, x):
         return xp.clip(x + 3, 0, 6) / 6
 
@@ -311,16 +290,11 @@ class Hardsigmoid(Op):
     def vjp(g, out, x):
         return where(logical_and(gt(x, -3.0), lt(x, 3.0)), mul(g, 1 / 6), 0.0)
 
-    sbp = _elementwise_sbp
-
-    def cost(out, x):
-        return io_cost(out, (x,), flops=3 * numel(out))  # add 3, clamp to [0, 6], divide by 6
+    flops = 3  # add 3, clamp to [0, 6], divide by 6
 
 
 @register_op("hardswish")
-class Hardswish(Op):
-    shape = _float_shape("hardswish")
-
+class Hardswish(_Activation):
     def forward(xp, x):
         compiled = _compiled(xp, x)
         if compiled is not None:
@@ -334,17 +308,12 @@ class Hardswish(Op):
         middle = mul(g, add(mul(x, 1 / 3), 0.5))
         return where(lt(x, -3.0), 0.0, where(le(x, 3.0), middle, g))
 
-    sbp = _elementwise_sbp
-
-    def cost(out, x):
-        return io_cost(out, (x,), flops=4 * numel(out))  # hardsigmoid (3) and the multiply by x
+    flops = 4  # hardsigmoid (3) and the multiply by x
 
 
 @register_op("softplus")
-class Softplus(Op):
+class Softplus(_Activation):
     """log(1 + exp(beta·x)) / beta, and x itself where beta·x > threshold (as PyTorch)."""
-
-    shape = _float_shape("softplus")
 
     def forward(xp, x, *, beta, threshold):
         z = x * beta
@@ -356,17 +325,13 @@ class Softplus(Op):
         z = mul(x, beta) if beta != 1 else x
         return where(gt(z, threshold), g, mul(g, sigmoid(z)))
 
-    sbp = _elementwise_sbp
-
     def cost(out, x, *, beta, threshold):
         # exp, add 1, log, threshold select; scaling by beta and back adds 2 when beta != 1
         return io_cost(out, (x,), flops=(4 + 2 * (beta != 1)) * numel(out))
 
 
 @register_op("mish")
-class Mish(Op):
-    shape = _float_shape("mish")
-
+class Mish(_Activation):
     def forward(xp, x):
         return x * xp.tanh(_softplus_kernel(xp, x))
 
@@ -377,16 +342,11 @@ class Mish(Op):
         t = tanh(softplus(x, 1.0, math.inf))
         return mul(g, add(t, mul(mul(x, sigmoid(x)), sub(1.0, mul(t, t)))))
 
-    sbp = _elementwise_sbp
-
-    def cost(out, x):
-        return io_cost(out, (x,), flops=5 * numel(out))  # softplus (exp, add, log), tanh, multiply
+    flops = 5  # softplus (exp, add, log), tanh, multiply
 
 
 @register_op("sigmoid")
-class Sigmoid(Op):
-    shape = _float_shape("sigmoid")
-
+class Sigmoid(_Activation):
     def forward(xp, x):
         return _stable_sigmoid(xp, x)
 
@@ -395,21 +355,17 @@ class Sigmoid(Op):
     def vjp(g, out, x):
         return mul(g, mul(out, sub(1.0, out)))
 
-    sbp = _elementwise_sbp
-
-    def cost(out, x):
-        return io_cost(out, (x,), flops=4 * numel(out))  # neg, exp, add, divide
+    flops = 4  # neg, exp, add, divide
 
 
-class _RowSoftmax(Op):
+class _RowSoftmax(_Activation):
     """Shape and cost shared by softmax and log_softmax along ``dim``."""
 
     def shape(x, *, dim):
         check_float("softmax", x)
         return same_spec(x)
 
-    def cost(out, x, *, dim):
-        return io_cost(out, (x,), flops=5 * numel(out))  # max, subtract, exp, sum, divide
+    flops = 5  # max, subtract, exp, sum, divide
 
     def sbp(out, x, *, dim):
         return unary(x, keep_dims=(dim % x.ndim,))  # each row along ``dim`` stays whole

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 __all__ = ["add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder", "eq", "ne", "lt", "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "where", "masked_fill", "clamp", "cast", "neg", "abs", "sign", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf", "floor", "ceil", "round", "logical_not", "isnan", "isinf"]  # the functional API (nn.functional re-exports it)
 
+import sys
+
 import numpy as np
 
 from .. import dtypes as _dt
@@ -23,12 +25,19 @@ from ._helpers import as_tensor, broadcast_shapes, float_dtype, operands, same_s
 # --- binary ------------------------------------------------------------------------------------
 
 class _Binary(Op):
-    """Cost shared by binary elementwise ops: 1 FLOP per output element. Each op sets its
-    shape rule with ``_binary_shape`` (broadcast, promote, and the op's name in errors).
-    SBP: split along any output dim (the operands broadcast there stay B); the linear ops say
-    which operands may be partial sums (``partial``)."""
+    """Rules shared by binary elementwise ops. Shape: the operands broadcast, their dtypes
+    promoted (``result_dtype(promoted)`` when an op sets one), errors naming the op. Cost: 1
+    FLOP per output element. SBP: split along any output dim (the operands broadcast there stay
+    B); the linear ops say which operands may be partial sums (``partial``)."""
 
     partial: tuple = ()
+    result_dtype = None
+
+    @classmethod
+    def shape(cls, a, b):
+        dtype = _dt.promote(a.dtype, b.dtype)
+        return Spec(broadcast_shapes(cls.name, a.shape, b.shape),
+                    cls.result_dtype(dtype) if cls.result_dtype else dtype, a.device)
 
     def cost(out, a, b):
         return io_cost(out, (a, b), flops=numel(out))
@@ -38,20 +47,8 @@ class _Binary(Op):
         return pointwise((a, b), out.shape, partial=cls.partial)
 
 
-def _binary_shape(name, result_dtype=None):
-    """A shape rule for binary op ``name``; ``result_dtype(promoted)`` picks the output dtype."""
-
-    def shape(a, b):
-        dtype = _dt.promote(a.dtype, b.dtype)
-        return Spec(broadcast_shapes(name, a.shape, b.shape),
-                    result_dtype(dtype) if result_dtype else dtype, a.device)
-
-    return shape
-
-
 @register_op("add")
 class Add(_Binary):
-    shape = _binary_shape("add")
     partial = ((True, True),)  # a sum of partial sums is a partial sum
 
     def forward(xp, a, b):
@@ -63,7 +60,6 @@ class Add(_Binary):
 
 @register_op("sub")
 class Sub(_Binary):
-    shape = _binary_shape("sub")
     partial = ((True, True),)
 
     def forward(xp, a, b):
@@ -75,7 +71,6 @@ class Sub(_Binary):
 
 @register_op("mul")
 class Mul(_Binary):
-    shape = _binary_shape("mul")
     partial = ((True, False), (False, True))  # linear in either operand
 
     def forward(xp, a, b):
@@ -87,7 +82,7 @@ class Mul(_Binary):
 
 @register_op("div")
 class Div(_Binary):
-    shape = _binary_shape("div", float_dtype)  # true division: integers give float32
+    result_dtype = staticmethod(float_dtype)  # true division: integers give float32
     partial = ((True, False),)  # linear in the numerator only
 
     def forward(xp, a, b):
@@ -101,7 +96,6 @@ class Div(_Binary):
 
 @register_op("pow")
 class Pow(_Binary):
-    shape = _binary_shape("pow")
 
     def forward(xp, a, b):
         exponent = _small_exponent(a, b)
@@ -134,7 +128,6 @@ def _small_exponent(a, b) -> float | None:
 
 @register_op("maximum")
 class Maximum(_Binary):
-    shape = _binary_shape("maximum")
 
     def forward(xp, a, b):
         return xp.maximum(a, b)
@@ -145,7 +138,6 @@ class Maximum(_Binary):
 
 @register_op("minimum")
 class Minimum(_Binary):
-    shape = _binary_shape("minimum")
 
     def forward(xp, a, b):
         return xp.minimum(a, b)
@@ -164,7 +156,6 @@ def _select_grads(g, a, b, a_wins, tie):
 
 @register_op("floor_divide")
 class FloorDivide(_Binary):
-    shape = _binary_shape("floor_divide")
     vjp = None  # piecewise constant: its gradient is zero almost everywhere
 
     def forward(xp, a, b):
@@ -173,7 +164,6 @@ class FloorDivide(_Binary):
 
 @register_op("remainder")
 class Remainder(_Binary):
-    shape = _binary_shape("remainder")
 
     def forward(xp, a, b):
         return xp.remainder(a, b)
@@ -186,7 +176,7 @@ class Remainder(_Binary):
 def _make_compare(name, np_fn):
     @register_op(name)
     class Compare(_Binary):
-        shape = _binary_shape(name, lambda dtype: _dt.bool_)
+        result_dtype = staticmethod(lambda dtype: _dt.bool_)
         vjp = None  # boolean output: nothing to differentiate
 
         def forward(xp, a, b):
@@ -207,82 +197,44 @@ LogicalOr = _make_compare("logical_or", "logical_or")
 LogicalXor = _make_compare("logical_xor", "logical_xor")
 
 
-def add(a, b):
-    """``a + b`` with broadcasting."""
-    return apply(Add, *operands("add", a, b))
+def _named(obj, name: str, module: str):
+    """``obj`` (a function or class made by a factory) under the name its module binds it to."""
+    obj.__name__ = obj.__qualname__ = name
+    obj.__module__ = module
+    return obj
 
 
-def sub(a, b):
-    return apply(Sub, *operands("sub", a, b))
+def _binary_fn(op, doc=None):
+    """The function ``fn(a, b)`` of binary op ``op``: python numbers become tensors (``operands``)."""
+
+    def fn(input, other):
+        return apply(op, *operands(op.name, input, other))
+
+    fn.__doc__ = doc
+    return _named(fn, op.name, __name__)
 
 
-def mul(a, b):
-    return apply(Mul, *operands("mul", a, b))
+add = _binary_fn(Add, "``a + b`` with broadcasting.")
+sub = _binary_fn(Sub)
+mul = _binary_fn(Mul)
 
 
-def div(a, b, rounding_mode=None):
+def div(input, other, rounding_mode=None):
     if rounding_mode == "floor":
-        return floor_divide(a, b)
+        return floor_divide(input, other)
     if rounding_mode == "trunc":
-        q = div(a, b)
+        q = div(input, other)
         return where(lt(q, 0), ceil(q), floor(q))
-    return apply(Div, *operands("div", a, b))
+    return apply(Div, *operands("div", input, other))
 
 
-def pow(a, b):
-    return apply(Pow, *operands("pow", a, b))
-
-
-def maximum(a, b):
-    return apply(Maximum, *operands("maximum", a, b))
-
-
-def minimum(a, b):
-    return apply(Minimum, *operands("minimum", a, b))
-
-
-def floor_divide(a, b):
-    return apply(FloorDivide, *operands("floor_divide", a, b))
-
-
-def remainder(a, b):
-    return apply(Remainder, *operands("remainder", a, b))
-
-
-def eq(a, b):
-    return apply(Eq, *operands("eq", a, b))
-
-
-def ne(a, b):
-    return apply(Ne, *operands("ne", a, b))
-
-
-def lt(a, b):
-    return apply(Lt, *operands("lt", a, b))
-
-
-def le(a, b):
-    return apply(Le, *operands("le", a, b))
-
-
-def gt(a, b):
-    return apply(Gt, *operands("gt", a, b))
-
-
-def ge(a, b):
-    return apply(Ge, *operands("ge", a, b))
-
-
-def logical_and(a, b):
-    return apply(LogicalAnd, *operands("logical_and", a, b))
-
-
-def logical_or(a, b):
-    return apply(LogicalOr, *operands("logical_or", a, b))
-
-
-def logical_xor(a, b):
-    return apply(LogicalXor, *operands("logical_xor", a, b))
+pow = _binary_fn(Pow)
+maximum = _binary_fn(Maximum)
+minimum = _binary_fn(Minimum)
+floor_divide = _binary_fn(FloorDivide)
+remainder = _binary_fn(Remainder)
+eq, ne, lt, le, gt, ge = map(_binary_fn, (Eq, Ne, Lt, Le, Gt, Ge))
+logical_and, logical_or, logical_xor = map(_binary_fn, (LogicalAnd, LogicalOr, LogicalXor))
 
 
 # --- where, clamp, cast ------------------------------------------------------------------------
@@ -423,215 +375,60 @@ def cast(x, dtype):
 
 # --- unary -------------------------------------------------------------------------------------
 
-def _unary(name, flops_per_element=1, float_only=False, bool_out=False, linear=False):
-    """Class decorator for unary ops: registers with a shared shape rule, cost rule and SBP
-    rule (split along any dim; partial sums pass through ``linear`` ops)."""
+def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, linear=False, cuda_kernel=False):
+    """Register unary op ``name`` from its kernel ``forward(xp, x)`` and gradient ``vjp(g, out, x)``
+    (None on purpose for a piecewise-constant or boolean result), with the rules every unary op
+    shares: same shape (float for ``float_only``, bool for ``bool_out``), 1 FLOP per element, SBP
+    split along any dim (partial sums pass through ``linear`` ops). ``cuda_kernel``: ``forward``
+    also runs as a generated CUDA kernel. Returns the op class and its function ``fn(x)``."""
 
-    def decorate(cls):
+    class Unary(Op):
+        flops_per_element = 1
+        kernels = {"cuda": cuda_kernels.activation(name)(forward)} if cuda_kernel else {}
+
         def shape(x):
             dtype = _dt.bool_ if bool_out else (float_dtype(x.dtype) if float_only else x.dtype)
             return Spec(x.shape, dtype, x.device)
 
         def cost(out, x):
-            return io_cost(out, (x,), flops=numel(out) * flops_per_element)
+            return io_cost(out, (x,), flops=numel(out))
 
         def sbp(out, x):
             return unary(x, linear=linear)
 
-        cls.shape = shape
-        cls.cost = cost
-        cls.sbp = sbp
-        cls.flops_per_element = flops_per_element
-        return register_op(name)(cls)
+    # named as the caller's module binds them (as namedtuple does), so both pickle by reference
+    module = sys._getframe(1).f_globals["__name__"]
+    Unary.forward, Unary.vjp = forward, vjp
+    register_op(name)(_named(Unary, "".join(p.title() for p in name.split("_")), module))
 
-    return decorate
-
-
-@_unary("neg", linear=True)
-class Neg(Op):
-    def forward(xp, x):
-        return -x
-
-    def vjp(g, out, x):
-        return neg(g)
-
-
-@_unary("abs")
-class Abs(Op):
-    def forward(xp, x):
-        return xp.abs(x)
-
-    def vjp(g, out, x):
-        return mul(g, sign(x))
-
-
-@_unary("sign")
-class Sign(Op):
-    vjp = None  # piecewise constant
-
-    def forward(xp, x):
-        return xp.sign(x)
-
-
-@_unary("exp", float_only=True)
-class Exp(Op):
-    def forward(xp, x):
-        return xp.exp(x)
-
-    def vjp(g, out, x):
-        return mul(g, out)
-
-
-@_unary("log", float_only=True)
-class Log(Op):
-    def forward(xp, x):
-        return xp.log(x)
-
-    def vjp(g, out, x):
-        return div(g, x)
-
-
-@_unary("sqrt", float_only=True)
-class Sqrt(Op):
-    def forward(xp, x):
-        return xp.sqrt(x)
-
-    def vjp(g, out, x):
-        return div(mul(g, 0.5), out)
-
-
-# rsqrt = 1 / sqrt(x): counted as 1 FLOP, as hardware has a reciprocal-square-root instruction.
-@_unary("rsqrt", float_only=True)
-class Rsqrt(Op):
-    def forward(xp, x):
-        return 1.0 / xp.sqrt(x)
-
-    kernels = {"cuda": cuda_kernels.activation("rsqrt")(forward)}
-
-    def vjp(g, out, x):
-        return mul(g, mul(-0.5, mul(out, mul(out, out))))
-
-
-@_unary("reciprocal", float_only=True)
-class Reciprocal(Op):
-    def forward(xp, x):
-        return 1.0 / x
-
-    def vjp(g, out, x):
-        return neg(mul(g, mul(out, out)))
-
-
-@_unary("sin", float_only=True)
-class Sin(Op):
-    def forward(xp, x):
-        return xp.sin(x)
-
-    def vjp(g, out, x):
-        return mul(g, cos(x))
-
-
-@_unary("cos", float_only=True)
-class Cos(Op):
-    def forward(xp, x):
-        return xp.cos(x)
-
-    def vjp(g, out, x):
-        return neg(mul(g, sin(x)))
-
-
-@_unary("tanh", float_only=True)
-class Tanh(Op):
-    def forward(xp, x):
-        return xp.tanh(x)
-
-    def vjp(g, out, x):
-        return mul(g, sub(1.0, mul(out, out)))
-
-
-@_unary("erf", float_only=True)
-class Erf(Op):
-    def forward(xp, x):
-        return _erf_kernel(xp, x)
-
-    kernels = {"cuda": cuda_kernels.activation("erf")(forward)}
-
-    def vjp(g, out, x):
-        # d/dx erf(x) = 2/sqrt(pi) * exp(-x^2)
-        return mul(g, mul(1.1283791670955126, exp(neg(mul(x, x)))))
-
-
-@_unary("floor")
-class Floor(Op):
-    vjp = None  # piecewise constant
-
-    def forward(xp, x):
-        return xp.floor(x)
-
-
-@_unary("ceil")
-class Ceil(Op):
-    vjp = None  # piecewise constant
-
-    def forward(xp, x):
-        return xp.ceil(x)
-
-
-@_unary("round")
-class Round(Op):
-    vjp = None  # piecewise constant
-
-    def forward(xp, x):
-        return xp.round(x)
-
-
-@_unary("logical_not", bool_out=True)
-class LogicalNot(Op):
-    vjp = None  # boolean output
-
-    def forward(xp, x):
-        return xp.logical_not(x)
-
-
-@_unary("isnan", bool_out=True)
-class IsNan(Op):
-    vjp = None  # boolean output
-
-    def forward(xp, x):
-        return xp.isnan(x)
-
-
-@_unary("isinf", bool_out=True)
-class IsInf(Op):
-    vjp = None  # boolean output
-
-    def forward(xp, x):
-        return xp.isinf(x)
-
-
-def _unary_fn(op):
     def fn(x):
-        return apply(op, x)
+        return apply(Unary, x)
 
-    fn.__name__ = op.name
-    fn.__doc__ = f"Elementwise {op.name}."
-    return fn
+    fn.__doc__ = doc or f"Elementwise {name}."
+    return Unary, _named(fn, name, module)
 
 
-neg = _unary_fn(Neg)
-abs = _unary_fn(Abs)
-sign = _unary_fn(Sign)
-exp = _unary_fn(Exp)
-log = _unary_fn(Log)
-sqrt = _unary_fn(Sqrt)
-rsqrt = _unary_fn(Rsqrt)
-reciprocal = _unary_fn(Reciprocal)
-sin = _unary_fn(Sin)
-cos = _unary_fn(Cos)
-tanh = _unary_fn(Tanh)
-erf = _unary_fn(Erf)
-floor = _unary_fn(Floor)
-ceil = _unary_fn(Ceil)
-round = _unary_fn(Round)
-logical_not = _unary_fn(LogicalNot)
-isnan = _unary_fn(IsNan)
-isinf = _unary_fn(IsInf)
+Neg, neg = _unary("neg", lambda xp, x: -x, lambda g, out, x: neg(g), linear=True)
+Abs, abs = _unary("abs", lambda xp, x: xp.abs(x), lambda g, out, x: mul(g, sign(x)))
+Sign, sign = _unary("sign", lambda xp, x: xp.sign(x), None)  # piecewise constant
+Exp, exp = _unary("exp", lambda xp, x: xp.exp(x), lambda g, out, x: mul(g, out), float_only=True)
+Log, log = _unary("log", lambda xp, x: xp.log(x), lambda g, out, x: div(g, x), float_only=True)
+Sqrt, sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, out, x: div(mul(g, 0.5), out), float_only=True)
+# rsqrt = 1 / sqrt(x): counted as 1 FLOP, as hardware has a reciprocal-square-root instruction.
+Rsqrt, rsqrt = _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x),
+                      lambda g, out, x: mul(g, mul(-0.5, mul(out, mul(out, out)))), float_only=True, cuda_kernel=True)
+Reciprocal, reciprocal = _unary("reciprocal", lambda xp, x: 1.0 / x, lambda g, out, x: neg(mul(g, mul(out, out))),
+                                float_only=True)
+Sin, sin = _unary("sin", lambda xp, x: xp.sin(x), lambda g, out, x: mul(g, cos(x)), float_only=True)
+Cos, cos = _unary("cos", lambda xp, x: xp.cos(x), lambda g, out, x: neg(mul(g, sin(x))), float_only=True)
+Tanh, tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda g, out, x: mul(g, sub(1.0, mul(out, out))),
+                    float_only=True)
+# d/dx erf(x) = 2/sqrt(pi) * exp(-x^2)
+Erf, erf = _unary("erf", _erf_kernel, lambda g, out, x: mul(g, mul(1.1283791670955126, exp(neg(mul(x, x))))),
+                  float_only=True, cuda_kernel=True)
+Floor, floor = _unary("floor", lambda xp, x: xp.floor(x), None)  # piecewise constant
+Ceil, ceil = _unary("ceil", lambda xp, x: xp.ceil(x), None)  # piecewise constant
+Round, round = _unary("round", lambda xp, x: xp.round(x), None)  # piecewise constant
+LogicalNot, logical_not = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, bool_out=True)  # boolean
+IsNan, isnan = _unary("isnan", lambda xp, x: xp.isnan(x), None, bool_out=True)  # boolean output
+IsInf, isinf = _unary("isinf", lambda xp, x: xp.isinf(x), None, bool_out=True)  # boolean output

@@ -26,7 +26,7 @@ from ..cuda import kernels as cuda_kernels
 from ..dispatch import apply
 from ..errors import ShapeError, UnsupportedOpError
 from ..registry import Op, Spec, io_cost, numel, register_op
-from ..sbp import per_channel
+from ..sbp import linear_per_channel, per_channel
 from ._helpers import batched, check_float, check_ints, ntuple, same_spec, unbatched
 from .elementwise import select
 from ._scratch import scratch, scratch_zeros
@@ -260,8 +260,7 @@ class AvgPool(Op):
         # prod(K) - 1 adds and one divide per output
         return io_cost(out, (x,), flops=numel(out) * prod(kernel_size))
 
-    def sbp(out, x, **attrs):
-        return per_channel((x,), linear=True)
+    sbp = linear_per_channel
 
 
 @register_op("avg_pool_backward")
@@ -300,8 +299,7 @@ class AvgPoolBackward(Op):
         # one divide per output gradient, then one add per window element
         return io_cost(out, (g,), flops=numel(g) * (prod(kernel_size) + 1))
 
-    def sbp(out, g, **attrs):
-        return per_channel((g,), linear=True)
+    sbp = linear_per_channel
 
 
 # --- adaptive pools ----------------------------------------------------------------------------
@@ -374,8 +372,7 @@ class AdaptiveAvgPool(Op):
         # COUNTING.md: every input element added once, every output divided once
         return io_cost(out, (x,), flops=numel(x) + numel(out))
 
-    def sbp(out, x, **attrs):
-        return per_channel((x,), linear=True)
+    sbp = linear_per_channel
 
 
 @register_op("adaptive_avg_pool_backward")
@@ -403,8 +400,7 @@ class AdaptiveAvgPoolBackward(Op):
         # the forward's count mirrored: one divide per output gradient, one add per input element
         return io_cost(out, (g,), flops=numel(out) + numel(g))
 
-    def sbp(out, g, **attrs):
-        return per_channel((g,), linear=True)
+    sbp = linear_per_channel
 
 
 def _max_windows_index(size: int, out: int) -> np.ndarray:

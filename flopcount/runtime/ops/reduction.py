@@ -249,16 +249,18 @@ def sum(x, dim=None, keepdim: bool = False, dtype=None):
     return apply(Sum, x, dims=norm_dims("sum", dim, x.ndim), keepdim=keepdim)
 
 
-def mean(x, dim=None, keepdim: bool = False):
-    return apply(Mean, x, dims=norm_dims("mean", dim, x.ndim), keepdim=keepdim)
+def _over_dims(op):
+    """The function ``fn(x, dim=None, keepdim=False)`` of reduction ``op`` over ``dim`` (an int, a
+    tuple, or None for all)."""
+
+    def fn(x, dim=None, keepdim: bool = False):
+        return apply(op, x, dims=norm_dims(op.name, dim, x.ndim), keepdim=keepdim)
+
+    fn.__name__ = fn.__qualname__ = op.name  # the name the module binds it to: it pickles by reference
+    return fn
 
 
-def amax(x, dim=None, keepdim: bool = False):
-    return apply(Amax, x, dims=norm_dims("amax", dim, x.ndim), keepdim=keepdim)
-
-
-def amin(x, dim=None, keepdim: bool = False):
-    return apply(Amin, x, dims=norm_dims("amin", dim, x.ndim), keepdim=keepdim)
+mean, amax, amin, prod, all, any = map(_over_dims, (Mean, Amax, Amin, Prod, All, Any))
 
 
 def argmax(x, dim=None, keepdim: bool = False):
@@ -291,18 +293,6 @@ def min(x, dim=None, keepdim: bool = False):
     from .elementwise import minimum
 
     return _max_or_min(x, dim, keepdim, minimum, amin, argmin)
-
-
-def prod(x, dim=None, keepdim: bool = False):
-    return apply(Prod, x, dims=norm_dims("prod", dim, x.ndim), keepdim=keepdim)
-
-
-def all(x, dim=None, keepdim: bool = False):
-    return apply(All, x, dims=norm_dims("all", dim, x.ndim), keepdim=keepdim)
-
-
-def any(x, dim=None, keepdim: bool = False):
-    return apply(Any, x, dims=norm_dims("any", dim, x.ndim), keepdim=keepdim)
 
 
 def _cumsum_dtype(dtype, asked):

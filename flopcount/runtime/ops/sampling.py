@@ -21,7 +21,7 @@ import numpy as np
 from ..dispatch import apply
 from ..errors import ShapeError, UnsupportedOpError
 from ..registry import Op, Spec, io_cost, numel, register_op
-from ..sbp import per_channel
+from ..sbp import linear_per_channel
 from ._helpers import check_float
 
 
@@ -114,8 +114,7 @@ class UpsampleNearest(Op):
     def cost(out, x, *, output_size, scales, exact):
         return io_cost(out, (x,))  # a gather: bytes moved, no arithmetic
 
-    def sbp(out, x, **attrs):
-        return per_channel((x,), linear=True)
+    sbp = linear_per_channel
 
 
 @register_op("upsample_nearest_backward")
@@ -141,8 +140,7 @@ class UpsampleNearestBackward(Op):
     def cost(out, g, *, input_size, scales, exact):
         return io_cost(out, (g,), flops=numel(g))  # one add per output gradient element
 
-    def sbp(out, g, **attrs):
-        return per_channel((g,), linear=True)
+    sbp = linear_per_channel
 
 
 @register_op("upsample_bilinear")
@@ -173,8 +171,7 @@ class UpsampleBilinear(Op):
         taps = 2 ** len(output_size)
         return io_cost(out, (x,), flops=numel(out) * (2 * taps - 1))
 
-    def sbp(out, x, **attrs):
-        return per_channel((x,), linear=True)
+    sbp = linear_per_channel
 
 
 @register_op("upsample_bilinear_backward")
@@ -204,8 +201,7 @@ class UpsampleBilinearBackward(Op):
         # per output gradient element: 2^d weight multiplies and 2^d scattered adds
         return io_cost(out, (g,), flops=numel(g) * 2 * 2 ** (g.ndim - 2))
 
-    def sbp(out, g, **attrs):
-        return per_channel((g,), linear=True)
+    sbp = linear_per_channel
 
 
 # --- functional API ----------------------------------------------------------------------------

@@ -21,11 +21,9 @@ _BINARY = {
     "eq": ew.eq, "ne": ew.ne, "lt": ew.lt, "le": ew.le, "gt": ew.gt, "ge": ew.ge,
 }
 _UNARY = {
-    "neg": lambda x: x.neg(), "exp": lambda x: x.exp(), "log": lambda x: x.log(),
-    "tanh": lambda x: x.tanh(), "logistic": act.sigmoid, "rsqrt": lambda x: x.rsqrt(),
-    "sqrt": lambda x: x.sqrt(), "erf": lambda x: x.erf(), "abs": lambda x: x.abs(),
-    "sign": lambda x: x.sign(), "floor": lambda x: x.floor(), "ceil": lambda x: x.ceil(),
-    "sin": lambda x: x.sin(), "cos": lambda x: x.cos(),
+    **{name: getattr(ew, name) for name in ("neg", "exp", "log", "tanh", "rsqrt", "sqrt", "erf", "abs", "sign",
+                                            "floor", "ceil", "sin", "cos")},
+    "logistic": act.sigmoid,
     **{name: getattr(trig, name) for name in trig.__all__},   # tan, asin, ..., atanh
 }
 

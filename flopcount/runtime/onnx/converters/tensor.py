@@ -28,19 +28,18 @@ from ._base import constant, converter, is_const
 
 # --- constants and shapes ----------------------------------------------------------------------
 
+_CONSTANT_NUMBERS = {"value_float": np.float32, "value_floats": np.float32, "value_int": np.int64,
+                     "value_ints": np.int64}
+
+
 @converter("Constant")
 def constant_node(ctx, *_):
     attrs = ctx.attrs
     if "value" in attrs:
         return constant(attrs["value"])
-    if "value_float" in attrs:
-        return constant(np.array(attrs["value_float"], np.float32))
-    if "value_floats" in attrs:
-        return constant(np.array(attrs["value_floats"], np.float32))
-    if "value_int" in attrs:
-        return constant(np.array(attrs["value_int"], np.int64))
-    if "value_ints" in attrs:
-        return constant(np.array(attrs["value_ints"], np.int64))
+    for key, dtype in _CONSTANT_NUMBERS.items():
+        if key in attrs:
+            return constant(np.array(attrs[key], dtype))
     raise ctx.unsupported(f"a Constant with attribute(s) {sorted(attrs)} (sparse or string values) is not supported")
 
 
