@@ -41,11 +41,6 @@ def _as_like(value, like: Tensor):
     return as_tensor(value, like)
 
 
-@converter("mul")
-def mul(ctx, self, other):
-    return ew.mul(self, other)
-
-
 @converter("div")
 def div(ctx, self, other, rounding_mode=None):
     return _as_recorded(ctx, ew.div(self, other, rounding_mode=rounding_mode))
@@ -64,16 +59,6 @@ def complex_mul(ctx, a, b, conjugate=False):
     return complex_arith.complex_mul(a, b, conjugate)
 
 
-@converter("floor_divide")
-def floor_divide(ctx, self, other):
-    return ew.floor_divide(self, other)
-
-
-@converter("remainder")
-def remainder(ctx, self, other):
-    return ew.remainder(self, other)
-
-
 @converter("pow")
 def pow(ctx, self, exponent):
     if not isinstance(self, Tensor):   # pow.Scalar: a number to a tensor power
@@ -84,16 +69,6 @@ def pow(ctx, self, exponent):
 @converter("square")
 def square(ctx, self):
     return ew.mul(self, self)
-
-
-@converter("maximum")
-def maximum(ctx, self, other):
-    return ew.maximum(self, other)
-
-
-@converter("minimum")
-def minimum(ctx, self, other):
-    return ew.minimum(self, other)
 
 
 @converter("clamp", "clip")
@@ -113,9 +88,10 @@ def clamp_max(ctx, self, max):
     return ew.clamp(self, None, max)
 
 
-# --- comparisons and logic ---------------------------------------------------------------------
+# --- same-named binary ops, comparisons and logic ---------------------------------------------------------------------
 
-for _name in ("eq", "ne", "lt", "le", "gt", "ge"):
+# binary ops that are the runtime's function of the same name
+for _name in ("mul", "floor_divide", "remainder", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"):
     converter(_name)(lambda ctx, self, other, _fn=getattr(ew, _name): _fn(self, other))
 
 
