@@ -30,6 +30,7 @@ from .version import __version__
 from .hardware import get as hardware_profile
 from .hardware.calibrated import FALLBACK, GROUPED, PER_GROUP, VIEW, cache_folder, groups, op_class
 from .io_utils import atomic_write
+from .runtime import clock as rt_clock
 from .runtime import threads as rt_threads
 from .runtime.errors import FlopcountError
 
@@ -196,7 +197,8 @@ class Calibration:
         if FALLBACK not in curves:
             raise FlopcountError("calibrate: no elementwise op was timed; the suite did not run")
         meta = {"engine": self.engine, "device": self.device, "base": self.base.name, "quick": self.quick,
-                "repeat": self.repeat, "rounds": self.passes, "threads": self.threads, "grouped": PER_GROUP,
+                "repeat": self.repeat, "rounds": self.passes, "threads": self.threads,
+                "clock": rt_clock.for_threads(self.threads), "grouped": PER_GROUP,
                 "statistic": "each pass's fastest run of an op, the median over passes",
                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}",

@@ -32,6 +32,7 @@ def test_the_suite_times_every_class(calibrated):
         assert xs == sorted(xs) and all(y > 0 for _, y in curve), kind
     assert profile.calibration["engine"] == "flopcount" and profile.calibration["versions"]["flopcount"]
     assert profile.calibration["threads"] == 1 and profile.calibration["rounds"] == 1
+    assert profile.calibration["clock"] == "thread CPU time"   # one thread: its own CPU time
 
 
 def test_a_saved_profile_reads_back_by_path_and_by_name(calibrated, tmp_path, monkeypatch):
