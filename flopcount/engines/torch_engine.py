@@ -126,20 +126,32 @@ _RANGE = "flopcount::"   # the profiler ranges' prefix: one range per graph node
 
 def time_ops(module, args: tuple, kwargs: dict, *, repeat: int = 5):
     """{ATen graph node name: median ms over ``repeat`` runs} of ``module`` captured as flopcount
-    captures it and run node by node under PyTorch's profiler (module docstring); a string
-    saying why not where the capture or the run fails."""
-    import torch
-    from torch.fx.node import map_arg
+    captures it and run node by node (module docstring); a string saying why not where the
+    capture or the run fails."""
+    captured = capture_graph(module, args, kwargs)
+    return captured if isinstance(captured, str) else time_captured(captured, args, kwargs, repeat=repeat)
 
+
+def capture_graph(module, args: tuple, kwargs: dict):
+    """``module``'s ATen graph as flopcount captures it, for :func:`time_captured` (which can time
+    it again and again: the capture costs far more than a run); a string saying why not."""
     from ..runtime.torch.capture import capture
 
     was_training = module.training
     try:
-        captured = capture(module, tuple(args), dict(kwargs))
+        return capture(module, tuple(args), dict(kwargs))
     except Exception as exc:  # the engine's module times stand; the op times are said to be missing
         return f"capturing it again failed ({type(exc).__name__})"
     finally:
         module.train(was_training)
+
+
+def time_captured(captured, args: tuple, kwargs: dict, *, repeat: int = 5):
+    """:func:`time_ops` on a graph :func:`capture_graph` captured from the module ``args`` and
+    ``kwargs`` are inputs of."""
+    import torch
+    from torch.fx.node import map_arg
+
     feeds = {name: tensor for name, (_, tensor, _) in captured.params.items()}
     flat = list(args) + [kwargs[k] for k in kwargs]
     feeds.update(zip(captured.inputs, [t for t in flat if isinstance(t, torch.Tensor)]))
@@ -235,4 +247,4 @@ def join(report, times: ModuleTimes, ops=None) -> None:
     report.engine = NAME
 
 
-__all__ = ["ModuleTimes", "time_module", "time_ops", "join", "OPS_NOTE", "NAME"]
+__all__ = ["ModuleTimes", "time_module", "time_ops", "capture_graph", "time_captured", "join", "OPS_NOTE", "NAME"]

@@ -218,3 +218,29 @@ def test_the_calibrations_grouped_points_are_one_groups_share(monkeypatch):
     (point,) = run.profile().curves["conv_grouped"]
     assert point == pytest.approx((conv.roofline_ms / 1e3 / 32, conv.latency_min_ms / 1e3 / 32), rel=1e-5)
     assert run.profile().calibration["grouped"] == "per group"
+
+
+def test_the_torch_engine_captures_each_case_once_and_times_it_in_every_pass(monkeypatch):
+    # torch.export costs far more than the case's runs: one capture per case, a timing per pass
+    torch = pytest.importorskip("torch")
+    from flopcount.engines import torch_engine
+
+    calibration = _small_suite(monkeypatch)
+    captures, timings = [], []
+    real_capture, real_time = torch_engine.capture_graph, torch_engine.time_captured
+    monkeypatch.setattr(torch_engine, "capture_graph", lambda *a: captures.append(a) or real_capture(*a))
+    monkeypatch.setattr(torch_engine, "time_captured", lambda *a, **k: timings.append(a) or real_time(*a, **k))
+    run = calibration.Calibration(engine="torch", repeat=1, threads=1)
+    for _ in range(3):
+        run.run_pass()
+    assert len(captures) == 2 and len(timings) == 6
+    # the counts are those of the module profiled as a user would, one point per pass per op
+    linear = calibration._suite(quick=False)[0]
+    assert linear.label == "linear 1x256x256"
+    torch.manual_seed(0)
+    module, inputs = linear.build(calibration._frameworks("torch"))
+    direct = flopcount.profile(module.eval(), *inputs, hardware="cpu")
+    (op,) = [r for r in direct.by_op("forward") if r.macs]
+    points = run.points["matmul"]
+    assert len(points) == 3 and {x for x, _ in points} == {op.roofline_ms / 1e3}
+    assert run.profile().calibration["clock"] == "thread CPU time"
