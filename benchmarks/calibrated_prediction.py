@@ -111,7 +111,8 @@ def combine(passes: list, priced) -> dict:
               for name in names}
     ops = [{"op": o.op, "class": op_class(o.op, o.input_shapes),
             "shapes": [list(s) if s else None for s in o.input_shapes], "scope": o.scope,
-            "roofline_ms": o.roofline_ms, "predicted_ms": o.predicted_ms, "latency_ms": o.latency_ms}
+            "roofline_ms": o.roofline_ms, "predicted_ms": o.predicted_ms, "latency_ms": o.latency_ms,
+            "latency_min_ms": getattr(rows.get(o.name), "latency_min_ms", None)}
            for o in priced.by_op("forward")]
     return {"latency_ms": statistics.median(times), "spread": (max(times) - min(times)) / statistics.median(times),
             "passes_ms": times, "median_ms": statistics.median(medians), "passes_median_ms": medians,

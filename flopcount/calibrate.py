@@ -6,7 +6,9 @@ strided convolutions, attention, elementwise ops, norms, reductions and pooling.
 small model profiled with ``latency=True`` on the engine asked for (for onnxruntime, the model
 exported to an ONNX file first, as onnxruntime takes it); every timed op gives one
 point, its measured time against its roofline time on the base profile (``cpu``: this machine,
-measured). The curves are what later predictions read.
+measured). The curves are what later predictions read, with one more figure: what each op
+costs outside its timed kernel (dispatch, module calls), from the dispatch-bound cases' whole
+runs against their ops' spans (``hardware.calibrated.op_overhead``).
 
     >>> profile = calibrate(quick=True)          # doctest: +SKIP
     >>> sorted(profile.curves)                   # doctest: +SKIP
@@ -28,7 +30,8 @@ import numpy as np
 from . import api
 from .version import __version__
 from .hardware import get as hardware_profile
-from .hardware.calibrated import FALLBACK, GROUPED, PER_GROUP, VIEW, cache_folder, groups, op_class
+from .hardware.calibrated import (DISPATCH_BOUND_S, FALLBACK, GROUPED, OVERHEAD, PER_GROUP, VIEW, cache_folder, groups,
+                                  op_class, op_overhead)
 from .io_utils import atomic_write
 from .runtime import clock as rt_clock
 from .runtime import threads as rt_threads
@@ -179,7 +182,8 @@ class Calibration:
         self.passes = 0
         self.points: dict = {}      # op class -> [(roofline s, measured s), ...] over all passes
         self._fw = _frameworks(engine)
-        self._kept: dict = {}       # engine torch: case index -> (inputs, counted report, ATen graph)
+        self.dispatch: list = []    # dispatch-bound cases: (whole s, ops' timed s summed, ops), all passes
+        self._kept: dict = {}       # engine torch: case index -> (module, inputs, counted report, ATen graph)
 
     def run_pass(self, progress: Callable[[int, int, str], None] | None = None) -> None:
         """Time every case of the suite once more; ``progress(i, n, label)`` before each."""
@@ -193,6 +197,9 @@ class Calibration:
                     report = _timed(case, self._fw, self.engine, folder, repeat=self.repeat, hardware=self.base,
                                     device=self.device, threads=self.threads)
                 _add_points(self.points, report)
+                whole_and_ops = _dispatch_bound(report)
+                if whole_and_ops is not None:
+                    self.dispatch.append(whole_and_ops)
         self.passes += 1
 
     def _retimed(self, index: int, case: Case):
@@ -213,12 +220,15 @@ class Calibration:
             if isinstance(graph, str):
                 raise FlopcountError(f"calibrate: case {case.label!r} could not be captured: {graph}")
             counted = api.profile(convert(graph)[0], *inputs, hardware=self.base, device=self.device)
-            kept = self._kept[index] = (inputs, counted, graph)
-        inputs, counted, graph = kept
+            kept = self._kept[index] = (module, inputs, counted, graph)
+        module, inputs, counted, graph = kept
+        whole = torch_engine.ModuleTimes((None, None))
         with rt_threads.limited(self.threads):
             ops = torch_engine.time_captured(graph, inputs, {}, repeat=self.repeat)
+            if isinstance(ops, dict) and sum(ops.values()) / 1e3 <= DISPATCH_BOUND_S:   # the whole runs only where the overhead is read
+                whole = torch_engine.time_module(module, inputs, {}, warmup=1, repeat=self.repeat)
         timed = counted.copy()
-        torch_engine.join(timed, torch_engine.ModuleTimes((None, None)), ops)
+        torch_engine.join(timed, whole, ops)
         return timed
 
     def profile(self):
@@ -226,9 +236,11 @@ class Calibration:
         curves = {kind: _curve(p) for kind, p in self.points.items()}
         if FALLBACK not in curves:
             raise FlopcountError("calibrate: no elementwise op was timed; the suite did not run")
+        # each op's cost outside its timed kernel, which models pay once per op (hardware.calibrated)
+        overhead = op_overhead(self.dispatch)
         meta = {"engine": self.engine, "device": self.device, "base": self.base.name, "quick": self.quick,
                 "repeat": self.repeat, "rounds": self.passes, "threads": self.threads,
-                "clock": rt_clock.for_threads(self.threads), "grouped": PER_GROUP,
+                "clock": rt_clock.for_threads(self.threads), "grouped": PER_GROUP, OVERHEAD: overhead,
                 "statistic": "each pass's fastest run of an op, the median over passes",
                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
@@ -284,6 +296,20 @@ def _add_points(points: dict, report) -> None:
             measured_ms = fastest.get(record.name, record.latency_ms)
             n = groups(record.input_shapes) if kind == GROUPED else 1   # grouped: one group's share
             points.setdefault(kind, []).append((record.roofline_ms / 1e3 / n, measured_ms / 1e3 / n))
+
+
+def _dispatch_bound(report) -> tuple | None:
+    """(whole run's seconds, its ops' timed seconds summed, ops) of a case whose whole run took at
+    most DISPATCH_BOUND_S (its fastest where the engine reports one, else its median); None
+    for longer cases or where the engine timed no whole run. Each op's figure is the one its
+    point takes (``_add_points``)."""
+    whole_ms = report.latency_min_ms or report.latency_ms
+    records = report.by_op("forward")
+    if not whole_ms or whole_ms / 1e3 > DISPATCH_BOUND_S or not records:
+        return None
+    fastest = {row.name: row.latency_min_ms for row in report.rows if row.kind == "op" and row.latency_min_ms}
+    ops_ms = sum(fastest.get(r.name, r.latency_ms) or 0.0 for r in records)
+    return whole_ms / 1e3, ops_ms / 1e3, len(records)
 
 
 def _curve(points: list) -> tuple:

@@ -103,11 +103,41 @@ def read_curve(curve, roofline_s: float) -> float:
     return float(math.exp(np.interp(x, xs, ys)))
 
 
+OVERHEAD = "op_overhead_s"   # calibration[OVERHEAD]: seconds each op costs outside its timed kernel
+
+
+def op_overhead(cases) -> float:
+    """Seconds each op of a run costs outside its own timed span (the dispatch around the
+    kernel: shape rules, wrapping the output, the module calls around it), from
+    ``cases`` of (whole run's seconds, its ops' timed seconds summed, ops): the median over
+    them of (whole - ops) / ops, at least 0. The calibration passes its dispatch-bound cases
+    (whole runs of at most ``DISPATCH_BOUND_S``), where the kernels are short and the
+    difference is the overhead rather than noise in the kernels' times.
+
+    >>> round(op_overhead([(30e-6, 20e-6, 2), (16e-6, 10e-6, 1), (9e-6, 4e-6, 1)]), 9)
+    5e-06
+    """
+    gaps = [(whole - ops) / n for whole, ops, n in cases if n > 0]
+    return max(0.0, float(np.median(gaps))) if gaps else 0.0
+
+
+DISPATCH_BOUND_S = 100e-6
+
+
 def predict(profile: Profile, op: str, roofline_s: float, input_shapes=None) -> float | None:
-    """Seconds ``op`` is predicted to take on a calibrated ``profile`` (None if it is not one).
+    """Seconds ``op`` is predicted to take on a calibrated ``profile`` (None if it is not one):
+    its class's curve read at its roofline time, plus the profile's per-op overhead outside
+    the kernel (``calibration["op_overhead_s"]``, see :func:`op_overhead`; 0 in profiles written
+    before it was measured), which a model's whole runs and its layers pay once per op.
     A grouped convolution reads the grouped curve at one group's roofline time, times the
     groups, where the profile's curve is per group (``calibration["grouped"]``; profiles
     written before it was are read per op)."""
+    kernel = _kernel(profile, op, roofline_s, input_shapes)
+    return None if kernel is None else kernel + float(profile.calibration.get(OVERHEAD, 0.0))
+
+
+def _kernel(profile: Profile, op: str, roofline_s: float, input_shapes=None) -> float | None:
+    """The op's timed span alone: its class's curve (see :func:`predict`)."""
     if not profile.curves:
         return None
     if roofline_s <= 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import flopcount
@@ -55,6 +56,7 @@ def test_every_op_is_predicted_from_its_class_curve(calibrated):
         else:
             kind = op_class(record.op, record.input_shapes)
             expected = read_curve(profile.curves.get(kind) or profile.curves[kind.split("_")[0]], roofline_s)
+        expected += profile.calibration["op_overhead_s"]     # every op's cost outside its kernel
         assert record.predicted_ms == pytest.approx(expected * 1e3, rel=1e-12)
         total += record.predicted_ms
     assert report.totals["predicted_ms"] == pytest.approx(total, rel=1e-9)
@@ -117,7 +119,8 @@ def test_onnxruntime_calibrates_on_the_suites_exports_and_predicts_an_onnx_file(
         if record.roofline_ms > 0:
             kind = op_class(record.op, record.input_shapes)
             curve = profile.curves.get(kind) or profile.curves.get(kind.split("_")[0]) or profile.curves[FALLBACK]
-            assert record.predicted_ms == pytest.approx(read_curve(curve, record.roofline_ms / 1e3) * 1e3, rel=1e-12)
+            expected = read_curve(curve, record.roofline_ms / 1e3) + profile.calibration["op_overhead_s"]
+            assert record.predicted_ms == pytest.approx(expected * 1e3, rel=1e-12)
     result = make_runner().invoke(main, ["calibrate", "--engine", "onnxruntime", "--quick", "--repeat", "1",
                                          "--rounds", "1", "-q",
                                          "-o", str(tmp_path / "ort.json")])
@@ -244,3 +247,51 @@ def test_the_torch_engine_captures_each_case_once_and_times_it_in_every_pass(mon
     points = run.points["matmul"]
     assert len(points) == 3 and {x for x, _ in points} == {op.roofline_ms / 1e3}
     assert run.profile().calibration["clock"] == "thread CPU time"
+
+
+def test_a_per_op_overhead_is_recovered_from_runs_made_with_a_known_one():
+    from flopcount.hardware.calibrated import op_overhead
+
+    rng = np.random.default_rng(3)
+    overhead = 6e-6
+    cases = []
+    for _ in range(40):
+        ops = int(rng.integers(1, 5))
+        kernels = float(rng.uniform(5e-6, 80e-6))
+        noise = float(rng.normal(0.0, 0.5e-6)) * ops
+        cases.append((kernels + ops * overhead + noise, kernels, ops))
+    assert op_overhead(cases) == pytest.approx(overhead, abs=0.5e-6)
+    # whole runs faster than their ops' spans (noise alone) give no negative overhead
+    assert op_overhead([(10e-6, 12e-6, 1), (20e-6, 25e-6, 2)]) == 0.0 and op_overhead([]) == 0.0
+
+
+def test_every_op_is_predicted_its_curve_plus_the_per_op_overhead():
+    from flopcount.hardware.calibrated import OVERHEAD, predict
+
+    curve = ((1e-6, 1e-5), (1e-3, 2e-3))
+    old = hardware.get("cpu").with_(curves={FALLBACK: curve, "matmul": curve, VIEW: ((0.0, 3e-6),)})
+    new = old.with_(calibration={OVERHEAD: 7e-6})
+    for op, roofline_s in (("linear", 1e-4), ("relu", 1e-9), ("reshape", 0.0)):
+        assert predict(new, op, roofline_s) == pytest.approx(predict(old, op, roofline_s) + 7e-6, rel=1e-12)
+    assert predict(old, "linear", 1e-4) == pytest.approx(read_curve(curve, 1e-4))   # profiles without one
+
+
+def test_the_calibrations_overhead_comes_from_its_dispatch_bound_cases(monkeypatch):
+    from flopcount.hardware.calibrated import DISPATCH_BOUND_S, OVERHEAD, op_overhead
+
+    calibration = _small_suite(monkeypatch, labels=("linear 1x256x256", "relu, mul 1024"))
+    reports = _kept_reports(monkeypatch, calibration)
+    run = calibration.Calibration(repeat=3, threads=1)
+    run.run_pass()
+    run.run_pass()
+    cases = []
+    for report in reports:
+        fastest = {r.name: r.latency_min_ms for r in report.rows if r.kind == "op" and r.latency_min_ms}
+        records = report.by_op("forward")
+        if report.latency_min_ms / 1e3 <= DISPATCH_BOUND_S:
+            spans = sum(fastest.get(r.name, r.latency_ms) for r in records)
+            cases.append((report.latency_min_ms / 1e3, spans / 1e3, len(records)))
+    assert len(run.dispatch) == len(cases)
+    for kept, expected in zip(run.dispatch, cases):
+        assert kept == pytest.approx(expected, rel=1e-9)
+    assert run.profile().calibration[OVERHEAD] == pytest.approx(op_overhead(cases))
