@@ -98,10 +98,26 @@ def _suite(quick: bool) -> list:
             fw[1].BatchNorm2d(c), [fw[0].randn(n, c, h, h)])))
     for n in pick([1 << 12, 1 << 18]):
         cases.append(Case("view", f"reshape, permute {n}", lambda fw, n=n: (_views(fw), [fw[0].randn(n // 64, 64)])))
+    # many tiny ops in one run: their whole run against their spans gives the cost per op outside
+    # the kernel apart from the run's own fixed cost (hardware.calibrated.op_overhead)
+    cases.append(Case("elementwise", f"relu x{CHAIN}", lambda fw: (_relu_chain(fw), [fw[0].randn(256)])))
     for c, h in pick([(16, 56), (64, 56), (128, 28)]):
         cases.append(Case("pool", f"max_pool {c}@{h}", lambda fw, c=c, h=h: (
             fw[1].MaxPool2d(2), [fw[0].randn(1, c, h, h)])))
     return cases
+
+
+CHAIN = 16
+
+
+def _relu_chain(fw):
+    class ReluChain(fw[3]):
+        def forward(self, x):
+            for _ in range(CHAIN):
+                x = fw[2].relu(x)
+            return x
+
+    return ReluChain()
 
 
 def _binary(fw, op: str):
@@ -225,7 +241,8 @@ class Calibration:
         whole = torch_engine.ModuleTimes((None, None))
         with rt_threads.limited(self.threads):
             ops = torch_engine.time_captured(graph, inputs, {}, repeat=self.repeat)
-            if isinstance(ops, dict) and sum(ops.values()) / 1e3 <= DISPATCH_BOUND_S:   # the whole runs only where the overhead is read
+            # the whole runs only where the overhead is read (the ops' spans are within the run)
+            if isinstance(ops, dict) and sum(ops.values()) / 1e3 <= DISPATCH_BOUND_S * len(ops):
                 whole = torch_engine.time_module(module, inputs, {}, warmup=1, repeat=self.repeat)
         timed = counted.copy()
         torch_engine.join(timed, whole, ops)
@@ -300,12 +317,12 @@ def _add_points(points: dict, report) -> None:
 
 def _dispatch_bound(report) -> tuple | None:
     """(whole run's seconds, its ops' timed seconds summed, ops) of a case whose whole run took at
-    most DISPATCH_BOUND_S (its fastest where the engine reports one, else its median); None
-    for longer cases or where the engine timed no whole run. Each op's figure is the one its
-    point takes (``_add_points``)."""
+    most DISPATCH_BOUND_S per op (its fastest where the engine reports one, else its median);
+    None for longer cases or where the engine timed no whole run. Each op's figure is the one
+    its point takes (``_add_points``)."""
     whole_ms = report.latency_min_ms or report.latency_ms
     records = report.by_op("forward")
-    if not whole_ms or whole_ms / 1e3 > DISPATCH_BOUND_S or not records:
+    if not whole_ms or not records or whole_ms / 1e3 / len(records) > DISPATCH_BOUND_S:
         return None
     fastest = {row.name: row.latency_min_ms for row in report.rows if row.kind == "op" and row.latency_min_ms}
     ops_ms = sum(fastest.get(r.name, r.latency_ms) or 0.0 for r in records)

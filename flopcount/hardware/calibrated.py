@@ -108,17 +108,27 @@ OVERHEAD = "op_overhead_s"   # calibration[OVERHEAD]: seconds each op costs outs
 
 def op_overhead(cases) -> float:
     """Seconds each op of a run costs outside its own timed span (the dispatch around the
-    kernel: shape rules, wrapping the output, the module calls around it), from
-    ``cases`` of (whole run's seconds, its ops' timed seconds summed, ops): the median over
-    them of (whole - ops) / ops, at least 0. The calibration passes its dispatch-bound cases
-    (whole runs of at most ``DISPATCH_BOUND_S``), where the kernels are short and the
-    difference is the overhead rather than noise in the kernels' times.
+    kernel: shape rules, wrapping the output, the module calls around it), from ``cases`` of
+    (whole run's seconds, its ops' timed seconds summed, ops). A whole run also pays a fixed
+    cost once (the call into the model, its inputs and outputs), so the gap (whole - ops) is
+    fitted as ``run + ops * per_op`` by least squares and ``per_op`` (at least 0) returned: a
+    one-op case alone cannot tell the two apart, and cases of many ops (the suite's chain of
+    16 small ReLUs) can. 0 with fewer than two distinct op counts. The calibration passes its
+    dispatch-bound cases (whole runs of at most ``DISPATCH_BOUND_S`` per op), where the kernels are
+    short and the gap is the overhead rather than noise in the kernels' times.
 
-    >>> round(op_overhead([(30e-6, 20e-6, 2), (16e-6, 10e-6, 1), (9e-6, 4e-6, 1)]), 9)
+    >>> cases = [(40e-6 + n * 5e-6 + k, k, n) for n, k in ((1, 10e-6), (2, 30e-6), (16, 20e-6))]
+    >>> round(op_overhead(cases), 9)
     5e-06
     """
-    gaps = [(whole - ops) / n for whole, ops, n in cases if n > 0]
-    return max(0.0, float(np.median(gaps))) if gaps else 0.0
+    rows = [(n, whole - ops) for whole, ops, n in cases if n > 0]
+    if len({n for n, _ in rows}) < 2:
+        return 0.0
+    counts = np.array([n for n, _ in rows], dtype=float)
+    gaps = np.array([g for _, g in rows], dtype=float)
+    design = np.stack([np.ones_like(counts), counts], axis=1)
+    (_, per_op), *_ = np.linalg.lstsq(design, gaps, rcond=None)
+    return max(0.0, float(per_op))
 
 
 DISPATCH_BOUND_S = 100e-6

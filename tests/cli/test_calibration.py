@@ -253,14 +253,17 @@ def test_a_per_op_overhead_is_recovered_from_runs_made_with_a_known_one():
     from flopcount.hardware.calibrated import op_overhead
 
     rng = np.random.default_rng(3)
-    overhead = 6e-6
+    overhead, run_cost = 6e-6, 9e-6       # per op outside its span; once per whole run
     cases = []
     for _ in range(40):
-        ops = int(rng.integers(1, 5))
-        kernels = float(rng.uniform(5e-6, 80e-6))
-        noise = float(rng.normal(0.0, 0.5e-6)) * ops
-        cases.append((kernels + ops * overhead + noise, kernels, ops))
-    assert op_overhead(cases) == pytest.approx(overhead, abs=0.5e-6)
+        ops = int(rng.choice([1, 2, 4, 16]))
+        kernels = float(rng.uniform(5e-6, 80e-6)) * ops
+        noise = float(rng.normal(0.0, 0.5e-6))
+        cases.append((run_cost + kernels + ops * overhead + noise, kernels, ops))
+    assert op_overhead(cases) == pytest.approx(overhead, abs=0.3e-6)
+    # the run's own cost is not taken for a per-op one, which one-op cases alone cannot tell apart
+    assert op_overhead([(run_cost + 20e-6, 20e-6, 1), (run_cost + 35e-6, 35e-6, 16)]) == pytest.approx(0.0, abs=1e-12)
+    assert op_overhead([(run_cost + 20e-6, 20e-6, 1)]) == 0.0
     # whole runs faster than their ops' spans (noise alone) give no negative overhead
     assert op_overhead([(10e-6, 12e-6, 1), (20e-6, 25e-6, 2)]) == 0.0 and op_overhead([]) == 0.0
 
