@@ -193,7 +193,11 @@ class Calibration:
             raise FlopcountError(f"calibrate: repeat must be a whole number of at least 1, got {repeat!r}")
         self.engine, self.device, self.quick, self.repeat = engine, device, quick, repeat
         self.threads = rt_threads.choose(threads).threads
-        self.base = hardware_profile(base or device)
+        # the base profile (``cpu``: measured here, once per process) on the cases' threads: BLAS's
+        # default pool spins on busy cores, and under a load of 6 made the GEMM peak it measured
+        # a thirtieth of a quiet machine's (the curves then read 400-3000% of the roofline)
+        with rt_threads.limited(self.threads):
+            self.base = hardware_profile(base or device)
         self.cases = _suite(quick)
         self.passes = 0
         self.points: dict = {}      # op class -> [(roofline s, measured s), ...] over all passes

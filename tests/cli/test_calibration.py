@@ -298,3 +298,17 @@ def test_the_calibrations_overhead_comes_from_its_dispatch_bound_cases(monkeypat
     for kept, expected in zip(run.dispatch, cases):
         assert kept == pytest.approx(expected, rel=1e-9)
     assert run.profile().calibration[OVERHEAD] == pytest.approx(op_overhead(cases))
+
+
+def test_the_base_profile_is_measured_on_the_cases_threads_and_clock(monkeypatch):
+    # BLAS's default pool on busy cores measured a fraction of the peak; the cases run on 1 thread
+    from flopcount import calibrate as calibration
+    from flopcount.runtime import clock
+    from flopcount.runtime.ops import _parallel
+
+    seen = []
+    real = calibration.hardware_profile
+    monkeypatch.setattr(calibration, "hardware_profile",
+                        lambda name: seen.append((name, _parallel.THREADS, clock.current())) or real(name))
+    calibration.Calibration(threads=1)
+    assert seen == [("cpu", 1, clock.THREAD_CPU)]
