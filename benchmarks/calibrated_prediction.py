@@ -7,7 +7,8 @@ beside the datasheet-style roofline's error on the same runs.
 
 Issue 31's targets: median absolute error at most 15% on model totals, 30% on those layers.
 
-The protocol, for a shared machine whose neighbours come and go: one thread everywhere (the
+The protocol, for a shared machine whose neighbours come and go: one thread everywhere, timed by
+the thread's own CPU time (``flopcount.runtime.clock``: other processes do not add to it; the
 BLAS and OpenMP variables are set before numpy or torch is imported, and the calibration and
 every timed run are told ``threads=1``); the calibration's passes over its suite alternate with
 ``--rounds`` passes over all the models (a calibration pass before each batch size's models),
@@ -50,6 +51,7 @@ import flopcount  # noqa: E402  (after the thread variables)
 from flopcount import hardware  # noqa: E402
 from flopcount.calibrate import Calibration  # noqa: E402
 from flopcount.hardware.calibrated import op_class  # noqa: E402
+from flopcount.runtime.clock import for_threads  # noqa: E402
 
 ZOO = ["resnet18", "resnet34", "resnet50", "mobilenet_v2", "mobilenet_v3_small", "mobilenet_v3_large",
        "efficientnet_b0", "shufflenet_v2_x1_0", "squeezenet1_1", "alexnet", "vgg11", "googlenet", "densenet121",
@@ -109,7 +111,8 @@ def combine(passes: list, priced) -> dict:
               for name in names}
     ops = [{"op": o.op, "class": op_class(o.op, o.input_shapes),
             "shapes": [list(s) if s else None for s in o.input_shapes], "scope": o.scope,
-            "roofline_ms": o.roofline_ms, "predicted_ms": o.predicted_ms, "latency_ms": o.latency_ms}
+            "roofline_ms": o.roofline_ms, "predicted_ms": o.predicted_ms, "latency_ms": o.latency_ms,
+            "latency_min_ms": getattr(rows.get(o.name), "latency_min_ms", None)}
            for o in priced.by_op("forward")]
     return {"latency_ms": statistics.median(times), "spread": (max(times) - min(times)) / statistics.median(times),
             "passes_ms": times, "median_ms": statistics.median(medians), "passes_median_ms": medians,
@@ -128,8 +131,8 @@ def main() -> None:
     parser.add_argument("--profile", help="a calibrated profile (.json) to use instead of calibrating now")
     parser.add_argument("--dump", help="write every pass's per-op figures and the profile here (JSON)")
     args = parser.parse_args()
-    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {args.threads} thread(s)",
-          flush=True)
+    print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {args.threads} thread(s), "
+          f"timed by {for_threads(args.threads)}", flush=True)
     start = time.time()
     # the calibration's passes and the models' passes alternate, so that both see the same machine
     calibration = None if args.profile else Calibration(engine=args.engine, threads=args.threads)
@@ -181,7 +184,7 @@ def main() -> None:
     print(f"load average at end: {os.getloadavg()[0]:.2f}; {time.time() - start:.0f} s in all")
     if args.dump:
         with open(args.dump, "w", encoding="utf-8") as f:
-            json.dump({"profile": profile.to_dict(), "engine": args.engine,
+            json.dump({"profile": profile.to_dict(), "engine": args.engine, "clock": for_threads(args.threads),
                        "models": [{"model": label, "batch": batch, **m} for (label, batch), m in figures.items()]}, f)
 
 

@@ -6,7 +6,9 @@ strided convolutions, attention, elementwise ops, norms, reductions and pooling.
 small model profiled with ``latency=True`` on the engine asked for (for onnxruntime, the model
 exported to an ONNX file first, as onnxruntime takes it); every timed op gives one
 point, its measured time against its roofline time on the base profile (``cpu``: this machine,
-measured). The curves are what later predictions read.
+measured). The curves are what later predictions read, with one more figure: what each op
+costs outside its timed kernel (dispatch, module calls), from the dispatch-bound cases' whole
+runs against their ops' spans (``hardware.calibrated.op_overhead``).
 
     >>> profile = calibrate(quick=True)          # doctest: +SKIP
     >>> sorted(profile.curves)                   # doctest: +SKIP
@@ -28,8 +30,10 @@ import numpy as np
 from . import api
 from .version import __version__
 from .hardware import get as hardware_profile
-from .hardware.calibrated import FALLBACK, GROUPED, PER_GROUP, VIEW, cache_folder, groups, op_class
+from .hardware.calibrated import (DISPATCH_BOUND_S, FALLBACK, GROUPED, OVERHEAD, PER_GROUP, VIEW, cache_folder, groups,
+                                  op_class, op_overhead)
 from .io_utils import atomic_write
+from .runtime import clock as rt_clock
 from .runtime import threads as rt_threads
 from .runtime.errors import FlopcountError
 
@@ -94,10 +98,26 @@ def _suite(quick: bool) -> list:
             fw[1].BatchNorm2d(c), [fw[0].randn(n, c, h, h)])))
     for n in pick([1 << 12, 1 << 18]):
         cases.append(Case("view", f"reshape, permute {n}", lambda fw, n=n: (_views(fw), [fw[0].randn(n // 64, 64)])))
+    # many tiny ops in one run: their whole run against their spans gives the cost per op outside
+    # the kernel apart from the run's own fixed cost (hardware.calibrated.op_overhead)
+    cases.append(Case("elementwise", f"relu x{CHAIN}", lambda fw: (_relu_chain(fw), [fw[0].randn(256)])))
     for c, h in pick([(16, 56), (64, 56), (128, 28)]):
         cases.append(Case("pool", f"max_pool {c}@{h}", lambda fw, c=c, h=h: (
             fw[1].MaxPool2d(2), [fw[0].randn(1, c, h, h)])))
     return cases
+
+
+CHAIN = 16
+
+
+def _relu_chain(fw):
+    class ReluChain(fw[3]):
+        def forward(self, x):
+            for _ in range(CHAIN):
+                x = fw[2].relu(x)
+            return x
+
+    return ReluChain()
 
 
 def _binary(fw, op: str):
@@ -173,11 +193,17 @@ class Calibration:
             raise FlopcountError(f"calibrate: repeat must be a whole number of at least 1, got {repeat!r}")
         self.engine, self.device, self.quick, self.repeat = engine, device, quick, repeat
         self.threads = rt_threads.choose(threads).threads
-        self.base = hardware_profile(base or device)
+        # the base profile (``cpu``: measured here, once per process) on the cases' threads: BLAS's
+        # default pool spins on busy cores, and under a load of 6 made the GEMM peak it measured
+        # a thirtieth of a quiet machine's (the curves then read 400-3000% of the roofline)
+        with rt_threads.limited(self.threads):
+            self.base = hardware_profile(base or device)
         self.cases = _suite(quick)
         self.passes = 0
         self.points: dict = {}      # op class -> [(roofline s, measured s), ...] over all passes
         self._fw = _frameworks(engine)
+        self.dispatch: list = []    # dispatch-bound cases: (whole s, ops' timed s summed, ops), all passes
+        self._kept: dict = {}       # engine torch: case index -> (module, inputs, counted report, ATen graph)
 
     def run_pass(self, progress: Callable[[int, int, str], None] | None = None) -> None:
         """Time every case of the suite once more; ``progress(i, n, label)`` before each."""
@@ -185,18 +211,57 @@ class Calibration:
             for i, case in enumerate(self.cases):
                 if progress is not None:
                     progress(i, len(self.cases), case.label)
-                report = _timed(case, self._fw, self.engine, folder, repeat=self.repeat, hardware=self.base,
-                                device=self.device, threads=self.threads)
+                if self.engine == "torch":
+                    report = self._retimed(i, case)
+                else:
+                    report = _timed(case, self._fw, self.engine, folder, repeat=self.repeat, hardware=self.base,
+                                    device=self.device, threads=self.threads)
                 _add_points(self.points, report)
+                whole_and_ops = _dispatch_bound(report)
+                if whole_and_ops is not None:
+                    self.dispatch.append(whole_and_ops)
         self.passes += 1
+
+    def _retimed(self, index: int, case: Case):
+        """Engine torch: the case's report with PyTorch's per-op times of this pass. The case is
+        captured once (``torch.export``, as flopcount captures a PyTorch model), counted from
+        that capture and timed again on it in every pass: a capture takes about ten times as
+        long as the case's timed runs (0.5-1.3 s against 0.1 s), and capturing it twice in
+        every pass (to count it, and to run its ATen graph node by node) made most of the
+        calibration's time."""
+        from .engines import torch_engine
+        from .runtime.torch.importer import convert
+
+        kept = self._kept.get(index)
+        if kept is None:
+            module, inputs = case.build(self._fw)
+            module, inputs = module.eval(), tuple(inputs)
+            graph = torch_engine.capture_graph(module, inputs, {})
+            if isinstance(graph, str):
+                raise FlopcountError(f"calibrate: case {case.label!r} could not be captured: {graph}")
+            counted = api.profile(convert(graph)[0], *inputs, hardware=self.base, device=self.device)
+            kept = self._kept[index] = (module, inputs, counted, graph)
+        module, inputs, counted, graph = kept
+        whole = torch_engine.ModuleTimes((None, None))
+        with rt_threads.limited(self.threads):
+            ops = torch_engine.time_captured(graph, inputs, {}, repeat=self.repeat)
+            # the whole runs only where the overhead is read (the ops' spans are within the run)
+            if isinstance(ops, dict) and sum(ops.values()) / 1e3 <= DISPATCH_BOUND_S * len(ops):
+                whole = torch_engine.time_module(module, inputs, {}, warmup=1, repeat=self.repeat)
+        timed = counted.copy()
+        torch_engine.join(timed, whole, ops)
+        return timed
 
     def profile(self):
         """The calibrated profile from the passes so far (not saved)."""
         curves = {kind: _curve(p) for kind, p in self.points.items()}
         if FALLBACK not in curves:
             raise FlopcountError("calibrate: no elementwise op was timed; the suite did not run")
+        # each op's cost outside its timed kernel, which models pay once per op (hardware.calibrated)
+        overhead = op_overhead(self.dispatch)
         meta = {"engine": self.engine, "device": self.device, "base": self.base.name, "quick": self.quick,
-                "repeat": self.repeat, "rounds": self.passes, "threads": self.threads, "grouped": PER_GROUP,
+                "repeat": self.repeat, "rounds": self.passes, "threads": self.threads,
+                "clock": rt_clock.for_threads(self.threads), "grouped": PER_GROUP, OVERHEAD: overhead,
                 "statistic": "each pass's fastest run of an op, the median over passes",
                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
@@ -252,6 +317,20 @@ def _add_points(points: dict, report) -> None:
             measured_ms = fastest.get(record.name, record.latency_ms)
             n = groups(record.input_shapes) if kind == GROUPED else 1   # grouped: one group's share
             points.setdefault(kind, []).append((record.roofline_ms / 1e3 / n, measured_ms / 1e3 / n))
+
+
+def _dispatch_bound(report) -> tuple | None:
+    """(whole run's seconds, its ops' timed seconds summed, ops) of a case whose whole run took at
+    most DISPATCH_BOUND_S per op (its fastest where the engine reports one, else its median);
+    None for longer cases or where the engine timed no whole run. Each op's figure is the one
+    its point takes (``_add_points``)."""
+    whole_ms = report.latency_min_ms or report.latency_ms
+    records = report.by_op("forward")
+    if not whole_ms or not records or whole_ms / 1e3 / len(records) > DISPATCH_BOUND_S:
+        return None
+    fastest = {row.name: row.latency_min_ms for row in report.rows if row.kind == "op" and row.latency_min_ms}
+    ops_ms = sum(fastest.get(r.name, r.latency_ms) or 0.0 for r in records)
+    return whole_ms / 1e3, ops_ms / 1e3, len(records)
 
 
 def _curve(points: list) -> tuple:

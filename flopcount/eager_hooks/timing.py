@@ -1,7 +1,7 @@
 """Measured latency per module of a real run (the thread's module-call observer).
 
 Every span is device-synchronized through the backend (``synchronize`` and its timer: CUDA
-events on GPU, ``perf_counter`` on CPU). Warm-up runs come first and are discarded; then each
+events on GPU, ``runtime.clock`` on CPU: the thread's own CPU time on one thread, else wall time). Warm-up runs come first and are discarded; then each
 of ``repeat`` runs is measured and the median and minimum are kept. The three kinds of spans
 come from separate runs so that per-module synchronization does not inflate the whole-model
 time, and per-op synchronization does not inflate the per-module times.

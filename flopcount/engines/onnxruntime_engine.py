@@ -4,7 +4,8 @@ flopcount's counts of the same file.
 onnxruntime runs the file as it deploys it: its graph optimizations (fusions, the NCHWc
 layout), the execution provider for the device asked (CPU, or CUDA for ``device="cuda"``) and
 ``threads`` intra-op threads (None: onnxruntime's default). Two sessions: one without the
-profiler times whole runs (``repeat`` after ``warmup``, median and minimum); one with
+profiler times whole runs (``repeat`` after ``warmup``, median and minimum; on one intra-op
+thread by the calling thread's CPU time, ``runtime/clock.py``, else wall time); one with
 onnxruntime's profiler gives each node's kernel time per run. The per-node times are those of
 the profiled run whose ``model_run`` is the median, so they add up as one run does (its
 ``model_run`` is onnxruntime's own total, ``profiled_ms``).
@@ -27,11 +28,10 @@ import json
 import os
 import statistics
 import tempfile
-import time
 from dataclasses import dataclass, field
 
 from ..report.model import Achieved
-from ..runtime import errors
+from ..runtime import clock, errors
 
 NAME = "onnxruntime"
 _LAYOUT_OPS = ("ReorderInput", "ReorderOutput", "Transpose")  # ops onnxruntime's layout passes add
@@ -123,9 +123,9 @@ def time_file(path: str, feeds: dict, *, device: str = "cpu", threads: int | Non
             for _ in range(warmup):
                 plain.run(None, feeds)
             for _ in range(repeat):
-                begun = time.perf_counter()
+                begun = clock.read()   # the thread's CPU time on one intra-op thread (runtime/clock.py)
                 plain.run(None, feeds)
-                wholes.append((time.perf_counter() - begun) * 1e3)
+                wholes.append((clock.read() - begun) * 1e3)
             del plain
             session = ort.InferenceSession(path, options(True), providers=providers)
             for _ in range(warmup + repeat):

@@ -2,6 +2,9 @@
 flopcount's counts of the same model.
 
 The module runs on the inputs it was captured with, in eval mode and without gradients.
+On the CPU every span reads ``runtime.clock``: the calling thread's own CPU time when the run is
+on one thread (PyTorch's intra-op work then runs on that thread), wall time otherwise; on a GPU,
+wall time after ``torch.cuda.synchronize``.
 Whole forwards (no hooks) and hooked forwards alternate run by run after the warm-up, so both
 see the same machine. In a hooked run each module's forward pre-hook and forward hook take a
 synchronized timestamp (``torch.cuda.synchronize`` when the model is on a GPU); the difference
@@ -14,9 +17,9 @@ runs. The hooks are removed afterwards, and the module's flags are put back.
     times.whole, times.modules["layer1.0.conv1"]     # (median ms, min ms)
 
 **Per op.** The module is captured again as flopcount captured it (``torch.export``, eval mode),
-and that ATen graph runs node by node under PyTorch's profiler, each node inside a
-``record_function`` of its name: a node's time is its range's CPU time, or on a GPU the CUDA
-kernels' time inside it. Nodes are joined to flopcount's op records by name (each record's
+and that ATen graph runs node by node. On the CPU each node is timed by the same clock as the
+modules; on a GPU the graph runs under PyTorch's profiler, each node inside a
+``record_function`` of its name, and a node's time is the CUDA kernels' time inside it. Nodes are joined to flopcount's op records by name (each record's
 ``source`` is the node it was converted from), a node's time shared over its records as
 onnxruntime's nodes' are (``onnxruntime_engine.shares``); the op rows take their records' times.
 
@@ -29,7 +32,7 @@ import statistics
 import time
 from dataclasses import dataclass, field
 
-from ..runtime import errors
+from ..runtime import clock, errors
 from .native_stderr import without_lines
 
 NAME = "torch"
@@ -59,26 +62,27 @@ def time_module(module, args: tuple, kwargs: dict, *, warmup: int = 1, repeat: i
                                  f"weights to run (build it on the CPU or a GPU to time it)")
     cuda = any(t.device.type == "cuda" for t in tensors)
     sync = torch.cuda.synchronize if cuda else (lambda: None)
+    now = time.perf_counter if cuda else clock.read
     paths = {id(m): path for path, m in module.named_modules()}
     spent: dict = {}
     starts: dict = {}
 
     def before(m, *_):
         sync()
-        starts.setdefault(id(m), []).append(time.perf_counter())
+        starts.setdefault(id(m), []).append(now())
 
     def after(m, *_):
         sync()
         begun = starts[id(m)].pop()
         path = paths[id(m)]
-        spent[path] = spent.get(path, 0.0) + time.perf_counter() - begun
+        spent[path] = spent.get(path, 0.0) + now() - begun
 
     def whole_run() -> float:
         sync()
-        begun = time.perf_counter()
+        begun = now()
         module(*args, **kwargs)
         sync()
-        return time.perf_counter() - begun
+        return now() - begun
 
     was_training = module.training
     module.eval()
@@ -122,20 +126,32 @@ _RANGE = "flopcount::"   # the profiler ranges' prefix: one range per graph node
 
 def time_ops(module, args: tuple, kwargs: dict, *, repeat: int = 5):
     """{ATen graph node name: median ms over ``repeat`` runs} of ``module`` captured as flopcount
-    captures it and run node by node under PyTorch's profiler (module docstring); a string
-    saying why not where the capture or the run fails."""
-    import torch
-    from torch.fx.node import map_arg
+    captures it and run node by node (module docstring); a string saying why not where the
+    capture or the run fails."""
+    captured = capture_graph(module, args, kwargs)
+    return captured if isinstance(captured, str) else time_captured(captured, args, kwargs, repeat=repeat)
 
+
+def capture_graph(module, args: tuple, kwargs: dict):
+    """``module``'s ATen graph as flopcount captures it, for :func:`time_captured` (which can time
+    it again and again: the capture costs far more than a run); a string saying why not."""
     from ..runtime.torch.capture import capture
 
     was_training = module.training
     try:
-        captured = capture(module, tuple(args), dict(kwargs))
+        return capture(module, tuple(args), dict(kwargs))
     except Exception as exc:  # the engine's module times stand; the op times are said to be missing
         return f"capturing it again failed ({type(exc).__name__})"
     finally:
         module.train(was_training)
+
+
+def time_captured(captured, args: tuple, kwargs: dict, *, repeat: int = 5):
+    """:func:`time_ops` on a graph :func:`capture_graph` captured from the module ``args`` and
+    ``kwargs`` are inputs of."""
+    import torch
+    from torch.fx.node import map_arg
+
     feeds = {name: tensor for name, (_, tensor, _) in captured.params.items()}
     flat = list(args) + [kwargs[k] for k in kwargs]
     feeds.update(zip(captured.inputs, [t for t in flat if isinstance(t, torch.Tensor)]))
@@ -143,7 +159,9 @@ def time_ops(module, args: tuple, kwargs: dict, *, repeat: int = 5):
     nodes = [n for n in captured.graph.nodes if n.op == "call_function"]
     cuda = any(getattr(t, "device", None) is not None and t.device.type == "cuda" for t in feeds.values())
 
-    def run(ranges: bool) -> None:
+    samples: dict = {}
+
+    def run(ranges: bool, timed: bool = False) -> None:
         values = dict(feeds)
         for node in nodes:
             a = map_arg(node.args, lambda n: values[n.name])
@@ -151,10 +169,24 @@ def time_ops(module, args: tuple, kwargs: dict, *, repeat: int = 5):
             if ranges:
                 with torch.profiler.record_function(_RANGE + node.name):
                     values[node.name] = node.target(*a, **k)
+            elif timed:
+                begun = clock.read()
+                values[node.name] = node.target(*a, **k)
+                samples.setdefault(node.name, []).append((clock.read() - begun) * 1e3)
             else:
                 values[node.name] = node.target(*a, **k)
 
-    activities = [torch.profiler.ProfilerActivity.CPU] + ([torch.profiler.ProfilerActivity.CUDA] if cuda else [])
+    if not cuda:
+        try:
+            with torch.no_grad():
+                run(False)   # warm: the node-by-node path's first call
+                for _ in range(repeat):
+                    run(False, timed=True)
+        except Exception as exc:
+            return f"running its ATen graph node by node failed ({type(exc).__name__})"
+        return {name: statistics.median(ms) for name, ms in samples.items()}
+
+    activities = [torch.profiler.ProfilerActivity.CPU, torch.profiler.ProfilerActivity.CUDA]
     try:
         with torch.no_grad():
             run(False)   # warm: the node-by-node path's first call
@@ -164,22 +196,20 @@ def time_ops(module, args: tuple, kwargs: dict, *, repeat: int = 5):
             try:
                 for _ in range(repeat):
                     run(True)
-                    if cuda:
-                        torch.cuda.synchronize()
+                    torch.cuda.synchronize()
             finally:
                 with without_lines("USDT:"):
                     prof.stop()
     except Exception as exc:
         return f"running its ATen graph node by node failed ({type(exc).__name__})"
-    samples: dict = {}
     for event in prof.events():
         if event.name.startswith(_RANGE):
-            us = event.device_time_total if cuda else event.cpu_time_total
+            us = event.device_time_total
             samples.setdefault(event.name[len(_RANGE):], []).append(us / 1e3)
     return {name: statistics.median(ms) for name, ms in samples.items()}
 
 
-OPS_NOTE = ("op rows: PyTorch's profiler times of the ATen graph's nodes, run one by one (a node's time "
+OPS_NOTE = ("op rows: PyTorch's times of the ATen graph's nodes, run one by one (a node's time "
             "shared over the ops flopcount converted it to, by their FLOPs)")
 
 
@@ -217,4 +247,4 @@ def join(report, times: ModuleTimes, ops=None) -> None:
     report.engine = NAME
 
 
-__all__ = ["ModuleTimes", "time_module", "time_ops", "join", "OPS_NOTE", "NAME"]
+__all__ = ["ModuleTimes", "time_module", "time_ops", "capture_graph", "time_captured", "join", "OPS_NOTE", "NAME"]

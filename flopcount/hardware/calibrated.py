@@ -103,11 +103,51 @@ def read_curve(curve, roofline_s: float) -> float:
     return float(math.exp(np.interp(x, xs, ys)))
 
 
+OVERHEAD = "op_overhead_s"   # calibration[OVERHEAD]: seconds each op costs outside its timed kernel
+
+
+def op_overhead(cases) -> float:
+    """Seconds each op of a run costs outside its own timed span (the dispatch around the
+    kernel: shape rules, wrapping the output, the module calls around it), from ``cases`` of
+    (whole run's seconds, its ops' timed seconds summed, ops). A whole run also pays a fixed
+    cost once (the call into the model, its inputs and outputs), so the gap (whole - ops) is
+    fitted as ``run + ops * per_op`` by least squares and ``per_op`` (at least 0) returned: a
+    one-op case alone cannot tell the two apart, and cases of many ops (the suite's chain of
+    16 small ReLUs) can. 0 with fewer than two distinct op counts. The calibration passes its
+    dispatch-bound cases (whole runs of at most ``DISPATCH_BOUND_S`` per op), where the kernels are
+    short and the gap is the overhead rather than noise in the kernels' times.
+
+    >>> cases = [(40e-6 + n * 5e-6 + k, k, n) for n, k in ((1, 10e-6), (2, 30e-6), (16, 20e-6))]
+    >>> round(op_overhead(cases), 9)
+    5e-06
+    """
+    rows = [(n, whole - ops) for whole, ops, n in cases if n > 0]
+    if len({n for n, _ in rows}) < 2:
+        return 0.0
+    counts = np.array([n for n, _ in rows], dtype=float)
+    gaps = np.array([g for _, g in rows], dtype=float)
+    design = np.stack([np.ones_like(counts), counts], axis=1)
+    (_, per_op), *_ = np.linalg.lstsq(design, gaps, rcond=None)
+    return max(0.0, float(per_op))
+
+
+DISPATCH_BOUND_S = 100e-6
+
+
 def predict(profile: Profile, op: str, roofline_s: float, input_shapes=None) -> float | None:
-    """Seconds ``op`` is predicted to take on a calibrated ``profile`` (None if it is not one).
+    """Seconds ``op`` is predicted to take on a calibrated ``profile`` (None if it is not one):
+    its class's curve read at its roofline time, plus the profile's per-op overhead outside
+    the kernel (``calibration["op_overhead_s"]``, see :func:`op_overhead`; 0 in profiles written
+    before it was measured), which a model's whole runs and its layers pay once per op.
     A grouped convolution reads the grouped curve at one group's roofline time, times the
     groups, where the profile's curve is per group (``calibration["grouped"]``; profiles
     written before it was are read per op)."""
+    kernel = _kernel(profile, op, roofline_s, input_shapes)
+    return None if kernel is None else kernel + float(profile.calibration.get(OVERHEAD, 0.0))
+
+
+def _kernel(profile: Profile, op: str, roofline_s: float, input_shapes=None) -> float | None:
+    """The op's timed span alone: its class's curve (see :func:`predict`)."""
     if not profile.curves:
         return None
     if roofline_s <= 0:

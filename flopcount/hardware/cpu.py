@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import functools
 import os
-import time
 
 import numpy as np
 
+from ..runtime import clock
 from .profile import Profile
 
 GEMM_SIZE = 512               # 2·512³ = 268 MFLOP per product: well past BLAS's start-up cost
@@ -25,13 +25,15 @@ REPEATS = 5
 
 
 def _best(fn, repeats: int = REPEATS) -> float:
-    """The shortest of ``repeats`` timed calls, in seconds (one untimed call first)."""
+    """The shortest of ``repeats`` timed calls, in seconds (one untimed call first), on the
+    clock of timed runs (``runtime/clock.py``: the thread's CPU time when measured inside
+    ``threads.limited(1)``, as the calibration does, else wall time)."""
     fn()
     best = float("inf")
     for _ in range(repeats):
-        start = time.perf_counter()
+        start = clock.read()
         fn()
-        best = min(best, time.perf_counter() - start)
+        best = min(best, clock.read() - start)
     return best
 
 

@@ -2,15 +2,16 @@
 op when an observer sets ``timing``), reduced to median and minimum.
 
 Every span is device-synchronized through the backend (``synchronize`` and its timer: CUDA
-events on GPU, ``perf_counter`` on CPU); warm-up calls come first and are discarded.
+events on GPU, ``runtime.clock`` on CPU: the thread's own CPU time on one thread, else wall
+time); warm-up calls come first and are discarded.
 """
 
 from __future__ import annotations
 
 import contextlib
 import statistics
-import time
 
+from ..runtime import clock
 from ..runtime.allocator import keep_freed_memory
 from ..runtime.device import backend
 from ..runtime.dispatch import observe
@@ -113,7 +114,7 @@ class _OpTimer:
 
     def on_op(self, event) -> None:
         self.elapsed.append(event.elapsed)
-        self.ends.append(time.perf_counter() - self.t0)
+        self.ends.append(clock.read() - self.t0)   # on the clock the op's span was read on
         self.phases.append(event.phase)
 
 
@@ -122,7 +123,7 @@ def time_ops(fn, repeat: int) -> tuple:
     ``None`` where runs dispatched a different number of ops (the model is not deterministic)."""
     runs = []
     for _ in range(repeat):
-        timer = _OpTimer(time.perf_counter())
+        timer = _OpTimer(clock.read())
         with observe(timer):
             fn()
         runs.append(timer)

@@ -68,7 +68,8 @@ JSON schema (``schema_version`` 1; keys are stable, new keys may be added, none 
                        "latency_share": float | null}],
       "seen_not_counted": [ op records as in "ops" ],
       "folded": [ op records as in "ops" ],  # eager: computed from constants only
-      "threads": {"threads": int, "cores": int, "busy_cores": float | null, "chosen": bool} | null,
+      "threads": {"threads": int, "cores": int, "busy_cores": float | null, "chosen": bool,
+                  "clock": "thread CPU time" | "wall time"} | null,
                                          # a timed CPU run's threads: chosen from the cores free
                                          # (busy_cores: those other work kept busy) or given
       "notes": [str],                    # how the model was loaded or captured

@@ -10,12 +10,12 @@ device; the CUDA backend (``cuda/backend.py``) implements the same interface.
 from __future__ import annotations
 
 import contextlib
-import time
 import tracemalloc
 from typing import Iterator
 
 import numpy as np
 
+from . import clock
 from . import dtypes as _dt
 from .errors import DeviceError
 
@@ -56,12 +56,13 @@ class Backend:
         return None
 
     def timer_start(self):
-        """Start a timing span; pass the result to ``timer_stop``."""
-        return time.perf_counter()
+        """Start a timing span; pass the result to ``timer_stop``. On the CPU: ``clock.read()``,
+        the thread's own CPU time in a one-thread run, else wall time (``clock.py``)."""
+        return clock.read()
 
     def timer_stop(self, start) -> float:
         """Seconds since ``timer_start`` returned ``start``, with the device's work included."""
-        return time.perf_counter() - start
+        return clock.read() - start
 
     @contextlib.contextmanager
     def track_memory(self) -> Iterator["MemoryTracker"]:

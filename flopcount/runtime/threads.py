@@ -46,22 +46,29 @@ class ThreadChoice:
     cores: int
     busy: float | None = None
 
+    @property
+    def clock(self) -> str:
+        """What the run's times measure: the thread's CPU time on one thread, else wall time."""
+        from .clock import for_threads
+
+        return for_threads(self.threads)
+
     def describe(self) -> str:
         """The report footer's words for it.
 
         >>> ThreadChoice(1, 2, 1.02).describe()
-        '1 of 2 cores (1.0 busy with other work when timing began; --threads sets it)'
+        '1 of 2 cores (1.0 busy with other work when timing began; --threads sets it); timed by thread CPU time'
         >>> ThreadChoice(4, 8).describe()
-        '4 (--threads), 8 cores'
+        '4 (--threads), 8 cores; timed by wall time'
         """
         if self.busy is None:
-            return f"{self.threads} (--threads), {self.cores} cores"
+            return f"{self.threads} (--threads), {self.cores} cores; timed by {self.clock}"
         return (f"{self.threads} of {self.cores} cores ({self.busy:.1f} busy with other work when timing began; "
-                f"--threads sets it)")
+                f"--threads sets it); timed by {self.clock}")
 
     def to_dict(self) -> dict:
         return {"threads": self.threads, "cores": self.cores, "busy_cores": self.busy,
-                "chosen": self.busy is not None}
+                "chosen": self.busy is not None, "clock": self.clock}
 
 
 def usable_cores() -> int:
@@ -166,9 +173,11 @@ _undo: list = []
 
 def _set_everywhere(n: int) -> list:
     """Set ``n`` threads in every pool there is; the callables that restore each one."""
+    from . import clock
     from .ops import _parallel
 
-    undo = [_parallel.set_threads(n)]
+    # one thread: the work runs on the measuring thread, timed by its own CPU time (clock.py)
+    undo = [clock.set_for(n), _parallel.set_threads(n)]
     try:
         from threadpoolctl import threadpool_limits
     except ImportError:   # BLAS keeps its own count (OMP_NUM_THREADS / OPENBLAS_NUM_THREADS)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 import flopcount
@@ -32,6 +33,7 @@ def test_the_suite_times_every_class(calibrated):
         assert xs == sorted(xs) and all(y > 0 for _, y in curve), kind
     assert profile.calibration["engine"] == "flopcount" and profile.calibration["versions"]["flopcount"]
     assert profile.calibration["threads"] == 1 and profile.calibration["rounds"] == 1
+    assert profile.calibration["clock"] == "thread CPU time"   # one thread: its own CPU time
 
 
 def test_a_saved_profile_reads_back_by_path_and_by_name(calibrated, tmp_path, monkeypatch):
@@ -54,6 +56,7 @@ def test_every_op_is_predicted_from_its_class_curve(calibrated):
         else:
             kind = op_class(record.op, record.input_shapes)
             expected = read_curve(profile.curves.get(kind) or profile.curves[kind.split("_")[0]], roofline_s)
+        expected += profile.calibration["op_overhead_s"]     # every op's cost outside its kernel
         assert record.predicted_ms == pytest.approx(expected * 1e3, rel=1e-12)
         total += record.predicted_ms
     assert report.totals["predicted_ms"] == pytest.approx(total, rel=1e-9)
@@ -116,7 +119,8 @@ def test_onnxruntime_calibrates_on_the_suites_exports_and_predicts_an_onnx_file(
         if record.roofline_ms > 0:
             kind = op_class(record.op, record.input_shapes)
             curve = profile.curves.get(kind) or profile.curves.get(kind.split("_")[0]) or profile.curves[FALLBACK]
-            assert record.predicted_ms == pytest.approx(read_curve(curve, record.roofline_ms / 1e3) * 1e3, rel=1e-12)
+            expected = read_curve(curve, record.roofline_ms / 1e3) + profile.calibration["op_overhead_s"]
+            assert record.predicted_ms == pytest.approx(expected * 1e3, rel=1e-12)
     result = make_runner().invoke(main, ["calibrate", "--engine", "onnxruntime", "--quick", "--repeat", "1",
                                          "--rounds", "1", "-q",
                                          "-o", str(tmp_path / "ort.json")])
@@ -217,3 +221,94 @@ def test_the_calibrations_grouped_points_are_one_groups_share(monkeypatch):
     (point,) = run.profile().curves["conv_grouped"]
     assert point == pytest.approx((conv.roofline_ms / 1e3 / 32, conv.latency_min_ms / 1e3 / 32), rel=1e-5)
     assert run.profile().calibration["grouped"] == "per group"
+
+
+def test_the_torch_engine_captures_each_case_once_and_times_it_in_every_pass(monkeypatch):
+    # torch.export costs far more than the case's runs: one capture per case, a timing per pass
+    torch = pytest.importorskip("torch")
+    from flopcount.engines import torch_engine
+
+    calibration = _small_suite(monkeypatch)
+    captures, timings = [], []
+    real_capture, real_time = torch_engine.capture_graph, torch_engine.time_captured
+    monkeypatch.setattr(torch_engine, "capture_graph", lambda *a: captures.append(a) or real_capture(*a))
+    monkeypatch.setattr(torch_engine, "time_captured", lambda *a, **k: timings.append(a) or real_time(*a, **k))
+    run = calibration.Calibration(engine="torch", repeat=1, threads=1)
+    for _ in range(3):
+        run.run_pass()
+    assert len(captures) == 2 and len(timings) == 6
+    # the counts are those of the module profiled as a user would, one point per pass per op
+    linear = calibration._suite(quick=False)[0]
+    assert linear.label == "linear 1x256x256"
+    torch.manual_seed(0)
+    module, inputs = linear.build(calibration._frameworks("torch"))
+    direct = flopcount.profile(module.eval(), *inputs, hardware="cpu")
+    (op,) = [r for r in direct.by_op("forward") if r.macs]
+    points = run.points["matmul"]
+    assert len(points) == 3 and {x for x, _ in points} == {op.roofline_ms / 1e3}
+    assert run.profile().calibration["clock"] == "thread CPU time"
+
+
+def test_a_per_op_overhead_is_recovered_from_runs_made_with_a_known_one():
+    from flopcount.hardware.calibrated import op_overhead
+
+    rng = np.random.default_rng(3)
+    overhead, run_cost = 6e-6, 9e-6       # per op outside its span; once per whole run
+    cases = []
+    for _ in range(40):
+        ops = int(rng.choice([1, 2, 4, 16]))
+        kernels = float(rng.uniform(5e-6, 80e-6)) * ops
+        noise = float(rng.normal(0.0, 0.5e-6))
+        cases.append((run_cost + kernels + ops * overhead + noise, kernels, ops))
+    assert op_overhead(cases) == pytest.approx(overhead, abs=0.3e-6)
+    # the run's own cost is not taken for a per-op one, which one-op cases alone cannot tell apart
+    assert op_overhead([(run_cost + 20e-6, 20e-6, 1), (run_cost + 35e-6, 35e-6, 16)]) == pytest.approx(0.0, abs=1e-12)
+    assert op_overhead([(run_cost + 20e-6, 20e-6, 1)]) == 0.0
+    # whole runs faster than their ops' spans (noise alone) give no negative overhead
+    assert op_overhead([(10e-6, 12e-6, 1), (20e-6, 25e-6, 2)]) == 0.0 and op_overhead([]) == 0.0
+
+
+def test_every_op_is_predicted_its_curve_plus_the_per_op_overhead():
+    from flopcount.hardware.calibrated import OVERHEAD, predict
+
+    curve = ((1e-6, 1e-5), (1e-3, 2e-3))
+    old = hardware.get("cpu").with_(curves={FALLBACK: curve, "matmul": curve, VIEW: ((0.0, 3e-6),)})
+    new = old.with_(calibration={OVERHEAD: 7e-6})
+    for op, roofline_s in (("linear", 1e-4), ("relu", 1e-9), ("reshape", 0.0)):
+        assert predict(new, op, roofline_s) == pytest.approx(predict(old, op, roofline_s) + 7e-6, rel=1e-12)
+    assert predict(old, "linear", 1e-4) == pytest.approx(read_curve(curve, 1e-4))   # profiles without one
+
+
+def test_the_calibrations_overhead_comes_from_its_dispatch_bound_cases(monkeypatch):
+    from flopcount.hardware.calibrated import DISPATCH_BOUND_S, OVERHEAD, op_overhead
+
+    calibration = _small_suite(monkeypatch, labels=("linear 1x256x256", "relu, mul 1024"))
+    reports = _kept_reports(monkeypatch, calibration)
+    run = calibration.Calibration(repeat=3, threads=1)
+    run.run_pass()
+    run.run_pass()
+    cases = []
+    for report in reports:
+        fastest = {r.name: r.latency_min_ms for r in report.rows if r.kind == "op" and r.latency_min_ms}
+        records = report.by_op("forward")
+        if report.latency_min_ms / 1e3 <= DISPATCH_BOUND_S:
+            spans = sum(fastest.get(r.name, r.latency_ms) for r in records)
+            cases.append((report.latency_min_ms / 1e3, spans / 1e3, len(records)))
+    assert len(run.dispatch) == len(cases)
+    for kept, expected in zip(run.dispatch, cases):
+        assert kept == pytest.approx(expected, rel=1e-9)
+    assert run.profile().calibration[OVERHEAD] == pytest.approx(op_overhead(cases))
+
+
+def test_the_base_profile_is_measured_on_the_cases_threads_and_clock(monkeypatch):
+    # BLAS's default pool on busy cores measured a fraction of the peak; the cases run on 1 thread
+    from flopcount import calibrate as calibration
+    from flopcount.runtime import clock
+    from flopcount.runtime.ops import _parallel
+
+    seen = []
+    real = calibration.hardware_profile
+    monkeypatch.setattr(calibration, "hardware_profile",
+                        lambda name: seen.append((name, _parallel.THREADS, clock.current())) or real(name))
+    calibration.Calibration(threads=1)
+    assert seen == [("cpu", 1, clock.THREAD_CPU)]

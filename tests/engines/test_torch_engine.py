@@ -127,3 +127,19 @@ def test_lines_kept_from_stderr_are_only_the_named_ones(capfd):
     with without_lines("USDT:"):
         os.write(2, b"USDT:2026 profiler_start\nsomething else\n")
     assert capfd.readouterr().err == "something else\n"
+
+
+def test_a_one_thread_cpu_run_reads_the_threads_own_cpu_clock(monkeypatch):
+    # modules, whole forwards and ATen nodes are all timed by runtime.clock: on one thread the
+    # thread's CPU time (neighbours on the machine do not inflate it), on more the wall
+    from flopcount.runtime import clock
+
+    seen = []
+    real = clock.read
+    monkeypatch.setattr(clock, "read", lambda: seen.append(clock.current()) or real())
+    timed = flopcount.profile(Net().eval(), torch.randn(2, 3, 16, 16), engine="torch", repeat=2, threads=1)
+    assert seen and set(seen) == {clock.THREAD_CPU} and timed.threads.clock == clock.THREAD_CPU
+    assert all(r.latency_ms > 0 for r in timed.rows if r.kind == "op" and r.flops)
+    seen.clear()
+    timed = flopcount.profile(Net().eval(), torch.randn(2, 3, 16, 16), engine="torch", repeat=2, threads=2)
+    assert seen and set(seen) == {clock.WALL} and timed.threads.clock == clock.WALL

@@ -76,9 +76,10 @@ def test_a_timed_run_sets_every_pool_and_puts_them_back(monkeypatch):
     assert report.threads == threads.ThreadChoice(1, 2, 1.0)
     assert spy.seen and all(seen == (1, {1}) for seen in spy.seen)
     assert _parallel.THREADS == 2                               # as before the run
-    assert "threads: 1 of 2 cores (1.0 busy with other work when timing began; --threads sets it)" \
-        in report.table(width=400)
-    assert report.to_dict()["threads"] == {"threads": 1, "cores": 2, "busy_cores": 1.0, "chosen": True}
+    assert ("threads: 1 of 2 cores (1.0 busy with other work when timing began; --threads sets it); "
+            "timed by thread CPU time") in report.table(width=400)
+    assert report.to_dict()["threads"] == {"threads": 1, "cores": 2, "busy_cores": 1.0, "chosen": True,
+                                           "clock": "thread CPU time"}
 
 
 def test_counting_alone_chooses_no_threads(monkeypatch):
@@ -94,4 +95,5 @@ def test_threads_on_the_command_line_apply_to_flopcount_s_own_engine(monkeypatch
     result = CliRunner().invoke(main, ["squeezenet1_1", "-i", "1x3x32x32", "--latency", "--repeat", "1",
                                        "--threads", "1", "--format", "json"])
     assert result.exit_code == 0, result.output
-    assert json.loads(result.stdout)["threads"] == {"threads": 1, "cores": 4, "busy_cores": None, "chosen": False}
+    assert json.loads(result.stdout)["threads"] == {"threads": 1, "cores": 4, "busy_cores": None, "chosen": False,
+                                                    "clock": "thread CPU time"}
