@@ -174,3 +174,13 @@ def installed():
             sys.modules.pop("cupy", None)
         else:
             sys.modules["cupy"] = saved
+
+
+def emulate_cudnn(monkeypatch, execute) -> None:
+    """cuDNN as if installed: every graph 'planned' is its key, and running it is ``execute``
+    (the test's emulation of the graph by its definition, on numpy)."""
+    from flopcount.runtime.cuda.kernels import cudnn_frontend
+
+    monkeypatch.setattr(cudnn_frontend, "available", lambda xp: True)
+    monkeypatch.setattr(cudnn_frontend, "plan", lambda key, build, restrict=None: key)
+    monkeypatch.setattr(cudnn_frontend, "execute", execute)

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import flopcount.runtime as rt
-from fake_cupy import installed
+from fake_cupy import emulate_cudnn, installed
 from flopcount.runtime.cuda.backend import CUDABackend
 from flopcount.runtime.registry import Spec
 from flopcount.runtime.cuda.kernels import conv, cudnn_conv as cc, cudnn_frontend as fe, paths
@@ -186,9 +186,7 @@ def emulated_execute(xp, built, arrays):
 
 @pytest.fixture
 def emulated_cudnn(monkeypatch):
-    monkeypatch.setattr(fe, "available", lambda xp: True)
-    monkeypatch.setattr(fe, "plan", lambda key, build, restrict=None: key)
-    monkeypatch.setattr(fe, "execute", emulated_execute)
+    emulate_cudnn(monkeypatch, emulated_execute)
 
 
 @pytest.mark.parametrize("case", [

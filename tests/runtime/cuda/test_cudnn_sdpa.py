@@ -11,7 +11,7 @@ import pytest
 from ml_dtypes import bfloat16
 
 import flopcount.runtime as rt
-from fake_cupy import installed
+from fake_cupy import emulate_cudnn, installed
 from flopcount.runtime.cuda.backend import CUDABackend
 from flopcount.runtime.cuda.kernels import attention, cudnn_frontend as fe, cudnn_sdpa as cs, paths
 
@@ -125,9 +125,7 @@ def emulated_execute(xp, p, arrays):
 
 @pytest.fixture
 def emulated_cudnn(monkeypatch):
-    monkeypatch.setattr(fe, "available", lambda xp: True)
-    monkeypatch.setattr(fe, "plan", lambda key, build, restrict=None: key)
-    monkeypatch.setattr(fe, "execute", emulated_execute)
+    emulate_cudnn(monkeypatch, emulated_execute)
 
 
 def _arrays(dtype, mask_shape=None):

@@ -33,14 +33,26 @@ WARPS = 8            # query rows per block, one per warp
 TILE = 32            # keys per tile: one per lane
 MAX_HEAD_DIM = 256   # each lane keeps MAX_HEAD_DIM / 32 output accumulators
 THREADS = WARPS * _source.WARP
+PARAMS = {"warps": WARPS, "tile": TILE, "per_lane": MAX_HEAD_DIM // _source.WARP, "threads": THREADS}
 MAX_SHARED = 48 * 1024  # dynamic shared memory every target grants without an opt-in attribute
 
-_KERNEL = r"""
+# what the forward and backward kernels share: their sizes, and a tile of rows put in shared
+# memory one element apart beyond their width, so the rows a warp reads together start in
+# different banks
+HEADER = r"""
 #define WARPS %(warps)d
 #define TILE %(tile)d
 #define PER_LANE %(per_lane)d
 #define FLASH_THREADS %(threads)d
 
+template <typename E>
+__device__ __forceinline__ void load_padded_rows(E* dst, const E* src, int n, int width) {
+    for (int i = threadIdx.x; i < n * width; i += FLASH_THREADS)
+        dst[(i / width) * (width + 1) + i %% width] = src[i];
+}
+"""
+
+_KERNEL = r"""
 extern "C" __global__ void __launch_bounds__(FLASH_THREADS)
 flash_attention(const T* q, const T* k, const T* v, T* out, ACC* lse,
                 long long row_blocks, long long rep, long long lq, long long lk, int d, int dv, ACC scale,
@@ -66,8 +78,7 @@ flash_attention(const T* q, const T* k, const T* v, T* out, ACC* lse,
     for (long long start = 0; start < end; start += TILE) {
         int n = (int)(end - start < TILE ? end - start : TILE);
         __syncthreads();  // the previous tile is consumed (and the query rows written)
-        for (int i = threadIdx.x; i < n * d; i += FLASH_THREADS)
-            ks[(i / d) * (d + 1) + i %% d] = kb[start * d + i];
+        load_padded_rows(ks, kb + start * d, n, d);
         for (int i = threadIdx.x; i < n * dv; i += FLASH_THREADS) vs[i] = vb[start * dv + i];
         __syncthreads();
         ACC s = -INFINITY;
@@ -109,15 +120,24 @@ flash_attention(const T* q, const T* k, const T* v, T* out, ACC* lse,
 
 def source(dtype) -> str:
     """CUDA source of ``flash_attention`` for ``dtype``."""
-    params = {"warps": WARPS, "tile": TILE, "per_lane": MAX_HEAD_DIM // _source.WARP, "threads": THREADS}
-    return _source.type_header(dtype) + _source.BLOCK_REDUCE + _KERNEL % params
+    return header(dtype) + _KERNEL % PARAMS
+
+
+def header(dtype) -> str:
+    """The type header, the block reduction and :data:`HEADER` of a flash kernel for ``dtype``."""
+    return _source.type_header(dtype) + _source.BLOCK_REDUCE + HEADER % PARAMS
+
+
+def element_bytes(dtype) -> int:
+    """Bytes of one element of ``dtype`` in a kernel (a half type's 2, else numpy's)."""
+    name = _source.dtype_name(dtype)
+    return 2 if name in ("float16", "bfloat16") else np.dtype(name).itemsize
 
 
 def shared_bytes(dtype, d: int, dv: int) -> int:
     """Dynamic shared memory of a block: the query rows (accumulation type), a tile of keys
     (rows padded by one element) and of values (the element type)."""
-    acc = _source.acc_dtype(dtype).itemsize
-    item = 2 if _source.dtype_name(dtype) in ("float16", "bfloat16") else np.dtype(_source.dtype_name(dtype)).itemsize
+    acc, item = _source.acc_dtype(dtype).itemsize, element_bytes(dtype)
     return WARPS * d * acc + TILE * (d + 1) * item + TILE * dv * item
 
 

@@ -36,11 +36,6 @@ WARPS, TILE, THREADS = fwd.WARPS, fwd.TILE, fwd.THREADS
 _KERNELS = ("flash_attention_dq", "flash_attention_dkv")
 
 _COMMON = r"""
-#define WARPS %(warps)d
-#define TILE %(tile)d
-#define PER_LANE %(per_lane)d
-#define FLASH_THREADS %(threads)d
-
 // P and dS of one (query row, key) pair from the query and dO rows (ACC, a stride of 1) and
 // the key and value rows (element type, a stride of 1): 0 where causal masking hides the key
 __device__ __forceinline__ void p_and_ds(const ACC* qr, const T* kr, const ACC* gr, const T* vr,
@@ -84,10 +79,8 @@ flash_attention_dq(const T* q, const T* k, const T* v, const T* dout, const ACC*
     for (long long start = 0; start < end; start += TILE) {
         int n = (int)(end - start < TILE ? end - start : TILE);
         __syncthreads();  // the previous tile is consumed (and the rows written)
-        for (int i = threadIdx.x; i < n * d; i += FLASH_THREADS)
-            ks[(i / d) * (d + 1) + i %% d] = kb[start * d + i];
-        for (int i = threadIdx.x; i < n * dv; i += FLASH_THREADS)
-            vs[(i / dv) * (dv + 1) + i %% dv] = vb[start * dv + i];
+        load_padded_rows(ks, kb + start * d, n, d);
+        load_padded_rows(vs, vb + start * dv, n, dv);
         __syncthreads();
         ACC p = 0, ds = 0;
         if (active && lane < n)
@@ -143,10 +136,8 @@ flash_attention_dkv(const T* q, const T* k, const T* v, const T* dout, const ACC
         for (long long start = first; start < lq; start += TILE) {
             int n = (int)(lq - start < TILE ? lq - start : TILE);
             __syncthreads();  // the previous tile is consumed (and the rows written)
-            for (int i = threadIdx.x; i < n * d; i += FLASH_THREADS)
-                qt[(i / d) * (d + 1) + i %% d] = qb[start * d + i];
-            for (int i = threadIdx.x; i < n * dv; i += FLASH_THREADS)
-                gt[(i / dv) * (dv + 1) + i %% dv] = gb[start * dv + i];
+            load_padded_rows(qt, qb + start * d, n, d);
+            load_padded_rows(gt, gb + start * dv, n, dv);
             for (int i = threadIdx.x; i < n; i += FLASH_THREADS) {
                 ls[i] = lse[bh * lq + start + i];
                 ds_[i] = delta[bh * lq + start + i];
@@ -189,9 +180,8 @@ flash_attention_dkv(const T* q, const T* k, const T* v, const T* dout, const ACC
 
 def source(name: str, dtype) -> str:
     """CUDA source of ``flash_attention_dq`` or ``flash_attention_dkv`` for ``dtype``."""
-    params = {"warps": WARPS, "tile": TILE, "per_lane": fwd.MAX_HEAD_DIM // _source.WARP, "threads": THREADS}
     body = {"flash_attention_dq": _DQ, "flash_attention_dkv": _DKV}[name]
-    return _source.type_header(dtype) + _source.BLOCK_REDUCE + (_COMMON + body) % params
+    return fwd.header(dtype) + (_COMMON + body) % fwd.PARAMS
 
 
 def shared_bytes(name: str, dtype, d: int, dv: int) -> int:
@@ -202,8 +192,7 @@ def shared_bytes(name: str, dtype, d: int, dv: int) -> int:
     >>> shared_bytes("flash_attention_dq", "float16", 64, 64)   # 8·128·4 + 32·130·2
     12416
     """
-    acc = _source.acc_dtype(dtype).itemsize
-    item = 2 if _source.dtype_name(dtype) in ("float16", "bfloat16") else np.dtype(_source.dtype_name(dtype)).itemsize
+    acc, item = _source.acc_dtype(dtype).itemsize, fwd.element_bytes(dtype)
     own = WARPS * (d + dv) * acc + TILE * (d + 1 + dv + 1) * item
     return own + (2 * TILE * acc if name == "flash_attention_dkv" else 0)
 
