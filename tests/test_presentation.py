@@ -57,9 +57,11 @@ def test_backward_latency_is_shown_and_the_total_names_the_rows_time():
 
 
 class _SlowInference(nn.Module):
-    """A linear layer whose inference calls (no gradient) sleep: the forward timed for the
-    latency line is far slower than the forward inside a training step, as when the first
-    timed forward runs compile kernels."""
+    """A linear layer whose inference calls (no gradient) spin for 50 ms: the forward timed for
+    the latency line is far slower than the forward inside a training step, as when the first
+    timed forward runs compile kernels. It spins rather than sleeps: on a busy machine the run
+    gets one thread, timed by that thread's CPU time (runtime/clock.py), which a sleep does not
+    add to."""
 
     def __init__(self):
         super().__init__()
@@ -67,7 +69,9 @@ class _SlowInference(nn.Module):
 
     def forward(self, x):
         if not rt.is_grad_enabled():
-            time.sleep(0.05)
+            end = time.thread_time() + 0.05
+            while time.thread_time() < end:
+                pass
         return self.fc(x)
 
 
