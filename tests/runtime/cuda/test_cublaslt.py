@@ -55,15 +55,18 @@ def test_tf32_is_the_compute_type_only_when_allowed():
 
 @pytest.mark.parametrize("dtype", [np.float32, np.float16, bfloat16], ids=lambda d: np.dtype(d).name)
 @pytest.mark.parametrize("activation", ["relu", "gelu_tanh", None])
-@pytest.mark.parametrize("case", ["rows", "one row", "stack", "strided x", "no bias"])
+@pytest.mark.parametrize("case", ["rows", "one row", "stack", "strided x", "no bias", "strided bias"])
 def test_every_plan_computes_the_linear_and_its_activation(dtype, activation, case):
     rng = np.random.default_rng(3)
-    shapes = {"rows": (7, 16), "one row": (16,), "stack": (2, 3, 16), "strided x": (16, 9), "no bias": (5, 16)}
+    shapes = {"rows": (7, 16), "one row": (16,), "stack": (2, 3, 16), "strided x": (16, 9), "no bias": (5, 16),
+              "strided bias": (4, 16)}
     x = rng.standard_normal(shapes[case]).astype(dtype)
     if case == "strided x":  # columns of a (16, 9): x is read from a copy
         x = x.T
     w = rng.standard_normal((24, 16)).astype(dtype)
-    b = None if case == "no bias" else rng.standard_normal(24).astype(dtype)
+    b = None if case == "no bias" else rng.standard_normal(48 if case == "strided bias" else 24).astype(dtype)
+    if case == "strided bias":  # every other element: read from a copy
+        b = b[::2]
     got = lt.linear_epilogue(np, x, w, b, activation)
     assert got.dtype == np.dtype(dtype) and got.shape == x.shape[:-1] + (24,)
     want = _truth(x, w, b, activation)

@@ -10,7 +10,6 @@ import types
 
 import numpy as np
 import pytest
-from ml_dtypes import bfloat16
 
 import flopcount.runtime as rt
 from fake_cupy import emulate_cublaslt, installed

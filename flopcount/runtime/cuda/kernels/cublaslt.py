@@ -96,7 +96,8 @@ def plan(x_op: blas.Operand, w_op: blas.Operand, rows: int, k: int, n: int, dtyp
 
 def gelu_tanh(y: np.ndarray) -> np.ndarray:
     """cuBLASLt's GELU (the tanh approximation) on float32 values."""
-    return np.float32(0.5) * y * (np.float32(1) + np.tanh(np.float32(np.sqrt(2 / np.pi)) * (y + np.float32(0.044715) * y ** 3)))
+    inner = np.float32(np.sqrt(2 / np.pi)) * (y + np.float32(0.044715) * y ** 3)
+    return np.float32(0.5) * y * (np.float32(1) + np.tanh(inner))
 
 
 def reference(p: EpiloguePlan, a: np.ndarray, b: np.ndarray, bias, out: np.ndarray) -> None:
@@ -241,16 +242,26 @@ def describe(lib: Library, p: EpiloguePlan) -> Described:
     g = p.gemm
     desc = lib.create("cublasLtMatmulDescCreate", g.compute_type, blas.CUDA_R_32F)  # alpha, beta in float32
     for attr, value in ((DESC_TRANSA, ctypes.c_int32(g.transa)), (DESC_TRANSB, ctypes.c_int32(g.transb)),
-                        (DESC_EPILOGUE, ctypes.c_uint32(p.epilogue)), (DESC_BIAS_DATA_TYPE, ctypes.c_int32(g.data_type))):
+                        (DESC_EPILOGUE, ctypes.c_uint32(p.epilogue)),
+                        (DESC_BIAS_DATA_TYPE, ctypes.c_int32(g.data_type))):
         lib.set("cublasLtMatmulDescSetAttribute", desc, attr, value)
     layouts = {role: lib.create("cublasLtMatrixLayoutCreate", g.data_type, rows, cols, ld)
                for role, (rows, cols, ld) in p.layouts().items()}
     preference = lib.create("cublasLtMatmulPreferenceCreate")
-    lib.set("cublasLtMatmulPreferenceSetAttribute", preference, PREF_MAX_WORKSPACE_BYTES, ctypes.c_uint64(WORKSPACE_BYTES))
-    for role, align in zip(("A", "B", "D"), p.alignment[:3]):
-        for attr in (PREF_MIN_ALIGNMENT[role],) + ((PREF_MIN_ALIGNMENT["C"],) if role == "D" else ()):
-            lib.set("cublasLtMatmulPreferenceSetAttribute", preference, attr, ctypes.c_uint32(align))
+    prefs = [(PREF_MAX_WORKSPACE_BYTES, ctypes.c_uint64(WORKSPACE_BYTES))]
+    prefs += [(PREF_MIN_ALIGNMENT[role], ctypes.c_uint32(align))  # C is D
+              for role, align in zip("ABCD", p.alignment[:2] + p.alignment[2:3] * 2)]
+    for attr, value in prefs:
+        lib.set("cublasLtMatmulPreferenceSetAttribute", preference, attr, value)
     return Described(desc, layouts, preference)
+
+
+def destroy(lib: Library, d: Described) -> None:
+    """Release a plan's host objects."""
+    lib.call("cublasLtMatmulDescDestroy", d.desc)
+    for layout in d.layouts.values():
+        lib.call("cublasLtMatrixLayoutDestroy", layout)
+    lib.call("cublasLtMatmulPreferenceDestroy", d.preference)
 
 
 def _handle(lib: Library, xp) -> int:
@@ -303,6 +314,8 @@ def linear_epilogue(xp, x, weight, bias, activation: str | None):
         return None
     x2, x_op = blas._as_operand(xp, x.reshape(rows, k), ())
     w, w_op = blas._as_operand(xp, weight.T, ())
+    if bias is not None:
+        bias = xp.ascontiguousarray(bias)  # the epilogue reads n elements one after the other
     out = xp.empty((rows, n), dtype=x.dtype)
     pointers = (0, 0, 0, 0) if xp is np else \
         tuple(0 if a is None else blas.device_pointer(a) for a in (w, x2, out, bias))
@@ -333,7 +346,3 @@ def _matmul(xp, p: EpiloguePlan, a, b, bias, out) -> bool:
     paths.ran(paths.CUBLASLT)
     return True
 
-
-def cached() -> list:
-    """Plans described so far (None values: no algorithm)."""
-    return list(_PLANS)
