@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..cuda.kernels.linalg import activation_of, linear_activation
-from ..device import CPU, backend
+from ..device import backend
 from ..dispatch import state
 from ..errors import add_context
 from ..ops._conv_kernels import conv_forward_activation, conv_forward_residual
@@ -58,7 +58,7 @@ def applies(graph, cache: dict, tensors, before, after, node_scopes: bool) -> bo
     if (before is not None or after is not None or node_scopes or st.observers or st.tracer is not None
             or st.shapes_only or st.grad_enabled):
         return False
-    dev = tensors[0].device if tensors else CPU
+    dev = tensors[0].device if tensors else graph.device
     if dev.type not in _EPILOGUES or any(t.device != dev for t in tensors):
         return False
     key = _cache_key("plain_usable", dev)
@@ -74,7 +74,7 @@ def run(graph, cache: dict, tensors, fixed: dict) -> list | None:
     names of parameters and constants to their Tensors on the inputs' device. None where a
     parameter or constant no longer has its traced shape or dtype (swapped after tracing): no
     shape rule runs here, so the node-by-node run must, and name the node that cannot take it."""
-    dev = tensors[0].device if tensors else CPU
+    dev = tensors[0].device if tensors else graph.device
     xp = np if dev.type == "cpu" else backend(dev).xp  # backend(dev) also makes a GPU current
     key = _cache_key("plain_program", dev)
     prog = cache.get(key)

@@ -138,3 +138,26 @@ def test_an_observed_run_keeps_the_two_ops(gpu):
         assert not plain_run.applies(graph, {}, inputs, lambda node, ins: None, None, False)
         mixed = inputs + [Tensor._make(np.ones(3, np.float32), (3,), rt.float32, rt.device("cpu"))]
         assert not plain_run.applies(graph, {}, mixed, None, None, False)
+
+
+class _NoInputs(rt.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.fc = rt.nn.Linear(16, 24)
+        self.x = rt.nn.Parameter(rt.randn(3, 16))
+
+    def forward(self):
+        return rt.nn.functional.relu(self.fc(self.x))
+
+
+def test_a_graph_without_inputs_runs_where_its_parameters_are(gpu):
+    _, ran = gpu
+    graph = rt.trace(_NoInputs())
+    for name in graph.parameters:  # the graph moved to the GPU
+        t = graph.tensors[name]
+        graph.tensors[name] = Tensor._make(t.data, t.shape, t.dtype, CUDA)
+    cache: dict = {}
+    with rt.no_grad():
+        assert plain_run.applies(graph, cache, [], None, None, False)
+        (out,) = plain_run.run(graph, cache, [], dict(graph.tensors))
+    assert out.device == CUDA and "plain_program_cuda" in cache and len(ran) == 1
