@@ -38,7 +38,7 @@ def test_the_epilogue_equals_the_two_ops(cupy, dtype, tol, activation, bias, off
     rng = np.random.default_rng(0)
     host = rng.standard_normal(3 * 70 * 768 + offset).astype(_np_dtype(dtype))
     x = cupy.asarray(host)[offset:].reshape(3, 70, 768)
-    w = cupy.asarray(rng.standard_normal((520, 768)).astype(_np_dtype(dtype)) / 16)
+    w = cupy.asarray((rng.standard_normal((520, 768)) / 16).astype(_np_dtype(dtype)))
     b = cupy.asarray(rng.standard_normal(520).astype(_np_dtype(dtype))) if bias else None
     name, attrs = ACTIVATIONS[activation]
     linear, act = OPS["linear"]._kernel_by_device["cuda"], OPS[name]._kernel_by_device["cuda"]
