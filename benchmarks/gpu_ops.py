@@ -41,6 +41,12 @@ def cases(rt, torch, dtype: str = "float32", device: str = "cuda"):
     w, tw = pair(3072, 768)
     b, tb = pair(3072)
     case("linear (4096, 768) -> 3072 + bias", lambda: F.linear(x, w, b), lambda: TF.linear(tx, tw, tb))
+    # the same linear and a ReLU as a graph run that nothing watches: one cuBLASLt matmul whose
+    # epilogue adds the bias and applies the ReLU (graph/plain_run.py), the two ops otherwise
+    mlp = rt.nn.Sequential(rt.nn.Linear(768, 3072), rt.nn.ReLU())
+    mlp[0].weight, mlp[0].bias = rt.nn.Parameter(w), rt.nn.Parameter(b)
+    fused = rt.GraphModule(rt.trace(mlp, x))
+    case("linear + bias + relu, graph (4096, 768)", lambda: fused(x), lambda: TF.relu(TF.linear(tx, tw, tb)))
 
     img, timg = pair(32, 64, 56, 56)
     w3, tw3 = pair(64, 64, 3, 3)

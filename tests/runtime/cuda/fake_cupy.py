@@ -184,3 +184,22 @@ def emulate_cudnn(monkeypatch, execute) -> None:
     monkeypatch.setattr(cudnn_frontend, "available", lambda xp: True)
     monkeypatch.setattr(cudnn_frontend, "plan", lambda key, build, restrict=None: key)
     monkeypatch.setattr(cudnn_frontend, "execute", execute)
+
+
+def emulate_cublaslt(monkeypatch, fake) -> list:
+    """cuBLASLt as if installed, for launchers handed ``fake``: each matmul runs its plan through
+    ``cublaslt.reference`` on the arrays behind the device pointers. Returns the list the plans
+    run are appended to."""
+    from flopcount.runtime.cuda.kernels import cublaslt, paths
+
+    ran = []
+
+    def matmul(xp, p, a, b, bias, out):
+        ran.append(p)
+        cublaslt.reference(p, blas.footprint(a), blas.footprint(b), bias, out.reshape(-1))
+        paths.ran(paths.CUBLASLT)
+        return True
+
+    monkeypatch.setattr(cublaslt, "available", lambda xp: xp is fake)
+    monkeypatch.setattr(cublaslt, "_matmul", matmul)
+    return ran

@@ -1,7 +1,9 @@
 """Which library path ran each op on the GPU, so a report can name it per op: "cuDNN" (a graph
-of ``cudnn_frontend``: convolutions, attention), "cuBLAS" (a GEMM through ``blas``), "own kernel" (a RawKernel or generated ElementwiseKernel of this package),
-both joined when an op used both (attention, convolution), or "CuPy" when neither ran (the
-op's generic kernel, written against the array module).
+of ``cudnn_frontend``: convolutions, attention), "cuBLAS" (a GEMM through ``blas``), "cuBLASLt"
+(a linear with its bias and activation in one matmul, ``cublaslt``), "own kernel" (a RawKernel
+or generated ElementwiseKernel of this package), joined when an op used several (attention,
+convolution), or "CuPy" when none ran (the op's generic kernel, written against the array
+module).
 
 The launchers note what they call (``ran``); the backend reads and clears the notes after each
 op (``CUDABackend.kernel_library``), and the dispatcher puts them on the op's event.
@@ -13,8 +15,8 @@ op (``CUDABackend.kernel_library``), and the dispatcher puts them on the op's ev
 
 from __future__ import annotations
 
-CUDNN, CUBLAS, OWN, CUPY = "cuDNN", "cuBLAS", "own kernel", "CuPy"
-ORDER = (CUDNN, CUBLAS, OWN)  # a stable order for a joined name
+CUDNN, CUBLASLT, CUBLAS, OWN, CUPY = "cuDNN", "cuBLASLt", "cuBLAS", "own kernel", "CuPy"
+ORDER = (CUDNN, CUBLASLT, CUBLAS, OWN)  # a stable order for a joined name
 
 _ran: set = set()
 
