@@ -145,7 +145,7 @@ def run(module, args: tuple, kwargs: dict, before=None, after=None, node_scopes:
     if device.type == "cpu":
         keep_freed_memory()  # each op's output reuses freed memory instead of faulting pages in
     fixed = _fixed_tensors(module, device)
-    if device.type == "cpu" and plain_run.applies(graph, module.cache, tensors, before, after, node_scopes):
+    if plain_run.applies(graph, module.cache, tensors, before, after, node_scopes):
         outputs = plain_run.run(graph, module.cache, tensors, fixed)
         if outputs is not None:
             return unflatten(graph.output_tree, outputs)
