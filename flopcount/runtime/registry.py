@@ -157,6 +157,16 @@ class Op:
     # array), or a function (x_contiguous, x, out, **attrs) -> COPY, VIEW (a contiguous view) or
     # STRIDED (a view that is not contiguous). Liveness and the eager memory prediction read it.
     view = None
+    # the ONNX operator that computes the op as it is: same inputs, cast to the output dtype (to
+    # their promoted dtype for a bool output: a comparison, IsNaN), no attributes. Export writes
+    # that one node unless the op has an emitter of its own (runtime/onnx/emitters/), which an
+    # op whose ONNX form needs attributes or a chain of nodes has. None: no such operator.
+    onnx: str | None = None
+    # the rule of the ``ptflops`` convention (conventions/ptflops_ops.py) this op follows, by
+    # name: "numel_out" (one per output element), "numel_in", "zero", a layer formula ("linear",
+    # "conv"...), "own_flops" (its own cost's FLOPs). None: no rule (counted zero, listed as
+    # unsupported), except a gradient op (``backward``), which counts its own MACs.
+    ptflops: str | None = None
 
 
 _REGISTRY: dict[str, type] = {}

@@ -84,6 +84,7 @@ class _Activation(Op):
     element (an activation whose count depends on its attrs writes its own cost rule)."""
 
     flops = 1
+    ptflops = "numel_out"  # ptflops' activation hooks: one per output element
 
     @classmethod
     def shape(cls, x, **attrs):
@@ -100,6 +101,7 @@ class _Activation(Op):
 
 @register_op("relu")
 class Relu(_Activation):
+    onnx = "Relu"
     def shape(x):
         return same_spec(x)
 
@@ -162,6 +164,8 @@ def _channel_view(w, x):
 @register_op("prelu")
 class Prelu(Op):
     """leaky_relu with learned slopes: one for all channels, or one per channel (dim 1)."""
+
+    ptflops = "numel_out"
 
     def shape(x, weight):
         check_float("prelu", x)
@@ -262,6 +266,7 @@ class Gelu(_Activation):
 
 @register_op("silu")
 class Silu(_Activation):
+    ptflops = "zero"  # ptflops has no SiLU hook, so its tables count zero there
     def forward(xp, x):
         return x * _stable_sigmoid(xp, x)
 
@@ -347,6 +352,7 @@ class Mish(_Activation):
 
 @register_op("sigmoid")
 class Sigmoid(_Activation):
+    onnx = "Sigmoid"
     def forward(xp, x):
         return _stable_sigmoid(xp, x)
 

@@ -23,7 +23,7 @@ def _check_integer(op: str, *tensors) -> None:
             raise ShapeError(f"{op}: expects integer or bool tensors, got {t.dtype.name} of shape {t.shape}")
 
 
-def _binary(name: str, np_name: str):
+def _binary(name: str, np_name: str, onnx: str):
     @register_op(name)
     class Bitwise(Op):
         vjp = None  # integer arithmetic: nothing to differentiate
@@ -40,17 +40,19 @@ def _binary(name: str, np_name: str):
         def cost(out, a, b):
             return io_cost(out, (a, b), flops=numel(out))
 
+    Bitwise.onnx = onnx
     Bitwise.__name__ = Bitwise.__qualname__ = "".join(p.title() for p in name.split("_"))
     return Bitwise
 
 
-BitwiseAnd = _binary("bitwise_and", "bitwise_and")
-BitwiseOr = _binary("bitwise_or", "bitwise_or")
-BitwiseXor = _binary("bitwise_xor", "bitwise_xor")
+BitwiseAnd = _binary("bitwise_and", "bitwise_and", "BitwiseAnd")
+BitwiseOr = _binary("bitwise_or", "bitwise_or", "BitwiseOr")
+BitwiseXor = _binary("bitwise_xor", "bitwise_xor", "BitwiseXor")
 
 
 @register_op("bitwise_not")
 class BitwiseNot(Op):
+    onnx = "BitwiseNot"
     vjp = None  # integer arithmetic
 
     def shape(x):

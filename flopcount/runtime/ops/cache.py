@@ -21,6 +21,8 @@ from .movement import narrow
 class CacheAppend(Op):
     """``cached`` (..., past, D) then ``new`` (..., n, D) along dim -2: the whole cache (..., past + n, D)."""
 
+    ptflops = "zero"
+
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(cached, new):

@@ -95,6 +95,8 @@ def _input_grad_padding(x_shape, g_shape, kernel, stride, padding, dilation) -> 
 class Conv(Op):
     """N-d convolution: x (N, Cin, *S), weight (Cout, Cin/g, *K), bias (Cout,) or None."""
 
+    ptflops = "conv"
+
     def shape(x, weight, bias=None, *, stride, padding, dilation, groups):
         _check_geometry("conv", stride, padding, dilation)
         nd = _check_operands("conv", x, weight, groups, weight.shape[1] * groups)
@@ -192,6 +194,8 @@ class ConvWeightGrad(Op):
 @register_op("conv_transpose")
 class ConvTranspose(Op):
     """N-d transposed convolution: x (N, Cin, *I), weight (Cin, Cout/g, *K), bias (Cout,)."""
+
+    ptflops = "conv_transpose"
 
     def shape(x, weight, bias=None, *, stride, padding, output_padding, dilation, groups):
         _check_geometry("conv_transpose", stride, padding, dilation)

@@ -16,6 +16,7 @@ from ._helpers import check_float, upcast_half
 
 @register_op("det")
 class Det(Op):
+    onnx = "Det"
     def shape(x):
         check_float("det", x)
         if x.ndim < 2 or x.shape[-1] != x.shape[-2]:

@@ -35,6 +35,8 @@ def _keep_scale(p: float) -> float:
 class Dropout(Op):
     """(y, mask): y = x·mask / (1 − p), mask True where an element (or channel) is kept."""
 
+    ptflops = "zero"
+
     random = True  # draws a new mask at every run
 
     def shape(x, *, p, training, channelwise=False):

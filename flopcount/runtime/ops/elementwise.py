@@ -32,6 +32,7 @@ class _Binary(Op):
 
     partial: tuple = ()
     result_dtype = None
+    ptflops = "numel_out"  # elementwise arithmetic: one per output element
 
     @classmethod
     def shape(cls, a, b):
@@ -49,6 +50,7 @@ class _Binary(Op):
 
 @register_op("add")
 class Add(_Binary):
+    onnx = "Add"
     partial = ((True, True),)  # a sum of partial sums is a partial sum
 
     def forward(xp, a, b):
@@ -60,6 +62,7 @@ class Add(_Binary):
 
 @register_op("sub")
 class Sub(_Binary):
+    onnx = "Sub"
     partial = ((True, True),)
 
     def forward(xp, a, b):
@@ -71,6 +74,7 @@ class Sub(_Binary):
 
 @register_op("mul")
 class Mul(_Binary):
+    onnx = "Mul"
     partial = ((True, False), (False, True))  # linear in either operand
 
     def forward(xp, a, b):
@@ -82,6 +86,7 @@ class Mul(_Binary):
 
 @register_op("div")
 class Div(_Binary):
+    onnx = "Div"
     result_dtype = staticmethod(float_dtype)  # true division: integers give float32
     partial = ((True, False),)  # linear in the numerator only
 
@@ -128,6 +133,7 @@ def _small_exponent(a, b) -> float | None:
 
 @register_op("maximum")
 class Maximum(_Binary):
+    onnx = "Max"
 
     def forward(xp, a, b):
         return xp.maximum(a, b)
@@ -138,6 +144,7 @@ class Maximum(_Binary):
 
 @register_op("minimum")
 class Minimum(_Binary):
+    onnx = "Min"
 
     def forward(xp, a, b):
         return xp.minimum(a, b)
@@ -173,25 +180,27 @@ class Remainder(_Binary):
         return g, gb
 
 
-def _make_compare(name, np_fn):
+def _make_compare(name, np_fn, onnx=None):
     @register_op(name)
     class Compare(_Binary):
         result_dtype = staticmethod(lambda dtype: _dt.bool_)
         vjp = None  # boolean output: nothing to differentiate
+        ptflops = "zero"  # ptflops' tables have no comparisons
 
         def forward(xp, a, b):
             return getattr(xp, np_fn)(a, b)
 
+    Compare.onnx = onnx
     Compare.__name__ = Compare.__qualname__ = name.title().replace("_", "")
     return Compare
 
 
-Eq = _make_compare("eq", "equal")
+Eq = _make_compare("eq", "equal", "Equal")
 Ne = _make_compare("ne", "not_equal")
-Lt = _make_compare("lt", "less")
-Le = _make_compare("le", "less_equal")
-Gt = _make_compare("gt", "greater")
-Ge = _make_compare("ge", "greater_equal")
+Lt = _make_compare("lt", "less", "Less")
+Le = _make_compare("le", "less_equal", "LessOrEqual")
+Gt = _make_compare("gt", "greater", "Greater")
+Ge = _make_compare("ge", "greater_equal", "GreaterOrEqual")
 LogicalAnd = _make_compare("logical_and", "logical_and")
 LogicalOr = _make_compare("logical_or", "logical_or")
 LogicalXor = _make_compare("logical_xor", "logical_xor")
@@ -241,6 +250,7 @@ logical_and, logical_or, logical_xor = map(_binary_fn, (LogicalAnd, LogicalOr, L
 
 @register_op("where")
 class Where(Op):
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(cond, a, b):
         if cond.dtype is not _dt.bool_:
@@ -311,6 +321,7 @@ def masked_fill(x, mask, value):
 
 @register_op("clamp")
 class Clamp(Op):
+    ptflops = "numel_out"
     def shape(x, *, min=None, max=None):
         return same_spec(x)
 
@@ -347,6 +358,7 @@ def clamp(x, min=None, max=None):
 
 @register_op("cast")
 class Cast(Op):
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, dtype):
         return Spec(x.shape, _dt.get_dtype(dtype), x.device)
@@ -375,12 +387,14 @@ def cast(x, dtype):
 
 # --- unary -------------------------------------------------------------------------------------
 
-def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, linear=False, cuda_kernel=False):
+def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, linear=False, cuda_kernel=False,
+           onnx=None, ptflops="numel_out"):
     """Register unary op ``name`` from its kernel ``forward(xp, x)`` and gradient ``vjp(g, out, x)``
     (None on purpose for a piecewise-constant or boolean result), with the rules every unary op
     shares: same shape (float for ``float_only``, bool for ``bool_out``), 1 FLOP per element, SBP
     split along any dim (partial sums pass through ``linear`` ops). ``cuda_kernel``: ``forward``
-    also runs as a generated CUDA kernel. Returns the op class and its function ``fn(x)``."""
+    also runs as a generated CUDA kernel; ``onnx`` and ``ptflops``: the op's properties (registry.Op).
+    Returns the op class and its function ``fn(x)``."""
 
     class Unary(Op):
         flops_per_element = 1
@@ -399,6 +413,7 @@ def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, li
     # named as the caller's module binds them (as namedtuple does), so both pickle by reference
     module = sys._getframe(1).f_globals["__name__"]
     Unary.forward, Unary.vjp = forward, vjp
+    Unary.onnx, Unary.ptflops = onnx, ptflops
     register_op(name)(_named(Unary, "".join(p.title() for p in name.split("_")), module))
 
     def fn(x):
@@ -408,27 +423,29 @@ def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, li
     return Unary, _named(fn, name, module)
 
 
-Neg, neg = _unary("neg", lambda xp, x: -x, lambda g, out, x: neg(g), linear=True)
-Abs, abs = _unary("abs", lambda xp, x: xp.abs(x), lambda g, out, x: mul(g, sign(x)))
-Sign, sign = _unary("sign", lambda xp, x: xp.sign(x), None)  # piecewise constant
-Exp, exp = _unary("exp", lambda xp, x: xp.exp(x), lambda g, out, x: mul(g, out), float_only=True)
-Log, log = _unary("log", lambda xp, x: xp.log(x), lambda g, out, x: div(g, x), float_only=True)
-Sqrt, sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, out, x: div(mul(g, 0.5), out), float_only=True)
+Neg, neg = _unary("neg", lambda xp, x: -x, lambda g, out, x: neg(g), linear=True, onnx="Neg")
+Abs, abs = _unary("abs", lambda xp, x: xp.abs(x), lambda g, out, x: mul(g, sign(x)), onnx="Abs")
+Sign, sign = _unary("sign", lambda xp, x: xp.sign(x), None, onnx="Sign")  # piecewise constant
+Exp, exp = _unary("exp", lambda xp, x: xp.exp(x), lambda g, out, x: mul(g, out), float_only=True, onnx="Exp")
+Log, log = _unary("log", lambda xp, x: xp.log(x), lambda g, out, x: div(g, x), float_only=True, onnx="Log")
+Sqrt, sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, out, x: div(mul(g, 0.5), out), float_only=True,
+                    onnx="Sqrt")
 # rsqrt = 1 / sqrt(x): counted as 1 FLOP, as hardware has a reciprocal-square-root instruction.
 Rsqrt, rsqrt = _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x),
                       lambda g, out, x: mul(g, mul(-0.5, mul(out, mul(out, out)))), float_only=True, cuda_kernel=True)
 Reciprocal, reciprocal = _unary("reciprocal", lambda xp, x: 1.0 / x, lambda g, out, x: neg(mul(g, mul(out, out))),
-                                float_only=True)
-Sin, sin = _unary("sin", lambda xp, x: xp.sin(x), lambda g, out, x: mul(g, cos(x)), float_only=True)
-Cos, cos = _unary("cos", lambda xp, x: xp.cos(x), lambda g, out, x: neg(mul(g, sin(x))), float_only=True)
+                                float_only=True, onnx="Reciprocal")
+Sin, sin = _unary("sin", lambda xp, x: xp.sin(x), lambda g, out, x: mul(g, cos(x)), float_only=True, onnx="Sin")
+Cos, cos = _unary("cos", lambda xp, x: xp.cos(x), lambda g, out, x: neg(mul(g, sin(x))), float_only=True, onnx="Cos")
 Tanh, tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda g, out, x: mul(g, sub(1.0, mul(out, out))),
-                    float_only=True)
+                    float_only=True, onnx="Tanh")
 # d/dx erf(x) = 2/sqrt(pi) * exp(-x^2)
 Erf, erf = _unary("erf", _erf_kernel, lambda g, out, x: mul(g, mul(1.1283791670955126, exp(neg(mul(x, x))))),
-                  float_only=True, cuda_kernel=True)
-Floor, floor = _unary("floor", lambda xp, x: xp.floor(x), None)  # piecewise constant
-Ceil, ceil = _unary("ceil", lambda xp, x: xp.ceil(x), None)  # piecewise constant
-Round, round = _unary("round", lambda xp, x: xp.round(x), None)  # piecewise constant
-LogicalNot, logical_not = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, bool_out=True)  # boolean
-IsNan, isnan = _unary("isnan", lambda xp, x: xp.isnan(x), None, bool_out=True)  # boolean output
-IsInf, isinf = _unary("isinf", lambda xp, x: xp.isinf(x), None, bool_out=True)  # boolean output
+                  float_only=True, cuda_kernel=True, onnx="Erf")
+Floor, floor = _unary("floor", lambda xp, x: xp.floor(x), None, onnx="Floor")  # piecewise constant
+Ceil, ceil = _unary("ceil", lambda xp, x: xp.ceil(x), None, onnx="Ceil")  # piecewise constant
+Round, round = _unary("round", lambda xp, x: xp.round(x), None, onnx="Round")  # piecewise constant
+# boolean results: ptflops' tables count no arithmetic for them
+LogicalNot, logical_not = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, bool_out=True, ptflops="zero")
+IsNan, isnan = _unary("isnan", lambda xp, x: xp.isnan(x), None, bool_out=True, onnx="IsNaN", ptflops="zero")
+IsInf, isinf = _unary("isinf", lambda xp, x: xp.isinf(x), None, bool_out=True, onnx="IsInf", ptflops="zero")

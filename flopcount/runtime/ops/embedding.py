@@ -33,6 +33,8 @@ def _check_ids(op: str, ids) -> None:
 @register_op("embedding")
 class Embedding(Op):
     """Rows of ``weight`` (num_embeddings, embedding_dim) picked by integer ``ids``."""
+
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None, block_format=None):

@@ -218,6 +218,8 @@ def _local_items(items: list, shape: tuple, sbp, n: int) -> list:
 @register_op("getitem")
 class GetItem(Op):
     """Basic indexing (slices, integers, None): a strided view."""
+
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     cost = no_cost  # a view
@@ -297,6 +299,8 @@ class GetItemBackward(Op):
 @register_op("index")
 class Index(Op):
     """Advanced indexing with integer tensors: a gather that copies."""
+
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, *index, items):
@@ -346,6 +350,8 @@ class IndexBackward(Op):
 @register_op("index_put")
 class IndexPut(Op):
     """``x[items] = value`` as a new tensor (``x.__setitem__`` rebinds ``x`` to it)."""
+
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, value, *index, items):
@@ -373,6 +379,8 @@ class IndexPut(Op):
 @register_op("gather")
 class Gather(Op):
     """``torch.gather``: out[i][j] = x[i][index[i][j]] along ``dim``."""
+
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, index, *, dim):
@@ -434,6 +442,8 @@ def _triangle(name, np_name):
     @register_op(name)
     class Triangle(Op):
         computes = False  # moves or selects elements: runs on any dtype's storage
+        ptflops = "zero"
+
         def shape(x, *, diagonal):
             if x.ndim < 2:
                 raise ShapeError(f"{name}: needs at least 2 dims, got shape {x.shape}")

@@ -53,6 +53,9 @@ def gemm(xp, a, b):
 class Matmul(Op):
     """(..., m, k) @ (..., k, n) with broadcast batch dims (both operands at least 2-d)."""
 
+    onnx = "MatMul"
+    ptflops = "matmul"
+
     def shape(a, b):
         if a.ndim < 2 or b.ndim < 2:
             raise ShapeError(f"matmul: op needs 2-d or more operands, got {a.shape} and {b.shape}")
@@ -129,6 +132,8 @@ class GroupedMm(Op):
 @register_op("linear")
 class Linear(Op):
     """x (..., in) @ weight(out, in)ᵀ + bias(out)."""
+
+    ptflops = "linear"
 
     def shape(x, weight, bias=None):
         if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:

@@ -37,6 +37,7 @@ def _only_unit_dims_change(a: tuple, b: tuple) -> bool:
 
 @register_op("reshape")
 class Reshape(Op):
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a view: nothing computed, nothing moved
 
@@ -72,6 +73,7 @@ class Reshape(Op):
 
 @register_op("permute")
 class Permute(Op):
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a strided view
 
@@ -103,6 +105,7 @@ class Permute(Op):
 
 @register_op("expand")
 class Expand(Op):
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a broadcast view: stride 0 along the new dims
 
@@ -145,6 +148,8 @@ class Expand(Op):
 
 @register_op("contiguous")
 class Contiguous(Op):
+    onnx = "Identity"
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, force_copy=False):
         return same_spec(x)
@@ -167,6 +172,7 @@ class Contiguous(Op):
 
 @register_op("cat")
 class Cat(Op):
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(*xs, dim):
         first = xs[0]
@@ -202,6 +208,7 @@ class Cat(Op):
 
 @register_op("flip")
 class Flip(Op):
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, dims):
         return same_spec(x)
@@ -221,6 +228,7 @@ class Flip(Op):
 
 @register_op("repeat")
 class Repeat(Op):
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, repeats):
         if len(repeats) < x.ndim:
@@ -253,6 +261,8 @@ class Repeat(Op):
 @register_op("pad")
 class Pad(Op):
     """Constant padding. ``pads`` is per dim, first dim first: ((before, after), ...)."""
+
+    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, *, pads, value=0.0):

@@ -61,6 +61,8 @@ class _Nary(Op):
 
     mean = False            # divide by the number of inputs at the end
     linear = False          # a sum or a mean of partial sums is a partial sum
+    # ptflops counts the chain of binary ops each stands for: one per element of each
+    ptflops = "own_flops"
 
     @classmethod
     def shape(cls, *inputs):
@@ -86,6 +88,7 @@ class _Nary(Op):
 
 @register_op("add_n")
 class AddN(_Nary):
+    onnx = "Sum"
     forward = staticmethod(_fold("add_n", "add"))
     linear = True
 
@@ -96,6 +99,7 @@ class AddN(_Nary):
 
 @register_op("mean_n")
 class MeanN(_Nary):
+    onnx = "Mean"
     forward = staticmethod(_fold("mean_n", "add", mean=True))
     mean = True
     linear = True
@@ -116,6 +120,7 @@ def _to_holders(g, out, inputs) -> tuple:
 
 @register_op("maximum_n")
 class MaximumN(_Nary):
+    onnx = "Max"
     forward = staticmethod(_fold("maximum_n", "maximum"))
 
     @staticmethod
@@ -125,6 +130,7 @@ class MaximumN(_Nary):
 
 @register_op("minimum_n")
 class MinimumN(_Nary):
+    onnx = "Min"
     forward = staticmethod(_fold("minimum_n", "minimum"))
 
     @staticmethod

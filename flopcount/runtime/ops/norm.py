@@ -90,6 +90,8 @@ class BatchNorm(Op):
     gradients are ignored by the vjp.
     """
 
+    ptflops = "affine_norm"
+
     def shape(x, weight, bias, running_mean, running_var, *, training, momentum, eps):
         check_float("batch_norm", x)
         if x.ndim < 2:
@@ -312,6 +314,8 @@ def _compiled_layer_norm(kernels, x, weight, bias, columns: int, eps: float):
 class LayerNorm(Op):
     """Normalization over the trailing ``normalized_shape`` dims, then an elementwise affine."""
 
+    ptflops = "layer_norm"
+
     def shape(x, weight, bias, *, normalized_shape, eps):
         check_float("layer_norm", x)
         _normalized_dims("layer_norm", x, normalized_shape)
@@ -369,6 +373,8 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
 @register_op("group_norm")
 class GroupNorm(Op):
     """Normalization over groups of channels of (N, C, *) input, then a per-channel affine."""
+
+    ptflops = "affine_norm"
 
     def shape(x, weight, bias, *, num_groups, eps):
         check_float("group_norm", x)

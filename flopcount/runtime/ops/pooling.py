@@ -139,6 +139,8 @@ def _argmax_windows(xp, fw, x):
 class MaxPool(Op):
     """N-d max pooling of x (N, C, *S) with PyTorch's kernel_size/stride/padding/dilation/ceil_mode."""
 
+    ptflops = "numel_in"
+
     def shape(x, *, kernel_size, stride, padding, dilation, ceil_mode):
         out = _pool_out("max_pool", x, kernel_size, stride, padding, dilation, ceil_mode)
         return Spec(x.shape[:2] + out, x.dtype, x.device)
@@ -230,6 +232,8 @@ def _avg_divisor(size, kernel, stride, padding, out, count_include_pad, divisor_
 @register_op("avg_pool")
 class AvgPool(Op):
     """N-d average pooling with PyTorch's ceil_mode, count_include_pad and divisor_override."""
+
+    ptflops = "numel_in"
 
     def shape(x, *, kernel_size, stride, padding, ceil_mode, count_include_pad, divisor_override):
         check_float("avg_pool", x)
@@ -347,6 +351,8 @@ def _check_adaptive(op, x, output_size):
 class AdaptiveAvgPool(Op):
     """Average over PyTorch's adaptive windows so the output is exactly ``output_size``."""
 
+    ptflops = "numel_in"
+
     def shape(x, *, output_size):
         check_float("adaptive_avg_pool", x)
         _check_adaptive("adaptive_avg_pool", x, output_size)
@@ -430,6 +436,8 @@ def _adaptive_comparisons(x_shape, output_size) -> int:
 @register_op("adaptive_max_pool")
 class AdaptiveMaxPool(Op):
     """Max over PyTorch's adaptive windows (separable: the max of per-dim maxima)."""
+
+    ptflops = "numel_in"
 
     def shape(x, *, output_size):
         _check_adaptive("adaptive_max_pool", x, output_size)

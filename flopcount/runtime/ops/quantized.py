@@ -93,6 +93,8 @@ class Dequantize(Op):
 class QuantizedLinear(Op):
     """x (..., in) @ (q · scale)ᵀ + bias, dequantizing inside the GEMM (nothing materialized)."""
 
+    ptflops = "quantized_linear"
+
     def shape(x, q, scale, bias=None, *, block_format=None):
         _check_weight("quantized_linear", q, scale)
         if x.ndim < 1 or x.shape[-1] != q.shape[1]:
@@ -128,6 +130,8 @@ class Requantize(Op):
     """``x`` (integer values, channels last) times the factors ``multiplier / 2**31 * 2**shift``
     (one, or one per index of the last dim) rounded as TFLite's MultiplyByQuantizedMultiplier
     rounds, plus ``zero_point``, saturated to ``dtype``."""
+
+    ptflops = "numel_out"
 
     def shape(x, multiplier, shift, *, zero_point=None, dtype="int64"):
         for name, factor in (("multiplier", multiplier), ("shift", shift)):

@@ -151,6 +151,7 @@ def _arg_extreme(find, x, dim, keepdim):
 
 @register_op("argmax")
 class Argmax(Op):
+    ptflops = "zero"
     vjp = None  # integer output: no gradient
 
     def shape(x, *, dim, keepdim):
@@ -170,6 +171,7 @@ class Argmax(Op):
 
 @register_op("argmin")
 class Argmin(Op):
+    ptflops = "zero"
     vjp = None  # integer output: no gradient
     shape = Argmax.shape
     cost = Argmax.cost

@@ -97,6 +97,8 @@ def _scale_of(scales, d):
 class UpsampleNearest(Op):
     """Nearest-neighbour resampling of x (N, C, *S) to ``output_size`` (``exact``: nearest-exact)."""
 
+    ptflops = "upsample"
+
     def shape(x, *, output_size, scales, exact):
         _check("upsample_nearest", x, output_size, scales)
         return Spec(x.shape[:2] + tuple(output_size), x.dtype, x.device)
@@ -146,6 +148,8 @@ class UpsampleNearestBackward(Op):
 @register_op("upsample_bilinear")
 class UpsampleBilinear(Op):
     """Linear interpolation along every spatial dim: linear (1-d), bilinear (2-d), trilinear (3-d)."""
+
+    ptflops = "upsample"
 
     def shape(x, *, output_size, scales, align_corners):
         check_float("upsample_bilinear", x)

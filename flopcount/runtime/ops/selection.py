@@ -45,6 +45,8 @@ class TopK(Op):
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices, sorted; equal
     values keep their index order."""
 
+    ptflops = "zero"
+
     def shape(x, *, k, dim, largest, sorted):
         d = norm_dim("topk", dim, x.ndim)
         if not 0 <= k <= x.shape[d]:
