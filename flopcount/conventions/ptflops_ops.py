@@ -4,8 +4,9 @@ Each rule returns ptflops "MACs" (FLOPs = 2 per MAC): GEMM-class ops as ptflops'
 count them (bias adds included), elementwise arithmetic and activations one per output element,
 norms as the matching module rule, pooling one per input element, movement and selection zero.
 Each op names its rule in its ``ptflops`` property; ops that name none (reductions, cumulative
-sums, losses...) have no ptflops rule: they count zero and are listed as unsupported. Ops that exist only in a backward pass count their own MACs
-(ptflops has no backward; the GEMM work is what there is to count).
+sums, losses...) have no ptflops rule: they count zero and are listed as unsupported. Ops that
+exist only in a backward pass count their own MACs (ptflops has no backward; the GEMM work is
+what there is to count).
 """
 
 from __future__ import annotations

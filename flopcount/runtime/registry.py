@@ -199,10 +199,16 @@ def registrar(table: dict, what: str, role: str, key: Callable[[str], str] = str
     return register
 
 
-def register_op(name: str):
-    """Class decorator: check the op has its four rules and add it to the registry."""
+def register_op(name: str, **properties):
+    """Class decorator: check the op has its four rules and add it to the registry, with
+    ``properties`` (of ``Op``) set on it: ``@register_op("relu", onnx="Relu", ptflops="numel_out")``."""
+    unknown = sorted(set(properties) - set(vars(Op)))
+    if unknown:
+        raise TypeError(f"op {name!r}: {unknown} are not op properties (registry.Op lists them)")
 
     def decorate(cls):
+        for key, value in properties.items():
+            setattr(cls, key, value)
         if name in _REGISTRY:
             raise ValueError(f"op {name!r} is already registered (by {_REGISTRY[name].__qualname__})")
         missing = [rule for rule in RULES if not hasattr(cls, rule)]

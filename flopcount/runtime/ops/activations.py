@@ -99,9 +99,8 @@ class _Activation(Op):
         return io_cost(out, (x,), flops=cls.flops * numel(out))
 
 
-@register_op("relu")
+@register_op("relu", onnx="Relu")
 class Relu(_Activation):
-    onnx = "Relu"
     def shape(x):
         return same_spec(x)
 
@@ -161,11 +160,9 @@ def _channel_view(w, x):
     return reshape(w, (1, numel(w)) + (1,) * (x.ndim - 2))
 
 
-@register_op("prelu")
+@register_op("prelu", ptflops="numel_out")
 class Prelu(Op):
     """leaky_relu with learned slopes: one for all channels, or one per channel (dim 1)."""
-
-    ptflops = "numel_out"
 
     def shape(x, weight):
         check_float("prelu", x)
@@ -350,9 +347,8 @@ class Mish(_Activation):
     flops = 5  # softplus (exp, add, log), tanh, multiply
 
 
-@register_op("sigmoid")
+@register_op("sigmoid", onnx="Sigmoid")
 class Sigmoid(_Activation):
-    onnx = "Sigmoid"
     def forward(xp, x):
         return _stable_sigmoid(xp, x)
 

@@ -24,7 +24,7 @@ def _check_integer(op: str, *tensors) -> None:
 
 
 def _binary(name: str, np_name: str, onnx: str):
-    @register_op(name)
+    @register_op(name, onnx=onnx)
     class Bitwise(Op):
         vjp = None  # integer arithmetic: nothing to differentiate
 
@@ -40,7 +40,6 @@ def _binary(name: str, np_name: str, onnx: str):
         def cost(out, a, b):
             return io_cost(out, (a, b), flops=numel(out))
 
-    Bitwise.onnx = onnx
     Bitwise.__name__ = Bitwise.__qualname__ = "".join(p.title() for p in name.split("_"))
     return Bitwise
 
@@ -50,9 +49,8 @@ BitwiseOr = _binary("bitwise_or", "bitwise_or", "BitwiseOr")
 BitwiseXor = _binary("bitwise_xor", "bitwise_xor", "BitwiseXor")
 
 
-@register_op("bitwise_not")
+@register_op("bitwise_not", onnx="BitwiseNot")
 class BitwiseNot(Op):
-    onnx = "BitwiseNot"
     vjp = None  # integer arithmetic
 
     def shape(x):

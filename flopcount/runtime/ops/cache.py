@@ -17,11 +17,9 @@ from ..registry import Cost, Op, Spec, nbytes, register_op
 from .movement import narrow
 
 
-@register_op("cache_append")
+@register_op("cache_append", ptflops="zero")
 class CacheAppend(Op):
     """``cached`` (..., past, D) then ``new`` (..., n, D) along dim -2: the whole cache (..., past + n, D)."""
-
-    ptflops = "zero"
 
     computes = False  # moves or selects elements: runs on any dtype's storage
 

@@ -91,11 +91,9 @@ def _input_grad_padding(x_shape, g_shape, kernel, stride, padding, dilation) -> 
                  for n, o, k, s, p, d in zip(x_shape[2:], g_shape[2:], kernel, stride, padding, dilation))
 
 
-@register_op("conv")
+@register_op("conv", ptflops="conv")
 class Conv(Op):
     """N-d convolution: x (N, Cin, *S), weight (Cout, Cin/g, *K), bias (Cout,) or None."""
-
-    ptflops = "conv"
 
     def shape(x, weight, bias=None, *, stride, padding, dilation, groups):
         _check_geometry("conv", stride, padding, dilation)
@@ -191,11 +189,9 @@ class ConvWeightGrad(Op):
         return sigs + [Signature((P, B), (P,)), Signature((B, P), (P,))]
 
 
-@register_op("conv_transpose")
+@register_op("conv_transpose", ptflops="conv_transpose")
 class ConvTranspose(Op):
     """N-d transposed convolution: x (N, Cin, *I), weight (Cin, Cout/g, *K), bias (Cout,)."""
-
-    ptflops = "conv_transpose"
 
     def shape(x, weight, bias=None, *, stride, padding, output_padding, dilation, groups):
         _check_geometry("conv_transpose", stride, padding, dilation)

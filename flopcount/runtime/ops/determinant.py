@@ -14,9 +14,8 @@ from ..registry import Op, Spec, io_cost, numel, register_op
 from ._helpers import check_float, upcast_half
 
 
-@register_op("det")
+@register_op("det", onnx="Det")
 class Det(Op):
-    onnx = "Det"
     def shape(x):
         check_float("det", x)
         if x.ndim < 2 or x.shape[-1] != x.shape[-2]:

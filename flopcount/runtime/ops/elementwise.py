@@ -48,9 +48,8 @@ class _Binary(Op):
         return pointwise((a, b), out.shape, partial=cls.partial)
 
 
-@register_op("add")
+@register_op("add", onnx="Add")
 class Add(_Binary):
-    onnx = "Add"
     partial = ((True, True),)  # a sum of partial sums is a partial sum
 
     def forward(xp, a, b):
@@ -60,9 +59,8 @@ class Add(_Binary):
         return g, g
 
 
-@register_op("sub")
+@register_op("sub", onnx="Sub")
 class Sub(_Binary):
-    onnx = "Sub"
     partial = ((True, True),)
 
     def forward(xp, a, b):
@@ -72,9 +70,8 @@ class Sub(_Binary):
         return g, (neg(g) if b.requires_grad else None)
 
 
-@register_op("mul")
+@register_op("mul", onnx="Mul")
 class Mul(_Binary):
-    onnx = "Mul"
     partial = ((True, False), (False, True))  # linear in either operand
 
     def forward(xp, a, b):
@@ -84,9 +81,8 @@ class Mul(_Binary):
         return (mul(g, b) if a.requires_grad else None), (mul(g, a) if b.requires_grad else None)
 
 
-@register_op("div")
+@register_op("div", onnx="Div")
 class Div(_Binary):
-    onnx = "Div"
     result_dtype = staticmethod(float_dtype)  # true division: integers give float32
     partial = ((True, False),)  # linear in the numerator only
 
@@ -131,9 +127,8 @@ def _small_exponent(a, b) -> float | None:
     return value if value in (2.0, 3.0) else None
 
 
-@register_op("maximum")
+@register_op("maximum", onnx="Max")
 class Maximum(_Binary):
-    onnx = "Max"
 
     def forward(xp, a, b):
         return xp.maximum(a, b)
@@ -142,9 +137,8 @@ class Maximum(_Binary):
         return _select_grads(g, a, b, gt(a, b), eq(a, b))
 
 
-@register_op("minimum")
+@register_op("minimum", onnx="Min")
 class Minimum(_Binary):
-    onnx = "Min"
 
     def forward(xp, a, b):
         return xp.minimum(a, b)
@@ -181,16 +175,14 @@ class Remainder(_Binary):
 
 
 def _make_compare(name, np_fn, onnx=None):
-    @register_op(name)
+    @register_op(name, onnx=onnx, ptflops="zero")  # ptflops' tables have no comparisons
     class Compare(_Binary):
         result_dtype = staticmethod(lambda dtype: _dt.bool_)
         vjp = None  # boolean output: nothing to differentiate
-        ptflops = "zero"  # ptflops' tables have no comparisons
 
         def forward(xp, a, b):
             return getattr(xp, np_fn)(a, b)
 
-    Compare.onnx = onnx
     Compare.__name__ = Compare.__qualname__ = name.title().replace("_", "")
     return Compare
 
@@ -248,9 +240,8 @@ logical_and, logical_or, logical_xor = map(_binary_fn, (LogicalAnd, LogicalOr, L
 
 # --- where, clamp, cast ------------------------------------------------------------------------
 
-@register_op("where")
+@register_op("where", ptflops="zero")
 class Where(Op):
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(cond, a, b):
         if cond.dtype is not _dt.bool_:
@@ -319,9 +310,8 @@ def masked_fill(x, mask, value):
     return where(mask, as_tensor(value, x), x)
 
 
-@register_op("clamp")
+@register_op("clamp", ptflops="numel_out")
 class Clamp(Op):
-    ptflops = "numel_out"
     def shape(x, *, min=None, max=None):
         return same_spec(x)
 
@@ -356,9 +346,8 @@ def clamp(x, min=None, max=None):
     return apply(Clamp, x, min=min, max=max)
 
 
-@register_op("cast")
+@register_op("cast", ptflops="zero")
 class Cast(Op):
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, dtype):
         return Spec(x.shape, _dt.get_dtype(dtype), x.device)
@@ -393,8 +382,7 @@ def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, li
     (None on purpose for a piecewise-constant or boolean result), with the rules every unary op
     shares: same shape (float for ``float_only``, bool for ``bool_out``), 1 FLOP per element, SBP
     split along any dim (partial sums pass through ``linear`` ops). ``cuda_kernel``: ``forward``
-    also runs as a generated CUDA kernel; ``onnx`` and ``ptflops``: the op's properties (registry.Op).
-    Returns the op class and its function ``fn(x)``."""
+    also runs as a generated CUDA kernel; ``onnx``, ``ptflops``: as on ``Op``. Returns the class and ``fn(x)``."""
 
     class Unary(Op):
         flops_per_element = 1
@@ -413,8 +401,7 @@ def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, li
     # named as the caller's module binds them (as namedtuple does), so both pickle by reference
     module = sys._getframe(1).f_globals["__name__"]
     Unary.forward, Unary.vjp = forward, vjp
-    Unary.onnx, Unary.ptflops = onnx, ptflops
-    register_op(name)(_named(Unary, "".join(p.title() for p in name.split("_")), module))
+    register_op(name, onnx=onnx, ptflops=ptflops)(_named(Unary, "".join(p.title() for p in name.split("_")), module))
 
     def fn(x):
         return apply(Unary, x)

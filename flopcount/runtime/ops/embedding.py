@@ -30,11 +30,9 @@ def _check_ids(op: str, ids) -> None:
         raise ShapeError(f"{op}: ids must be an integer tensor, got {ids.dtype.name} of shape {ids.shape}")
 
 
-@register_op("embedding")
+@register_op("embedding", ptflops="zero")
 class Embedding(Op):
     """Rows of ``weight`` (num_embeddings, embedding_dim) picked by integer ``ids``."""
-
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(weight, ids, *, padding_idx=None, scale_grad_by_freq=False, offset=None, block_format=None):

@@ -215,11 +215,9 @@ def _local_items(items: list, shape: tuple, sbp, n: int) -> list:
 
 # --- ops ---------------------------------------------------------------------------------------
 
-@register_op("getitem")
+@register_op("getitem", ptflops="zero")
 class GetItem(Op):
     """Basic indexing (slices, integers, None): a strided view."""
-
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     cost = no_cost  # a view
@@ -296,11 +294,9 @@ class GetItemBackward(Op):
                 "items": _local_items(attrs["items"], tuple(out.shape), sbp, n)}
 
 
-@register_op("index")
+@register_op("index", ptflops="zero")
 class Index(Op):
     """Advanced indexing with integer tensors: a gather that copies."""
-
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, *index, items):
@@ -347,11 +343,9 @@ class IndexBackward(Op):
         return io_cost(out, (g,) + index, flops=numel(g))  # one add per scattered element
 
 
-@register_op("index_put")
+@register_op("index_put", ptflops="zero")
 class IndexPut(Op):
     """``x[items] = value`` as a new tensor (``x.__setitem__`` rebinds ``x`` to it)."""
-
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, value, *index, items):
@@ -376,11 +370,9 @@ class IndexPut(Op):
         return io_cost(out, (x, value) + index)
 
 
-@register_op("gather")
+@register_op("gather", ptflops="zero")
 class Gather(Op):
     """``torch.gather``: out[i][j] = x[i][index[i][j]] along ``dim``."""
-
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, index, *, dim):
@@ -439,11 +431,9 @@ def _gather_sbp(x_shape: tuple, index_shape: tuple, dim: int) -> list:
 
 
 def _triangle(name, np_name):
-    @register_op(name)
+    @register_op(name, ptflops="zero")
     class Triangle(Op):
         computes = False  # moves or selects elements: runs on any dtype's storage
-        ptflops = "zero"
-
         def shape(x, *, diagonal):
             if x.ndim < 2:
                 raise ShapeError(f"{name}: needs at least 2 dims, got shape {x.shape}")

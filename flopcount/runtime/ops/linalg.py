@@ -49,12 +49,9 @@ def gemm(xp, a, b):
     return xp.matmul(blas_operand(xp, a), blas_operand(xp, b))
 
 
-@register_op("matmul")
+@register_op("matmul", onnx="MatMul", ptflops="matmul")
 class Matmul(Op):
     """(..., m, k) @ (..., k, n) with broadcast batch dims (both operands at least 2-d)."""
-
-    onnx = "MatMul"
-    ptflops = "matmul"
 
     def shape(a, b):
         if a.ndim < 2 or b.ndim < 2:
@@ -129,11 +126,9 @@ class GroupedMm(Op):
         return io_cost(out, (x, w, offsets), macs=macs, flops=2 * macs)
 
 
-@register_op("linear")
+@register_op("linear", ptflops="linear")
 class Linear(Op):
     """x (..., in) @ weight(out, in)ᵀ + bias(out)."""
-
-    ptflops = "linear"
 
     def shape(x, weight, bias=None):
         if weight.ndim != 2 or x.ndim < 1 or x.shape[-1] != weight.shape[1]:

@@ -35,9 +35,8 @@ def _only_unit_dims_change(a: tuple, b: tuple) -> bool:
     return [d for d in a if d != 1] == [d for d in b if d != 1]
 
 
-@register_op("reshape")
+@register_op("reshape", ptflops="zero")
 class Reshape(Op):
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a view: nothing computed, nothing moved
 
@@ -71,9 +70,8 @@ class Reshape(Op):
         return {**attrs, "shape": local_shape(out.shape, signature.outputs[0], n)}
 
 
-@register_op("permute")
+@register_op("permute", ptflops="zero")
 class Permute(Op):
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a strided view
 
@@ -103,9 +101,8 @@ class Permute(Op):
         return Split(dims[sbp.dim], sbp.blocks) if isinstance(sbp, Split) else sbp
 
 
-@register_op("expand")
+@register_op("expand", ptflops="zero")
 class Expand(Op):
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a broadcast view: stride 0 along the new dims
 
@@ -146,10 +143,8 @@ class Expand(Op):
         return {**attrs, "shape": local_shape(out.shape, signature.outputs[0], n)}
 
 
-@register_op("contiguous")
+@register_op("contiguous", onnx="Identity", ptflops="zero")
 class Contiguous(Op):
-    onnx = "Identity"
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, force_copy=False):
         return same_spec(x)
@@ -170,9 +165,8 @@ class Contiguous(Op):
         return unary(x, linear=True)
 
 
-@register_op("cat")
+@register_op("cat", ptflops="zero")
 class Cat(Op):
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(*xs, dim):
         first = xs[0]
@@ -206,9 +200,8 @@ class Cat(Op):
         return sigs + [Signature((P,) * len(xs), (P,))]
 
 
-@register_op("flip")
+@register_op("flip", ptflops="zero")
 class Flip(Op):
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, dims):
         return same_spec(x)
@@ -226,9 +219,8 @@ class Flip(Op):
         return unary(x, linear=True, keep_dims=dims)
 
 
-@register_op("repeat")
+@register_op("repeat", ptflops="zero")
 class Repeat(Op):
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, repeats):
         if len(repeats) < x.ndim:
@@ -258,11 +250,9 @@ class Repeat(Op):
                 if repeats[d + lead] == 1 and x.shape[d] > 1] + [Signature((P,), (P,))]
 
 
-@register_op("pad")
+@register_op("pad", ptflops="zero")
 class Pad(Op):
     """Constant padding. ``pads`` is per dim, first dim first: ((before, after), ...)."""
-
-    ptflops = "zero"
     computes = False  # moves or selects elements: runs on any dtype's storage
 
     def shape(x, *, pads, value=0.0):

@@ -86,9 +86,8 @@ class _Nary(Op):
         return pointwise(inputs, out.shape, partial=((True,) * len(inputs),) if cls.linear else ())
 
 
-@register_op("add_n")
+@register_op("add_n", onnx="Sum")
 class AddN(_Nary):
-    onnx = "Sum"
     forward = staticmethod(_fold("add_n", "add"))
     linear = True
 
@@ -97,9 +96,8 @@ class AddN(_Nary):
         return tuple(g if x.requires_grad else None for x in inputs)
 
 
-@register_op("mean_n")
+@register_op("mean_n", onnx="Mean")
 class MeanN(_Nary):
-    onnx = "Mean"
     forward = staticmethod(_fold("mean_n", "add", mean=True))
     mean = True
     linear = True
@@ -118,9 +116,8 @@ def _to_holders(g, out, inputs) -> tuple:
     return tuple(where(h, share, 0.0) if x.requires_grad else None for x, h in zip(inputs, holds))
 
 
-@register_op("maximum_n")
+@register_op("maximum_n", onnx="Max")
 class MaximumN(_Nary):
-    onnx = "Max"
     forward = staticmethod(_fold("maximum_n", "maximum"))
 
     @staticmethod
@@ -128,9 +125,8 @@ class MaximumN(_Nary):
         return _to_holders(g, out, inputs)
 
 
-@register_op("minimum_n")
+@register_op("minimum_n", onnx="Min")
 class MinimumN(_Nary):
-    onnx = "Min"
     forward = staticmethod(_fold("minimum_n", "minimum"))
 
     @staticmethod

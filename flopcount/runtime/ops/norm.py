@@ -80,7 +80,7 @@ def _channel_dot(xp, a, b):
 
 # --- batch norm --------------------------------------------------------------------------------
 
-@register_op("batch_norm")
+@register_op("batch_norm", ptflops="affine_norm")
 class BatchNorm(Op):
     """Normalization per channel (dim 1). In training the statistics are the batch's and the op
     returns (y, batch_mean, batch_var) with the biased variance; the caller updates running
@@ -89,8 +89,6 @@ class BatchNorm(Op):
     The statistics outputs are not differentiable (as PyTorch's native_batch_norm): their
     gradients are ignored by the vjp.
     """
-
-    ptflops = "affine_norm"
 
     def shape(x, weight, bias, running_mean, running_var, *, training, momentum, eps):
         check_float("batch_norm", x)
@@ -310,11 +308,9 @@ def _compiled_layer_norm(kernels, x, weight, bias, columns: int, eps: float):
     return out.reshape(x.shape)
 
 
-@register_op("layer_norm")
+@register_op("layer_norm", ptflops="layer_norm")
 class LayerNorm(Op):
     """Normalization over the trailing ``normalized_shape`` dims, then an elementwise affine."""
-
-    ptflops = "layer_norm"
 
     def shape(x, weight, bias, *, normalized_shape, eps):
         check_float("layer_norm", x)
@@ -370,11 +366,9 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     return apply(LayerNorm, input, weight, bias, normalized_shape=shape, eps=float(eps))
 
 
-@register_op("group_norm")
+@register_op("group_norm", ptflops="affine_norm")
 class GroupNorm(Op):
     """Normalization over groups of channels of (N, C, *) input, then a per-channel affine."""
-
-    ptflops = "affine_norm"
 
     def shape(x, weight, bias, *, num_groups, eps):
         check_float("group_norm", x)

@@ -89,11 +89,9 @@ class Dequantize(Op):
         return io_cost(out, (q, scale), flops=numel(q))  # one multiply per weight
 
 
-@register_op("quantized_linear")
+@register_op("quantized_linear", ptflops="quantized_linear")
 class QuantizedLinear(Op):
     """x (..., in) @ (q · scale)ᵀ + bias, dequantizing inside the GEMM (nothing materialized)."""
-
-    ptflops = "quantized_linear"
 
     def shape(x, q, scale, bias=None, *, block_format=None):
         _check_weight("quantized_linear", q, scale)
@@ -125,13 +123,11 @@ class QuantizedLinear(Op):
         return io_cost(out, (x, q, scale, bias), macs=macs, flops=flops)
 
 
-@register_op("requantize")
+@register_op("requantize", ptflops="numel_out")
 class Requantize(Op):
     """``x`` (integer values, channels last) times the factors ``multiplier / 2**31 * 2**shift``
     (one, or one per index of the last dim) rounded as TFLite's MultiplyByQuantizedMultiplier
     rounds, plus ``zero_point``, saturated to ``dtype``."""
-
-    ptflops = "numel_out"
 
     def shape(x, multiplier, shift, *, zero_point=None, dtype="int64"):
         for name, factor in (("multiplier", multiplier), ("shift", shift)):

@@ -149,9 +149,8 @@ def _arg_extreme(find, x, dim, keepdim):
     return find(x, axis=dim, keepdims=keepdim)
 
 
-@register_op("argmax")
+@register_op("argmax", ptflops="zero")
 class Argmax(Op):
-    ptflops = "zero"
     vjp = None  # integer output: no gradient
 
     def shape(x, *, dim, keepdim):
@@ -169,9 +168,8 @@ class Argmax(Op):
         return [] if dim is None else _kept_dims_sbp(x, (dim,), keepdim)
 
 
-@register_op("argmin")
+@register_op("argmin", ptflops="zero")
 class Argmin(Op):
-    ptflops = "zero"
     vjp = None  # integer output: no gradient
     shape = Argmax.shape
     cost = Argmax.cost

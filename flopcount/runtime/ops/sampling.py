@@ -93,11 +93,9 @@ def _scale_of(scales, d):
     return None if scales is None else scales[d]
 
 
-@register_op("upsample_nearest")
+@register_op("upsample_nearest", ptflops="upsample")
 class UpsampleNearest(Op):
     """Nearest-neighbour resampling of x (N, C, *S) to ``output_size`` (``exact``: nearest-exact)."""
-
-    ptflops = "upsample"
 
     def shape(x, *, output_size, scales, exact):
         _check("upsample_nearest", x, output_size, scales)
@@ -145,11 +143,9 @@ class UpsampleNearestBackward(Op):
     sbp = linear_per_channel
 
 
-@register_op("upsample_bilinear")
+@register_op("upsample_bilinear", ptflops="upsample")
 class UpsampleBilinear(Op):
     """Linear interpolation along every spatial dim: linear (1-d), bilinear (2-d), trilinear (3-d)."""
-
-    ptflops = "upsample"
 
     def shape(x, *, output_size, scales, align_corners):
         check_float("upsample_bilinear", x)

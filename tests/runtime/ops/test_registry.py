@@ -1,6 +1,7 @@
 """Every registered op has its four rules and a checked example in one of the op test files."""
 
 import flopcount.runtime as rt
+from flopcount.runtime import registry
 from flopcount.runtime.registry import RULES, register_op, Op
 
 import pytest
@@ -66,3 +67,15 @@ def test_every_onnx_property_names_an_onnx_operator():
     wrong = {name: op.onnx for name, op in rt.registered_ops().items()
              if op.onnx is not None and not defs.has(op.onnx)}
     assert not wrong, f"ops whose onnx property is not an ONNX operator: {wrong}"
+
+
+def test_register_sets_properties_and_refuses_unknown_ones():
+    rules = {"shape": lambda x: x, "forward": lambda xp, x: x, "vjp": None, "cost": lambda out, x: None}
+    with pytest.raises(TypeError, match=r"op 'misspelt_property_op': \['onxx'\] are not op properties"):
+        register_op("misspelt_property_op", onxx="Relu")
+    assert "misspelt_property_op" not in rt.registered_ops()
+    op = register_op("property_op", onnx="Identity", ptflops="zero")(type("WithProperties", (Op,), rules))
+    try:
+        assert (op.onnx, op.ptflops, Op.onnx, Op.ptflops) == ("Identity", "zero", None, None)
+    finally:
+        del registry._REGISTRY["property_op"]  # a test op: not left for the every-op tests
