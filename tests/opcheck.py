@@ -7,7 +7,10 @@ differences (float64), meta shape/dtype against eager, and the cost the dispatch
 
 from __future__ import annotations
 
+import importlib.util
+import pathlib
 from collections import defaultdict
+from functools import lru_cache
 
 import numpy as np
 
@@ -195,3 +198,23 @@ def run_example(name: str, ex: Example) -> None:
         assert costs[name].macs == ex.macs, f"{name}: MACs {costs[name].macs} != formula {ex.macs}"
     if ex.flops is not None:
         assert costs[name].flops == ex.flops, f"{name}: FLOPs {costs[name].flops} != formula {ex.flops}"
+
+
+OP_TESTS = pathlib.Path(__file__).parent / "runtime" / "ops"
+
+
+@lru_cache(maxsize=None)
+def all_examples() -> dict:
+    """op name -> (its Example, the test file that gives it), from the ``EXAMPLES`` of every
+    ``tests/runtime/ops/test_*.py``; each file is loaded once per session."""
+    examples = {}
+    for path in sorted(OP_TESTS.glob("test_*.py")):
+        if path.stem == "test_registry":
+            continue
+        spec = importlib.util.spec_from_file_location(f"_opexamples_{path.stem}", path)
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        for name, example in getattr(module, "EXAMPLES", {}).items():
+            assert name not in examples, f"two test files give an example for {name!r}"
+            examples[name] = (example, path.name)
+    return examples

@@ -3,9 +3,10 @@
 Each rule returns ptflops "MACs" (FLOPs = 2 per MAC): GEMM-class ops as ptflops' layer hooks
 count them (bias adds included), elementwise arithmetic and activations one per output element,
 norms as the matching module rule, pooling one per input element, movement and selection zero.
-Ops with no entry (reductions, cumulative sums, losses...) have no ptflops rule: they count
-zero and are listed as unsupported. Ops that exist only in a backward pass count their own MACs
-(ptflops has no backward; the GEMM work is what there is to count).
+Each op names its rule in its ``ptflops`` property; ops that name none (reductions, cumulative
+sums, losses...) have no ptflops rule: they count zero and are listed as unsupported. Ops that
+exist only in a backward pass count their own MACs (ptflops has no backward; the GEMM work is
+what there is to count).
 """
 
 from __future__ import annotations
@@ -95,44 +96,22 @@ def own_count(op, field: str):
     return rule
 
 
-_ARITHMETIC = ("add", "sub", "mul", "div", "pow", "maximum", "minimum", "floor_divide", "remainder",
-               "neg", "abs", "exp", "log", "sqrt", "rsqrt", "reciprocal", "sin", "cos", "tanh", "erf",
-               "sign", "floor", "ceil", "round", "clamp", "requantize")
-_NARY = ("add_n", "maximum_n", "minimum_n", "mean_n")
-_ACTIVATIONS = ("relu", "hardtanh", "leaky_relu", "prelu", "elu", "gelu", "hardsigmoid",
-                "hardswish", "softplus", "mish", "sigmoid", "softmax", "log_softmax")
-# silu: ptflops has no SiLU hook, so its tables count zero there
-_ZERO = ("silu", "reshape", "permute", "expand", "contiguous", "cat", "flip", "repeat", "pad", "getitem",
-         "index", "index_put", "gather", "embedding", "dropout", "where", "cast", "eq", "ne", "lt",
-         "le", "gt", "ge", "logical_and", "logical_or", "logical_xor", "logical_not", "isnan", "isinf",
-         "tril", "triu", "argmax", "argmin", "topk", "cache_append")
-
-
-OP_RULES = {
-    "linear": linear, "quantized_linear": quantized_linear, "matmul": matmul, "conv": conv,
-    "conv_transpose": conv_transpose,
-    "scaled_dot_product_attention": attention,
-    "batch_norm": affine_norm, "group_norm": affine_norm, "instance_norm": affine_norm,
-    "layer_norm": layer_norm,
-    **{name: numel_out for name in _ARITHMETIC + _ACTIVATIONS},
-    **{name: zero for name in _ZERO},
-}
-_POOL_PREFIXES = ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool", "lp_pool")
-_UPSAMPLE_PREFIXES = ("upsample", "interpolate")
+# the rules an op names in its ``ptflops`` property
+RULES = {rule.__name__: rule for rule in (linear, quantized_linear, matmul, conv, conv_transpose, attention,
+                                           numel_out, numel_in, affine_norm, layer_norm, upsample, zero)}
+OWN_COUNTS = {"own_macs": "macs", "own_flops": "flops"}
 
 
 def op_rule(op):
-    """The ptflops rule for a registered op class, or None when ptflops has none."""
-    name = op.name
-    rule = OP_RULES.get(name)
-    if rule is not None:
-        return rule
-    if op.backward:
-        return own_count(op, "macs")
-    if name in _NARY:
-        return own_count(op, "flops")
-    if name.startswith(_POOL_PREFIXES):
-        return numel_in
-    if name.startswith(_UPSAMPLE_PREFIXES):
-        return upsample
-    return None
+    """The ptflops rule for a registered op class (the one its ``ptflops`` property names), or
+    None when ptflops has none. A gradient op that names none counts its own MACs."""
+    name = op.ptflops
+    if name is None:
+        return own_count(op, "macs") if op.backward else None
+    if name in OWN_COUNTS:
+        return own_count(op, OWN_COUNTS[name])
+    try:
+        return RULES[name]
+    except KeyError:
+        raise ValueError(f"op {op.name!r} names ptflops rule {name!r}; the rules are "
+                         f"{sorted(RULES) + sorted(OWN_COUNTS)}") from None

@@ -157,6 +157,16 @@ class Op:
     # array), or a function (x_contiguous, x, out, **attrs) -> COPY, VIEW (a contiguous view) or
     # STRIDED (a view that is not contiguous). Liveness and the eager memory prediction read it.
     view = None
+    # the ONNX operator that computes the op as it is: same inputs, cast to the output dtype (to
+    # their promoted dtype for a bool output: a comparison, IsNaN), no attributes. Export writes
+    # that one node unless the op has an emitter of its own (runtime/onnx/emitters/), which an
+    # op whose ONNX form needs attributes or a chain of nodes has. None: no such operator.
+    onnx: str | None = None
+    # the rule of the ``ptflops`` convention (conventions/ptflops_ops.py) this op follows, by
+    # name: "numel_out" (one per output element), "numel_in", "zero", a layer formula ("linear",
+    # "conv"...), "own_flops" (its own cost's FLOPs). None: no rule (counted zero, listed as
+    # unsupported), except a gradient op (``backward``), which counts its own MACs.
+    ptflops: str | None = None
 
 
 _REGISTRY: dict[str, type] = {}
@@ -189,10 +199,16 @@ def registrar(table: dict, what: str, role: str, key: Callable[[str], str] = str
     return register
 
 
-def register_op(name: str):
-    """Class decorator: check the op has its four rules and add it to the registry."""
+def register_op(name: str, **properties):
+    """Class decorator: check the op has its four rules and add it to the registry, with
+    ``properties`` (of ``Op``) set on it: ``@register_op("relu", onnx="Relu", ptflops="numel_out")``."""
+    unknown = sorted(set(properties) - set(vars(Op)))
+    if unknown:
+        raise TypeError(f"op {name!r}: {unknown} are not op properties (registry.Op lists them)")
 
     def decorate(cls):
+        for key, value in properties.items():
+            setattr(cls, key, value)
         if name in _REGISTRY:
             raise ValueError(f"op {name!r} is already registered (by {_REGISTRY[name].__qualname__})")
         missing = [rule for rule in RULES if not hasattr(cls, rule)]

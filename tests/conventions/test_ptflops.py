@@ -173,3 +173,29 @@ def test_recurrent_closed_form_gap(kind, gap):
     eager = flopcount.profile(layer, x, mode="eager", convention="ptflops")
     graph = flopcount.profile(layer, x, mode="graph", convention="ptflops")
     assert graph.macs - eager.macs == gap * h * steps * batch * layers
+
+
+def test_every_op_names_a_rule_that_exists():
+    from flopcount.conventions import ptflops_ops
+
+    for name, op in rt.registered_ops().items():
+        rule = ptflops_ops.op_rule(op)  # raises for a name ptflops_ops has no rule for
+        assert (rule is None) == (op.ptflops is None and not op.backward), name
+
+
+def test_a_misspelt_rule_name_is_refused_naming_the_op():
+    from flopcount.conventions import ptflops_ops
+
+    class Misspelt(rt.Op):
+        name, ptflops, backward = "misspelt", "numel_output", False
+
+    with pytest.raises(ValueError, match="op 'misspelt' names ptflops rule 'numel_output'; the rules are .*numel_out"):
+        ptflops_ops.op_rule(Misspelt)
+
+
+def test_an_n_ary_sum_counts_the_adds_it_stands_for():
+    # add_n of three (2, 3) tensors stands for two adds, one per element each: 2·6 ptflops MACs
+    from flopcount.conventions import ptflops_ops
+
+    x = rt.randn(2, 3)
+    assert ptflops_ops.op_rule(rt.get_op("add_n"))(x, x, x, x).macs == 2 * 6

@@ -1,7 +1,8 @@
 """``export(module_or_graph, path, *example_inputs, opset=17)``: a runtime graph as an ONNX file.
 
-A Module is traced first (``rt.trace``); every node of the graph then goes through the table
-``runtime op -> emitter`` (``emitters/``), which writes one or a few ONNX nodes. Parameters
+A Module is traced first (``rt.trace``); every node of the graph then goes through its op's
+emitter (``emitters/``), which writes one or a few ONNX nodes, or, for an op that names its
+ONNX operator (``Op.onnx``), that one node. Parameters
 and buffers become initializers under their graph names; node names carry the
 module scope as the TorchScript exporter writes it (``/layer1/0/conv1/Conv``), so importing the
 file back gives the same scopes; graph constants (masks, index tables) are Constant nodes, so
@@ -115,11 +116,11 @@ def to_model(graph: Graph, opset: int = 17):
     """The ONNX ModelProto of ``graph``."""
     from onnx import helper, numpy_helper
 
-    from .emitters import EMITTERS
+    from .emitters import emitter_for
 
     if opset not in OPSETS:
         raise ValueError(f"export: opset must be in {OPSETS.start}..{OPSETS.stop - 1}, got {opset}")
-    missing = sorted({n.op_name for n in graph.nodes if n.op_name not in EMITTERS})
+    missing = sorted({n.op_name for n in graph.nodes if emitter_for(n.op_name) is None})
     if missing:
         raise UnsupportedOpError(f"export: no ONNX emitter for runtime op(s) {missing}")
     b = Builder(graph, opset)
@@ -133,7 +134,7 @@ def to_model(graph: Graph, opset: int = 17):
     for node in graph.nodes:
         b.scope = node.scope
         ins = [None if v is None else v.name for v in node.inputs]
-        EMITTERS[node.op_name](b, node, ins, [v.name for v in node.outputs])
+        emitter_for(node.op_name)(b, node, ins, [v.name for v in node.outputs])
     b.scope = ""
     outputs, seen = [], set()
     produced = {v.name for n in graph.nodes for v in n.outputs}

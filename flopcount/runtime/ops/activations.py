@@ -84,6 +84,7 @@ class _Activation(Op):
     element (an activation whose count depends on its attrs writes its own cost rule)."""
 
     flops = 1
+    ptflops = "numel_out"  # ptflops' activation hooks: one per output element
 
     @classmethod
     def shape(cls, x, **attrs):
@@ -98,7 +99,7 @@ class _Activation(Op):
         return io_cost(out, (x,), flops=cls.flops * numel(out))
 
 
-@register_op("relu")
+@register_op("relu", onnx="Relu")
 class Relu(_Activation):
     def shape(x):
         return same_spec(x)
@@ -159,7 +160,7 @@ def _channel_view(w, x):
     return reshape(w, (1, numel(w)) + (1,) * (x.ndim - 2))
 
 
-@register_op("prelu")
+@register_op("prelu", ptflops="numel_out")
 class Prelu(Op):
     """leaky_relu with learned slopes: one for all channels, or one per channel (dim 1)."""
 
@@ -262,6 +263,7 @@ class Gelu(_Activation):
 
 @register_op("silu")
 class Silu(_Activation):
+    ptflops = "zero"  # ptflops has no SiLU hook, so its tables count zero there
     def forward(xp, x):
         return x * _stable_sigmoid(xp, x)
 
@@ -345,7 +347,7 @@ class Mish(_Activation):
     flops = 5  # softplus (exp, add, log), tanh, multiply
 
 
-@register_op("sigmoid")
+@register_op("sigmoid", onnx="Sigmoid")
 class Sigmoid(_Activation):
     def forward(xp, x):
         return _stable_sigmoid(xp, x)

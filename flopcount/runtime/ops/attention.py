@@ -99,7 +99,7 @@ def _probabilities(xp, q, k, attn_mask, is_causal, scale):
     return s
 
 
-@register_op("scaled_dot_product_attention")
+@register_op("scaled_dot_product_attention", ptflops="attention")
 class ScaledDotProductAttention(Op):
     """softmax(q kᵀ·scale + mask) v over (B..., H, L, D) inputs. With ``dropout_p > 0`` it
     returns (out, keep_mask) so the backward pass uses the same mask."""

@@ -23,8 +23,8 @@ def _check_integer(op: str, *tensors) -> None:
             raise ShapeError(f"{op}: expects integer or bool tensors, got {t.dtype.name} of shape {t.shape}")
 
 
-def _binary(name: str, np_name: str):
-    @register_op(name)
+def _binary(name: str, np_name: str, onnx: str):
+    @register_op(name, onnx=onnx)
     class Bitwise(Op):
         vjp = None  # integer arithmetic: nothing to differentiate
 
@@ -44,12 +44,12 @@ def _binary(name: str, np_name: str):
     return Bitwise
 
 
-BitwiseAnd = _binary("bitwise_and", "bitwise_and")
-BitwiseOr = _binary("bitwise_or", "bitwise_or")
-BitwiseXor = _binary("bitwise_xor", "bitwise_xor")
+BitwiseAnd = _binary("bitwise_and", "bitwise_and", "BitwiseAnd")
+BitwiseOr = _binary("bitwise_or", "bitwise_or", "BitwiseOr")
+BitwiseXor = _binary("bitwise_xor", "bitwise_xor", "BitwiseXor")
 
 
-@register_op("bitwise_not")
+@register_op("bitwise_not", onnx="BitwiseNot")
 class BitwiseNot(Op):
     vjp = None  # integer arithmetic
 

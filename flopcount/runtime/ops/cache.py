@@ -17,7 +17,7 @@ from ..registry import Cost, Op, Spec, nbytes, register_op
 from .movement import narrow
 
 
-@register_op("cache_append")
+@register_op("cache_append", ptflops="zero")
 class CacheAppend(Op):
     """``cached`` (..., past, D) then ``new`` (..., n, D) along dim -2: the whole cache (..., past + n, D)."""
 

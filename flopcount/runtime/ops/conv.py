@@ -91,7 +91,7 @@ def _input_grad_padding(x_shape, g_shape, kernel, stride, padding, dilation) -> 
                  for n, o, k, s, p, d in zip(x_shape[2:], g_shape[2:], kernel, stride, padding, dilation))
 
 
-@register_op("conv")
+@register_op("conv", ptflops="conv")
 class Conv(Op):
     """N-d convolution: x (N, Cin, *S), weight (Cout, Cin/g, *K), bias (Cout,) or None."""
 
@@ -189,7 +189,7 @@ class ConvWeightGrad(Op):
         return sigs + [Signature((P, B), (P,)), Signature((B, P), (P,))]
 
 
-@register_op("conv_transpose")
+@register_op("conv_transpose", ptflops="conv_transpose")
 class ConvTranspose(Op):
     """N-d transposed convolution: x (N, Cin, *I), weight (Cin, Cout/g, *K), bias (Cout,)."""
 

@@ -14,7 +14,7 @@ from ..registry import Op, Spec, io_cost, numel, register_op
 from ._helpers import check_float, upcast_half
 
 
-@register_op("det")
+@register_op("det", onnx="Det")
 class Det(Op):
     def shape(x):
         check_float("det", x)

@@ -31,7 +31,7 @@ def _keep_scale(p: float) -> float:
     return 0.0 if p >= 1 else 1.0 / (1.0 - p)
 
 
-@register_op("dropout")
+@register_op("dropout", ptflops="zero")
 class Dropout(Op):
     """(y, mask): y = x·mask / (1 − p), mask True where an element (or channel) is kept."""
 

@@ -32,6 +32,7 @@ class _Binary(Op):
 
     partial: tuple = ()
     result_dtype = None
+    ptflops = "numel_out"  # elementwise arithmetic: one per output element
 
     @classmethod
     def shape(cls, a, b):
@@ -47,7 +48,7 @@ class _Binary(Op):
         return pointwise((a, b), out.shape, partial=cls.partial)
 
 
-@register_op("add")
+@register_op("add", onnx="Add")
 class Add(_Binary):
     partial = ((True, True),)  # a sum of partial sums is a partial sum
 
@@ -58,7 +59,7 @@ class Add(_Binary):
         return g, g
 
 
-@register_op("sub")
+@register_op("sub", onnx="Sub")
 class Sub(_Binary):
     partial = ((True, True),)
 
@@ -69,7 +70,7 @@ class Sub(_Binary):
         return g, (neg(g) if b.requires_grad else None)
 
 
-@register_op("mul")
+@register_op("mul", onnx="Mul")
 class Mul(_Binary):
     partial = ((True, False), (False, True))  # linear in either operand
 
@@ -80,7 +81,7 @@ class Mul(_Binary):
         return (mul(g, b) if a.requires_grad else None), (mul(g, a) if b.requires_grad else None)
 
 
-@register_op("div")
+@register_op("div", onnx="Div")
 class Div(_Binary):
     result_dtype = staticmethod(float_dtype)  # true division: integers give float32
     partial = ((True, False),)  # linear in the numerator only
@@ -126,7 +127,7 @@ def _small_exponent(a, b) -> float | None:
     return value if value in (2.0, 3.0) else None
 
 
-@register_op("maximum")
+@register_op("maximum", onnx="Max")
 class Maximum(_Binary):
 
     def forward(xp, a, b):
@@ -136,7 +137,7 @@ class Maximum(_Binary):
         return _select_grads(g, a, b, gt(a, b), eq(a, b))
 
 
-@register_op("minimum")
+@register_op("minimum", onnx="Min")
 class Minimum(_Binary):
 
     def forward(xp, a, b):
@@ -173,8 +174,8 @@ class Remainder(_Binary):
         return g, gb
 
 
-def _make_compare(name, np_fn):
-    @register_op(name)
+def _make_compare(name, np_fn, onnx=None):
+    @register_op(name, onnx=onnx, ptflops="zero")  # ptflops' tables have no comparisons
     class Compare(_Binary):
         result_dtype = staticmethod(lambda dtype: _dt.bool_)
         vjp = None  # boolean output: nothing to differentiate
@@ -186,12 +187,12 @@ def _make_compare(name, np_fn):
     return Compare
 
 
-Eq = _make_compare("eq", "equal")
+Eq = _make_compare("eq", "equal", "Equal")
 Ne = _make_compare("ne", "not_equal")
-Lt = _make_compare("lt", "less")
-Le = _make_compare("le", "less_equal")
-Gt = _make_compare("gt", "greater")
-Ge = _make_compare("ge", "greater_equal")
+Lt = _make_compare("lt", "less", "Less")
+Le = _make_compare("le", "less_equal", "LessOrEqual")
+Gt = _make_compare("gt", "greater", "Greater")
+Ge = _make_compare("ge", "greater_equal", "GreaterOrEqual")
 LogicalAnd = _make_compare("logical_and", "logical_and")
 LogicalOr = _make_compare("logical_or", "logical_or")
 LogicalXor = _make_compare("logical_xor", "logical_xor")
@@ -239,7 +240,7 @@ logical_and, logical_or, logical_xor = map(_binary_fn, (LogicalAnd, LogicalOr, L
 
 # --- where, clamp, cast ------------------------------------------------------------------------
 
-@register_op("where")
+@register_op("where", ptflops="zero")
 class Where(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(cond, a, b):
@@ -309,7 +310,7 @@ def masked_fill(x, mask, value):
     return where(mask, as_tensor(value, x), x)
 
 
-@register_op("clamp")
+@register_op("clamp", ptflops="numel_out")
 class Clamp(Op):
     def shape(x, *, min=None, max=None):
         return same_spec(x)
@@ -345,7 +346,7 @@ def clamp(x, min=None, max=None):
     return apply(Clamp, x, min=min, max=max)
 
 
-@register_op("cast")
+@register_op("cast", ptflops="zero")
 class Cast(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, dtype):
@@ -375,12 +376,13 @@ def cast(x, dtype):
 
 # --- unary -------------------------------------------------------------------------------------
 
-def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, linear=False, cuda_kernel=False):
+def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, linear=False, cuda_kernel=False,
+           onnx=None, ptflops="numel_out"):
     """Register unary op ``name`` from its kernel ``forward(xp, x)`` and gradient ``vjp(g, out, x)``
     (None on purpose for a piecewise-constant or boolean result), with the rules every unary op
     shares: same shape (float for ``float_only``, bool for ``bool_out``), 1 FLOP per element, SBP
     split along any dim (partial sums pass through ``linear`` ops). ``cuda_kernel``: ``forward``
-    also runs as a generated CUDA kernel. Returns the op class and its function ``fn(x)``."""
+    also runs as a generated CUDA kernel; ``onnx``, ``ptflops``: as on ``Op``. Returns the class and ``fn(x)``."""
 
     class Unary(Op):
         flops_per_element = 1
@@ -399,7 +401,7 @@ def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, li
     # named as the caller's module binds them (as namedtuple does), so both pickle by reference
     module = sys._getframe(1).f_globals["__name__"]
     Unary.forward, Unary.vjp = forward, vjp
-    register_op(name)(_named(Unary, "".join(p.title() for p in name.split("_")), module))
+    register_op(name, onnx=onnx, ptflops=ptflops)(_named(Unary, "".join(p.title() for p in name.split("_")), module))
 
     def fn(x):
         return apply(Unary, x)
@@ -408,27 +410,29 @@ def _unary(name, forward, vjp, doc=None, *, float_only=False, bool_out=False, li
     return Unary, _named(fn, name, module)
 
 
-Neg, neg = _unary("neg", lambda xp, x: -x, lambda g, out, x: neg(g), linear=True)
-Abs, abs = _unary("abs", lambda xp, x: xp.abs(x), lambda g, out, x: mul(g, sign(x)))
-Sign, sign = _unary("sign", lambda xp, x: xp.sign(x), None)  # piecewise constant
-Exp, exp = _unary("exp", lambda xp, x: xp.exp(x), lambda g, out, x: mul(g, out), float_only=True)
-Log, log = _unary("log", lambda xp, x: xp.log(x), lambda g, out, x: div(g, x), float_only=True)
-Sqrt, sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, out, x: div(mul(g, 0.5), out), float_only=True)
+Neg, neg = _unary("neg", lambda xp, x: -x, lambda g, out, x: neg(g), linear=True, onnx="Neg")
+Abs, abs = _unary("abs", lambda xp, x: xp.abs(x), lambda g, out, x: mul(g, sign(x)), onnx="Abs")
+Sign, sign = _unary("sign", lambda xp, x: xp.sign(x), None, onnx="Sign")  # piecewise constant
+Exp, exp = _unary("exp", lambda xp, x: xp.exp(x), lambda g, out, x: mul(g, out), float_only=True, onnx="Exp")
+Log, log = _unary("log", lambda xp, x: xp.log(x), lambda g, out, x: div(g, x), float_only=True, onnx="Log")
+Sqrt, sqrt = _unary("sqrt", lambda xp, x: xp.sqrt(x), lambda g, out, x: div(mul(g, 0.5), out), float_only=True,
+                    onnx="Sqrt")
 # rsqrt = 1 / sqrt(x): counted as 1 FLOP, as hardware has a reciprocal-square-root instruction.
 Rsqrt, rsqrt = _unary("rsqrt", lambda xp, x: 1.0 / xp.sqrt(x),
                       lambda g, out, x: mul(g, mul(-0.5, mul(out, mul(out, out)))), float_only=True, cuda_kernel=True)
 Reciprocal, reciprocal = _unary("reciprocal", lambda xp, x: 1.0 / x, lambda g, out, x: neg(mul(g, mul(out, out))),
-                                float_only=True)
-Sin, sin = _unary("sin", lambda xp, x: xp.sin(x), lambda g, out, x: mul(g, cos(x)), float_only=True)
-Cos, cos = _unary("cos", lambda xp, x: xp.cos(x), lambda g, out, x: neg(mul(g, sin(x))), float_only=True)
+                                float_only=True, onnx="Reciprocal")
+Sin, sin = _unary("sin", lambda xp, x: xp.sin(x), lambda g, out, x: mul(g, cos(x)), float_only=True, onnx="Sin")
+Cos, cos = _unary("cos", lambda xp, x: xp.cos(x), lambda g, out, x: neg(mul(g, sin(x))), float_only=True, onnx="Cos")
 Tanh, tanh = _unary("tanh", lambda xp, x: xp.tanh(x), lambda g, out, x: mul(g, sub(1.0, mul(out, out))),
-                    float_only=True)
+                    float_only=True, onnx="Tanh")
 # d/dx erf(x) = 2/sqrt(pi) * exp(-x^2)
 Erf, erf = _unary("erf", _erf_kernel, lambda g, out, x: mul(g, mul(1.1283791670955126, exp(neg(mul(x, x))))),
-                  float_only=True, cuda_kernel=True)
-Floor, floor = _unary("floor", lambda xp, x: xp.floor(x), None)  # piecewise constant
-Ceil, ceil = _unary("ceil", lambda xp, x: xp.ceil(x), None)  # piecewise constant
-Round, round = _unary("round", lambda xp, x: xp.round(x), None)  # piecewise constant
-LogicalNot, logical_not = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, bool_out=True)  # boolean
-IsNan, isnan = _unary("isnan", lambda xp, x: xp.isnan(x), None, bool_out=True)  # boolean output
-IsInf, isinf = _unary("isinf", lambda xp, x: xp.isinf(x), None, bool_out=True)  # boolean output
+                  float_only=True, cuda_kernel=True, onnx="Erf")
+Floor, floor = _unary("floor", lambda xp, x: xp.floor(x), None, onnx="Floor")  # piecewise constant
+Ceil, ceil = _unary("ceil", lambda xp, x: xp.ceil(x), None, onnx="Ceil")  # piecewise constant
+Round, round = _unary("round", lambda xp, x: xp.round(x), None, onnx="Round")  # piecewise constant
+# boolean results: ptflops' tables count no arithmetic for them
+LogicalNot, logical_not = _unary("logical_not", lambda xp, x: xp.logical_not(x), None, bool_out=True, ptflops="zero")
+IsNan, isnan = _unary("isnan", lambda xp, x: xp.isnan(x), None, bool_out=True, onnx="IsNaN", ptflops="zero")
+IsInf, isinf = _unary("isinf", lambda xp, x: xp.isinf(x), None, bool_out=True, onnx="IsInf", ptflops="zero")

@@ -30,7 +30,7 @@ def _check_ids(op: str, ids) -> None:
         raise ShapeError(f"{op}: ids must be an integer tensor, got {ids.dtype.name} of shape {ids.shape}")
 
 
-@register_op("embedding")
+@register_op("embedding", ptflops="zero")
 class Embedding(Op):
     """Rows of ``weight`` (num_embeddings, embedding_dim) picked by integer ``ids``."""
     computes = False  # moves or selects elements: runs on any dtype's storage

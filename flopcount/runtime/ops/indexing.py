@@ -215,7 +215,7 @@ def _local_items(items: list, shape: tuple, sbp, n: int) -> list:
 
 # --- ops ---------------------------------------------------------------------------------------
 
-@register_op("getitem")
+@register_op("getitem", ptflops="zero")
 class GetItem(Op):
     """Basic indexing (slices, integers, None): a strided view."""
     computes = False  # moves or selects elements: runs on any dtype's storage
@@ -294,7 +294,7 @@ class GetItemBackward(Op):
                 "items": _local_items(attrs["items"], tuple(out.shape), sbp, n)}
 
 
-@register_op("index")
+@register_op("index", ptflops="zero")
 class Index(Op):
     """Advanced indexing with integer tensors: a gather that copies."""
     computes = False  # moves or selects elements: runs on any dtype's storage
@@ -343,7 +343,7 @@ class IndexBackward(Op):
         return io_cost(out, (g,) + index, flops=numel(g))  # one add per scattered element
 
 
-@register_op("index_put")
+@register_op("index_put", ptflops="zero")
 class IndexPut(Op):
     """``x[items] = value`` as a new tensor (``x.__setitem__`` rebinds ``x`` to it)."""
     computes = False  # moves or selects elements: runs on any dtype's storage
@@ -370,7 +370,7 @@ class IndexPut(Op):
         return io_cost(out, (x, value) + index)
 
 
-@register_op("gather")
+@register_op("gather", ptflops="zero")
 class Gather(Op):
     """``torch.gather``: out[i][j] = x[i][index[i][j]] along ``dim``."""
     computes = False  # moves or selects elements: runs on any dtype's storage
@@ -431,7 +431,7 @@ def _gather_sbp(x_shape: tuple, index_shape: tuple, dim: int) -> list:
 
 
 def _triangle(name, np_name):
-    @register_op(name)
+    @register_op(name, ptflops="zero")
     class Triangle(Op):
         computes = False  # moves or selects elements: runs on any dtype's storage
         def shape(x, *, diagonal):

@@ -49,7 +49,7 @@ def gemm(xp, a, b):
     return xp.matmul(blas_operand(xp, a), blas_operand(xp, b))
 
 
-@register_op("matmul")
+@register_op("matmul", onnx="MatMul", ptflops="matmul")
 class Matmul(Op):
     """(..., m, k) @ (..., k, n) with broadcast batch dims (both operands at least 2-d)."""
 
@@ -126,7 +126,7 @@ class GroupedMm(Op):
         return io_cost(out, (x, w, offsets), macs=macs, flops=2 * macs)
 
 
-@register_op("linear")
+@register_op("linear", ptflops="linear")
 class Linear(Op):
     """x (..., in) @ weight(out, in)ᵀ + bias(out)."""
 

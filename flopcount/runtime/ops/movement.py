@@ -35,7 +35,7 @@ def _only_unit_dims_change(a: tuple, b: tuple) -> bool:
     return [d for d in a if d != 1] == [d for d in b if d != 1]
 
 
-@register_op("reshape")
+@register_op("reshape", ptflops="zero")
 class Reshape(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a view: nothing computed, nothing moved
@@ -70,7 +70,7 @@ class Reshape(Op):
         return {**attrs, "shape": local_shape(out.shape, signature.outputs[0], n)}
 
 
-@register_op("permute")
+@register_op("permute", ptflops="zero")
 class Permute(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a strided view
@@ -101,7 +101,7 @@ class Permute(Op):
         return Split(dims[sbp.dim], sbp.blocks) if isinstance(sbp, Split) else sbp
 
 
-@register_op("expand")
+@register_op("expand", ptflops="zero")
 class Expand(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     cost = no_cost  # a broadcast view: stride 0 along the new dims
@@ -143,7 +143,7 @@ class Expand(Op):
         return {**attrs, "shape": local_shape(out.shape, signature.outputs[0], n)}
 
 
-@register_op("contiguous")
+@register_op("contiguous", onnx="Identity", ptflops="zero")
 class Contiguous(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, force_copy=False):
@@ -165,7 +165,7 @@ class Contiguous(Op):
         return unary(x, linear=True)
 
 
-@register_op("cat")
+@register_op("cat", ptflops="zero")
 class Cat(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(*xs, dim):
@@ -200,7 +200,7 @@ class Cat(Op):
         return sigs + [Signature((P,) * len(xs), (P,))]
 
 
-@register_op("flip")
+@register_op("flip", ptflops="zero")
 class Flip(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, dims):
@@ -219,7 +219,7 @@ class Flip(Op):
         return unary(x, linear=True, keep_dims=dims)
 
 
-@register_op("repeat")
+@register_op("repeat", ptflops="zero")
 class Repeat(Op):
     computes = False  # moves or selects elements: runs on any dtype's storage
     def shape(x, *, repeats):
@@ -250,7 +250,7 @@ class Repeat(Op):
                 if repeats[d + lead] == 1 and x.shape[d] > 1] + [Signature((P,), (P,))]
 
 
-@register_op("pad")
+@register_op("pad", ptflops="zero")
 class Pad(Op):
     """Constant padding. ``pads`` is per dim, first dim first: ((before, after), ...)."""
     computes = False  # moves or selects elements: runs on any dtype's storage

@@ -61,6 +61,8 @@ class _Nary(Op):
 
     mean = False            # divide by the number of inputs at the end
     linear = False          # a sum or a mean of partial sums is a partial sum
+    # ptflops counts the chain of binary ops each stands for: one per element of each
+    ptflops = "own_flops"
 
     @classmethod
     def shape(cls, *inputs):
@@ -84,7 +86,7 @@ class _Nary(Op):
         return pointwise(inputs, out.shape, partial=((True,) * len(inputs),) if cls.linear else ())
 
 
-@register_op("add_n")
+@register_op("add_n", onnx="Sum")
 class AddN(_Nary):
     forward = staticmethod(_fold("add_n", "add"))
     linear = True
@@ -94,7 +96,7 @@ class AddN(_Nary):
         return tuple(g if x.requires_grad else None for x in inputs)
 
 
-@register_op("mean_n")
+@register_op("mean_n", onnx="Mean")
 class MeanN(_Nary):
     forward = staticmethod(_fold("mean_n", "add", mean=True))
     mean = True
@@ -114,7 +116,7 @@ def _to_holders(g, out, inputs) -> tuple:
     return tuple(where(h, share, 0.0) if x.requires_grad else None for x, h in zip(inputs, holds))
 
 
-@register_op("maximum_n")
+@register_op("maximum_n", onnx="Max")
 class MaximumN(_Nary):
     forward = staticmethod(_fold("maximum_n", "maximum"))
 
@@ -123,7 +125,7 @@ class MaximumN(_Nary):
         return _to_holders(g, out, inputs)
 
 
-@register_op("minimum_n")
+@register_op("minimum_n", onnx="Min")
 class MinimumN(_Nary):
     forward = staticmethod(_fold("minimum_n", "minimum"))
 

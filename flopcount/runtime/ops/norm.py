@@ -80,7 +80,7 @@ def _channel_dot(xp, a, b):
 
 # --- batch norm --------------------------------------------------------------------------------
 
-@register_op("batch_norm")
+@register_op("batch_norm", ptflops="affine_norm")
 class BatchNorm(Op):
     """Normalization per channel (dim 1). In training the statistics are the batch's and the op
     returns (y, batch_mean, batch_var) with the biased variance; the caller updates running
@@ -308,7 +308,7 @@ def _compiled_layer_norm(kernels, x, weight, bias, columns: int, eps: float):
     return out.reshape(x.shape)
 
 
-@register_op("layer_norm")
+@register_op("layer_norm", ptflops="layer_norm")
 class LayerNorm(Op):
     """Normalization over the trailing ``normalized_shape`` dims, then an elementwise affine."""
 
@@ -366,7 +366,7 @@ def layer_norm(input, normalized_shape, weight=None, bias=None, eps: float = 1e-
     return apply(LayerNorm, input, weight, bias, normalized_shape=shape, eps=float(eps))
 
 
-@register_op("group_norm")
+@register_op("group_norm", ptflops="affine_norm")
 class GroupNorm(Op):
     """Normalization over groups of channels of (N, C, *) input, then a per-channel affine."""
 

@@ -135,7 +135,7 @@ def _argmax_windows(xp, fw, x):
     return best, arg
 
 
-@register_op("max_pool")
+@register_op("max_pool", ptflops="numel_in")
 class MaxPool(Op):
     """N-d max pooling of x (N, C, *S) with PyTorch's kernel_size/stride/padding/dilation/ceil_mode."""
 
@@ -227,7 +227,7 @@ def _avg_divisor(size, kernel, stride, padding, out, count_include_pad, divisor_
     return divisor
 
 
-@register_op("avg_pool")
+@register_op("avg_pool", ptflops="numel_in")
 class AvgPool(Op):
     """N-d average pooling with PyTorch's ceil_mode, count_include_pad and divisor_override."""
 
@@ -343,7 +343,7 @@ def _check_adaptive(op, x, output_size):
         raise ShapeError(f"{op}: input {x.shape} has an empty spatial dim")
 
 
-@register_op("adaptive_avg_pool")
+@register_op("adaptive_avg_pool", ptflops="numel_in")
 class AdaptiveAvgPool(Op):
     """Average over PyTorch's adaptive windows so the output is exactly ``output_size``."""
 
@@ -427,7 +427,7 @@ def _adaptive_comparisons(x_shape, output_size) -> int:
     return prod(x_shape[:2]) * (sums - prod(output_size))
 
 
-@register_op("adaptive_max_pool")
+@register_op("adaptive_max_pool", ptflops="numel_in")
 class AdaptiveMaxPool(Op):
     """Max over PyTorch's adaptive windows (separable: the max of per-dim maxima)."""
 

@@ -89,7 +89,7 @@ class Dequantize(Op):
         return io_cost(out, (q, scale), flops=numel(q))  # one multiply per weight
 
 
-@register_op("quantized_linear")
+@register_op("quantized_linear", ptflops="quantized_linear")
 class QuantizedLinear(Op):
     """x (..., in) @ (q · scale)ᵀ + bias, dequantizing inside the GEMM (nothing materialized)."""
 
@@ -123,7 +123,7 @@ class QuantizedLinear(Op):
         return io_cost(out, (x, q, scale, bias), macs=macs, flops=flops)
 
 
-@register_op("requantize")
+@register_op("requantize", ptflops="numel_out")
 class Requantize(Op):
     """``x`` (integer values, channels last) times the factors ``multiplier / 2**31 * 2**shift``
     (one, or one per index of the last dim) rounded as TFLite's MultiplyByQuantizedMultiplier

@@ -149,7 +149,7 @@ def _arg_extreme(find, x, dim, keepdim):
     return find(x, axis=dim, keepdims=keepdim)
 
 
-@register_op("argmax")
+@register_op("argmax", ptflops="zero")
 class Argmax(Op):
     vjp = None  # integer output: no gradient
 
@@ -168,7 +168,7 @@ class Argmax(Op):
         return [] if dim is None else _kept_dims_sbp(x, (dim,), keepdim)
 
 
-@register_op("argmin")
+@register_op("argmin", ptflops="zero")
 class Argmin(Op):
     vjp = None  # integer output: no gradient
     shape = Argmax.shape

@@ -93,7 +93,7 @@ def _scale_of(scales, d):
     return None if scales is None else scales[d]
 
 
-@register_op("upsample_nearest")
+@register_op("upsample_nearest", ptflops="upsample")
 class UpsampleNearest(Op):
     """Nearest-neighbour resampling of x (N, C, *S) to ``output_size`` (``exact``: nearest-exact)."""
 
@@ -143,7 +143,7 @@ class UpsampleNearestBackward(Op):
     sbp = linear_per_channel
 
 
-@register_op("upsample_bilinear")
+@register_op("upsample_bilinear", ptflops="upsample")
 class UpsampleBilinear(Op):
     """Linear interpolation along every spatial dim: linear (1-d), bilinear (2-d), trilinear (3-d)."""
 

@@ -40,7 +40,7 @@ def _descending_key(xp, x):
     return xp.invert(x)  # ~x reverses the order of signed and unsigned integers without overflow
 
 
-@register_op("topk")
+@register_op("topk", ptflops="zero")
 class TopK(Op):
     """The ``k`` largest (or smallest) elements along ``dim`` and their indices, sorted; equal
     values keep their index order."""

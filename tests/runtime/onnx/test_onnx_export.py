@@ -1,6 +1,7 @@
 """Export: traced runtime ops written as ONNX nodes run in onnxruntime with flopcount's eager
-outputs, and import back to the same outputs; the zoo models resnet18, mobilenet_v2, vit_b_16,
-bert_base and gpt2 round-trip with their MACs; the file passes onnx.checker."""
+outputs, and import back to the same outputs (the CASES below, and the ``Example`` of every op
+written as the ONNX operator it names, ``Op.onnx``); the zoo models resnet18, mobilenet_v2,
+vit_b_16, bert_base and gpt2 round-trip with their MACs; the file passes onnx.checker."""
 
 from __future__ import annotations
 
@@ -10,12 +11,13 @@ import numpy as np
 import pytest
 
 from onnx_check import assert_same, run_ort
+from opcheck import _to_tensors, all_examples
 
 import flopcount.runtime as rt
 from flopcount import models
 from flopcount.runtime import nn
 from flopcount.runtime.nn import functional as F
-from flopcount.runtime.onnx.emitters import EMITTERS
+from flopcount.runtime.onnx.emitters import EMITTERS, emitter_for
 from flopcount.runtime.onnx.exporter import to_model
 
 onnx = pytest.importorskip("onnx")
@@ -153,29 +155,65 @@ def _as_tensors(arrays):
     return [rt.tensor(a) for a in arrays]
 
 
-@pytest.mark.parametrize("opset", OPSETS)
-@pytest.mark.parametrize("name, fn, arrays", CASES, ids=[c[0] for c in CASES])
-def test_export_runs_in_onnxruntime_and_imports_back(name, fn, arrays, opset):
-    tensors = _as_tensors(arrays)
+def _export_and_compare(what: str, fn, tensors, opset: int) -> None:
+    """``fn`` traced on ``tensors`` and written at ``opset``: checked by onnx.checker, run in
+    onnxruntime against flopcount's eager outputs, and imported back to the same outputs."""
     with rt.no_grad():
         expected = fn(*tensors)
+    expected = list(expected) if isinstance(expected, tuple) else [expected]
     graph = rt.trace(fn, *tensors)
     model = to_model(graph, opset)
     onnx.checker.check_model(model, full_check=True)
-    feeds = {v.name: a for v, a in zip(graph.inputs, arrays)}
+    feeds = {v.name: t.numpy() for v, t in zip(graph.inputs, tensors)}
     theirs = run_ort(model, feeds)
-    assert_same([expected], theirs, rtol=1e-4, atol=1e-5, what=f"{name} in onnxruntime")
-    back = rt.onnx.load(model)
-    assert_same([rt.GraphModule(back)(*tensors)], theirs, rtol=1e-4, atol=1e-5, what=f"{name} imported back")
+    assert_same(expected, theirs, rtol=1e-4, atol=1e-5, what=f"{what} in onnxruntime")
+    back = rt.GraphModule(rt.onnx.load(model))(*tensors)
+    assert_same(list(back) if isinstance(back, tuple) else [back], theirs, rtol=1e-4, atol=1e-5,
+                what=f"{what} imported back")
+
+
+@pytest.mark.parametrize("opset", OPSETS)
+@pytest.mark.parametrize("name, fn, arrays", CASES, ids=[c[0] for c in CASES])
+def test_export_runs_in_onnxruntime_and_imports_back(name, fn, arrays, opset):
+    _export_and_compare(name, fn, _as_tensors(arrays), opset)
+
+
+# --- the ops written as the ONNX operator they name (Op.onnx): their Example is the case ------------
+
+EXAMPLE_OPSET = 20  # the newest the exporter writes: every operator an op names exists there
+# examples that cannot be the export case of their op, and why (their op has a case in CASES or
+# test_onnx_export_native.py instead)
+EXAMPLES_NOT_EXPORTED = {}
+EXPORTED_EXAMPLES = sorted(name for name, op in rt.registered_ops().items()
+                           if op.onnx is not None and name in all_examples() and name not in EXAMPLES_NOT_EXPORTED)
+
+
+@pytest.mark.parametrize("name", EXPORTED_EXAMPLES)
+def test_op_example_exports_as_its_onnx_operator(name):
+    example, _file = all_examples()[name]
+    tensors = _to_tensors(example.arrays, np.float32)
+    assert all(isinstance(t, rt.Tensor) for t in tensors), \
+        f"{name}'s example has inputs that are not arrays; list it in EXAMPLES_NOT_EXPORTED with the reason"
+    _export_and_compare(f"{name}'s example", example.fn, tensors, EXAMPLE_OPSET)
 
 
 def test_every_forward_op_has_an_emitter():
     backward = {name for name, op in rt.registered_ops().items() if op.backward}
     # the collectives of a rank's graph in a parallel plan: standard ONNX has no such ops
     boxing = {name for name, op in rt.registered_ops().items() if op.__module__.endswith("ops.boxing")}
-    missing = sorted(set(rt.registered_ops()) - backward - boxing - set(EMITTERS))
-    assert not missing, (f"runtime ops without an ONNX emitter: {missing}; add one to the family file in "
-                         f"flopcount/runtime/onnx/emitters/ and a case to CASES in {__file__}")
+    missing = sorted(name for name in set(rt.registered_ops()) - backward - boxing if emitter_for(name) is None)
+    assert not missing, (f"runtime ops with no way to ONNX: {missing}; either name the ONNX operator that "
+                         f"computes the op as it is in its ``onnx`` property (its Example is then the export "
+                         f"case), or write an emitter in the family file in flopcount/runtime/onnx/emitters/ "
+                         f"and add a case to CASES in {__file__}")
+
+
+def _exported_by_examples() -> set:
+    ops = set()
+    for name in EXPORTED_EXAMPLES:
+        example, _file = all_examples()[name]
+        ops |= {n.op_name for n in rt.trace(example.fn, *_to_tensors(example.arrays, np.float32)).nodes}
+    return ops
 
 
 def test_every_emitter_is_exercised():
@@ -184,11 +222,14 @@ def test_every_emitter_is_exercised():
     ops = set(REFUSED)  # test_onnx_export_native.py: refused in one line
     for _name, fn, arrays, *_ in CASES + NATIVE_CASES:
         ops |= {n.op_name for n in rt.trace(fn, *_as_tensors(arrays)).nodes}
+    ops |= _exported_by_examples()  # test_op_example_exports_as_its_onnx_operator
     ops.add("fused_elementwise")  # test_fused_graphs_export_their_steps
     ops.add("dropout")  # only in training mode in a graph: test_export_refuses_what_onnx_cannot_hold
     ops |= {"dequantize", "quantized_linear"}  # refused as yet: test_export_refuses_what_onnx_cannot_hold
-    missing = sorted(set(EMITTERS) - ops)
-    where = [f"{op} (emitter in {EMITTERS[op].__module__.replace('.', '/')}.py)" for op in missing]
+    direct = {name for name, op in rt.registered_ops().items() if op.onnx is not None and name not in EMITTERS}
+    missing = sorted((set(EMITTERS) | direct) - ops)
+    where = [f"{op} (emitter in {EMITTERS[op].__module__.replace('.', '/')}.py)" if op in EMITTERS else
+             f"{op} (onnx = {rt.registered_ops()[op].onnx!r}: its example is not exported)" for op in missing]
     assert not missing, (f"emitters without an export example: {where}; add a case to CASES in {__file__} "
                          f"(an op that is an ONNX operator itself: test_onnx_export_native.py)")
 

@@ -1,31 +1,12 @@
 """Every registered op has its four rules and a checked example in one of the op test files."""
 
-import importlib.util
-import pathlib
-
 import flopcount.runtime as rt
+from flopcount.runtime import registry
 from flopcount.runtime.registry import RULES, register_op, Op
 
 import pytest
 
-
-def _all_examples() -> dict:
-    examples = {}
-    for path in sorted(pathlib.Path(__file__).parent.glob("test_*.py")):
-        if path.stem == "test_registry":
-            continue
-        module = _load(path)
-        for name in getattr(module, "EXAMPLES", {}):
-            assert name not in examples, f"two test files give an example for {name!r}"
-            examples[name] = path.name
-    return examples
-
-
-def _load(path):
-    spec = importlib.util.spec_from_file_location(f"_opexamples_{path.stem}", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from opcheck import all_examples
 
 
 # ops whose work is unknown by nature: a model file's node no op stands for (reports list it
@@ -42,8 +23,7 @@ def test_every_op_has_all_rules():
 
 
 def test_every_op_has_a_checked_example():
-    examples = _all_examples()
-    missing = sorted(set(rt.registered_ops()) - set(examples))
+    missing = sorted(set(rt.registered_ops()) - set(all_examples()))
     assert not missing, f"ops without an example in tests/runtime/ops: {missing}"
 
 
@@ -79,3 +59,23 @@ def test_gradient_ops_say_so():
     flagged = {name for name, op in rt.registered_ops().items() if op.backward}
     named = {name for name in rt.registered_ops() if name.endswith(("_backward", "_grad"))}
     assert flagged == named
+
+
+def test_every_onnx_property_names_an_onnx_operator():
+    # export writes Op.onnx as one node: a misspelt name would only fail when a file is written
+    defs = pytest.importorskip("onnx.defs")
+    wrong = {name: op.onnx for name, op in rt.registered_ops().items()
+             if op.onnx is not None and not defs.has(op.onnx)}
+    assert not wrong, f"ops whose onnx property is not an ONNX operator: {wrong}"
+
+
+def test_register_sets_properties_and_refuses_unknown_ones():
+    rules = {"shape": lambda x: x, "forward": lambda xp, x: x, "vjp": None, "cost": lambda out, x: None}
+    with pytest.raises(TypeError, match=r"op 'misspelt_property_op': \['onxx'\] are not op properties"):
+        register_op("misspelt_property_op", onxx="Relu")
+    assert "misspelt_property_op" not in rt.registered_ops()
+    op = register_op("property_op", onnx="Identity", ptflops="zero")(type("WithProperties", (Op,), rules))
+    try:
+        assert (op.onnx, op.ptflops, Op.onnx, Op.ptflops) == ("Identity", "zero", None, None)
+    finally:
+        del registry._REGISTRY["property_op"]  # a test op: not left for the every-op tests

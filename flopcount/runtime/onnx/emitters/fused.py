@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ...graph.ir import Value
-from ._base import EMITTERS, emitter, unsupported
+from ._base import emitter, emitter_for, unsupported
 
 
 # --- fused chains ------------------------------------------------------------------------------
@@ -28,8 +28,9 @@ def fused(b, node, ins, outs):
         out = Value(outs[0] if last else b.fresh(op_name), spec.shape, spec.dtype, "node")
         step_ins = [node.inputs[a] if a >= 0 else values[-1 - a] for a in args]
         step_names = [ins[a] if a >= 0 else names[-1 - a] for a in args]
-        if op_name not in EMITTERS:
+        emit = emitter_for(op_name)
+        if emit is None:
             raise unsupported(node, f"fused step {op_name!r} has no emitter")
-        EMITTERS[op_name](b, _Step(op_name, step_ins, [out], dict(attrs), node.scope), step_names, [out.name])
+        emit(b, _Step(op_name, step_ins, [out], dict(attrs), node.scope), step_names, [out.name])
         names.append(out.name)
         values.append(out)

@@ -10,28 +10,7 @@ from ._base import cast_input, emitter, onnx_type
 
 # --- elementwise -------------------------------------------------------------------------------
 
-_BINARY = {"add": "Add", "sub": "Sub", "mul": "Mul", "div": "Div", "maximum": "Max", "minimum": "Min"}
-_COMPARE = {"eq": "Equal", "lt": "Less", "le": "LessOrEqual", "gt": "Greater", "ge": "GreaterOrEqual"}
 _LOGIC = {"logical_and": "And", "logical_or": "Or", "logical_xor": "Xor"}
-_UNARY = {"neg": "Neg", "abs": "Abs", "sign": "Sign", "exp": "Exp", "log": "Log", "sqrt": "Sqrt",
-          "reciprocal": "Reciprocal", "sin": "Sin", "cos": "Cos", "tanh": "Tanh", "erf": "Erf",
-          "floor": "Floor", "ceil": "Ceil", "round": "Round", "isnan": "IsNaN", "isinf": "IsInf",
-          "relu": "Relu", "sigmoid": "Sigmoid"}
-
-
-@emitter(*_BINARY)
-def binary(b, node, ins, outs):
-    dtype = node.outputs[0].dtype  # the runtime's promoted type (int / int divides to float)
-    b.add(_BINARY[node.op_name], [cast_input(b, node, ins, 0, dtype), cast_input(b, node, ins, 1, dtype)], outs)
-
-
-_NARY = {"add_n": "Sum", "maximum_n": "Max", "minimum_n": "Min", "mean_n": "Mean"}
-
-
-@emitter(*_NARY)
-def nary(b, node, ins, outs):
-    dtype = node.outputs[0].dtype  # ONNX's variadic ops take one type: the runtime's promoted one
-    b.add(_NARY[node.op_name], [cast_input(b, node, ins, i, dtype) for i in range(len(ins))], outs)
 
 
 @emitter("pow")
@@ -39,16 +18,14 @@ def pow_(b, node, ins, outs):
     b.add("Pow", [cast_input(b, node, ins, 0, node.outputs[0].dtype), ins[1]], outs)
 
 
-@emitter(*_COMPARE, "ne")
-def compare(b, node, ins, outs):
+@emitter("ne")
+def not_equal(b, node, ins, outs):
     dtype = _dt.promote(node.inputs[0].dtype, node.inputs[1].dtype)
-    a, c = cast_input(b, node, ins, 0, dtype), cast_input(b, node, ins, 1, dtype)
-    if node.op_name == "ne":
-        b.add("Not", [b.add("Equal", [a, c])], outs)
-    else:
-        b.add(_COMPARE[node.op_name], [a, c], outs)
+    b.add("Not", [b.add("Equal", [cast_input(b, node, ins, 0, dtype), cast_input(b, node, ins, 1, dtype)])], outs)
 
 
+# not ``Op.onnx``: And, Or, Xor and Not take bool only, so the operands become bool whatever
+# their dtype, where the one-node emitter would cast a comparison's operands to their common dtype
 @emitter(*_LOGIC)
 def logic(b, node, ins, outs):
     b.add(_LOGIC[node.op_name], [cast_input(b, node, ins, 0, _dt.bool_), cast_input(b, node, ins, 1, _dt.bool_)], outs)
@@ -57,13 +34,6 @@ def logic(b, node, ins, outs):
 @emitter("logical_not")
 def logical_not(b, node, ins, outs):
     b.add("Not", [cast_input(b, node, ins, 0, _dt.bool_)], outs)
-
-
-@emitter(*_UNARY)
-def unary(b, node, ins, outs):
-    out = node.outputs[0].dtype
-    x = ins[0] if out is _dt.bool_ else cast_input(b, node, ins, 0, out)  # exp(int) is float, as the runtime
-    b.add(_UNARY[node.op_name], [x], outs)
 
 
 @emitter("rsqrt")
@@ -115,11 +85,6 @@ def hardtanh(b, node, ins, outs):
 @emitter("cast")
 def cast(b, node, ins, outs):
     b.add("Cast", ins, outs, to=onnx_type(node.outputs[0].dtype))
-
-
-@emitter("contiguous")
-def contiguous(b, node, ins, outs):
-    b.add("Identity", ins, outs)
 
 
 # --- activations -------------------------------------------------------------------------------

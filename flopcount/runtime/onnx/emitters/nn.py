@@ -12,11 +12,6 @@ from ._base import cast_input, emitter, onnx_type, reduce_node, unsupported
 
 # --- linear algebra ----------------------------------------------------------------------------
 
-@emitter("matmul")
-def matmul(b, node, ins, outs):
-    b.add("MatMul", ins, outs)
-
-
 @emitter("linear")
 def linear(b, node, ins, outs):
     x, w = node.inputs[0], node.inputs[1]

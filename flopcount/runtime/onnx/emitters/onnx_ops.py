@@ -1,6 +1,7 @@
 """Emitters of the runtime ops that ONNX has as operators of their own (added for import:
-TopK, NonZero, GridSample, RoiAlign, NonMaxSuppression, the scatters, the trigonometric and
-bitwise ops...): one node each, refused at opsets before the operator exists. ``resample``,
+TopK, NonZero, GridSample, RoiAlign, NonMaxSuppression, the scatters...): one node each, with
+its attributes, refused at opsets before the operator exists (the trigonometric and bitwise
+ops, Det, name their operator in ``Op.onnx`` and need no emitter). ``resample``,
 which ONNX has no operator for, is written as one Gather and Mul per tap, summed; ``sort`` as a
 TopK of every element; ``complex_mul`` as the real arithmetic of the two parts. ``histc`` and
 ``grouped_mm`` (no ONNX operator; groups whose sizes are values) are refused.
@@ -10,28 +11,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._base import emitter, unsupported as _unsupported
-
-_SAME_NAME = {"tan": "Tan", "asin": "Asin", "acos": "Acos", "atan": "Atan", "sinh": "Sinh", "cosh": "Cosh",
-              "asinh": "Asinh", "acosh": "Acosh", "atanh": "Atanh", "nonzero": "NonZero"}
-_BITWISE = {"bitwise_and": "BitwiseAnd", "bitwise_or": "BitwiseOr", "bitwise_xor": "BitwiseXor",
-            "bitwise_not": "BitwiseNot"}
+from ._base import emitter, needs_opset, unsupported as _unsupported
 
 
-def _needs(b, node, op_type: str, opset: int) -> None:
-    if b.opset < opset:
-        raise _unsupported(node, f"ONNX {op_type} needs opset {opset} or later (exporting at opset {b.opset})")
-
-
-@emitter(*_SAME_NAME)
-def same_name(b, node, ins, outs):
-    b.add(_SAME_NAME[node.op_name], ins, outs)
-
-
-@emitter(*_BITWISE)
-def bitwise(b, node, ins, outs):
-    _needs(b, node, _BITWISE[node.op_name], 18)
-    b.add(_BITWISE[node.op_name], ins, outs)
+@emitter("nonzero")
+def nonzero(b, node, ins, outs):
+    b.add("NonZero", ins, outs)  # int64 positions of any dtype's input: the input is not cast
 
 
 @emitter("bitshift")
@@ -85,28 +70,29 @@ def unique(b, node, ins, outs):
 @emitter("scatter_elements")
 def scatter_elements(b, node, ins, outs):
     reduction = node.attrs["reduction"]
-    _needs(b, node, f"ScatterElements with reduction {reduction!r}",
-           {"none": 11, "add": 16, "mul": 16}.get(reduction, 18))
+    needs_opset(b, node, f"ScatterElements with reduction {reduction!r}",
+                {"none": 11, "add": 16, "mul": 16}.get(reduction, 18))
     b.add("ScatterElements", ins, outs, axis=node.attrs["dim"], reduction=None if reduction == "none" else reduction)
 
 
 @emitter("scatter_nd")
 def scatter_nd(b, node, ins, outs):
     reduction = node.attrs["reduction"]
-    _needs(b, node, f"ScatterND with reduction {reduction!r}", {"none": 11, "add": 16, "mul": 16}.get(reduction, 18))
+    needs_opset(b, node, f"ScatterND with reduction {reduction!r}",
+                {"none": 11, "add": 16, "mul": 16}.get(reduction, 18))
     b.add("ScatterND", ins, outs, reduction=None if reduction == "none" else reduction)
 
 
 @emitter("cumprod")
 def cumprod(b, node, ins, outs):
-    _needs(b, node, "CumProd", 26)
+    needs_opset(b, node, "CumProd", 26)
     b.add("CumProd", [ins[0], b.ints([node.attrs["dim"]])], outs)
 
 
 @emitter("grid_sample")
 def grid_sample(b, node, ins, outs):
     a = node.attrs
-    _needs(b, node, "GridSample", 16)
+    needs_opset(b, node, "GridSample", 16)
     mode = a["mode"] if b.opset >= 20 else {"linear": "bilinear", "cubic": "bicubic"}.get(a["mode"], a["mode"])
     if node.inputs[0].ndim != 4 and b.opset < 20:
         raise _unsupported(node, "a volumetric GridSample needs opset 20 or later")
@@ -116,7 +102,7 @@ def grid_sample(b, node, ins, outs):
 @emitter("roi_align")
 def roi_align(b, node, ins, outs):
     a = node.attrs
-    _needs(b, node, "RoiAlign with coordinate_transformation_mode", 16)
+    needs_opset(b, node, "RoiAlign with coordinate_transformation_mode", 16)
     b.add("RoiAlign", ins, outs, mode=a["mode"], output_height=a["output_size"][0], output_width=a["output_size"][1],
           sampling_ratio=a["sampling_ratio"], spatial_scale=a["spatial_scale"],
           coordinate_transformation_mode="half_pixel" if a["aligned"] else "output_half_pixel")
@@ -158,7 +144,7 @@ def opaque(b, node, ins, outs):
 @emitter("dft")
 def dft(b, node, ins, outs):
     a = node.attrs
-    _needs(b, node, "DFT", 17)
+    needs_opset(b, node, "DFT", 17)
     inputs = [ins[0], b.const(np.array(a["length"], np.int64), "dft_length")]  # a scalar, as ONNX asks
     extra = {"inverse": int(a["inverse"]), "onesided": int(a["onesided"])}
     if b.opset >= 20:
@@ -168,16 +154,11 @@ def dft(b, node, ins, outs):
     b.add("DFT", inputs, outs, **extra)
 
 
-@emitter("det")
-def det(b, node, ins, outs):
-    b.add("Det", ins, outs)
-
-
 @emitter("bitcast")
 def bitcast(b, node, ins, outs):
     from ..elem_types import from_dtype
 
-    _needs(b, node, "BitCast", 26)
+    needs_opset(b, node, "BitCast", 26)
     b.add("BitCast", ins, outs, to=from_dtype(node.outputs[0].dtype))
 
 
