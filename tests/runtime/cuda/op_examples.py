@@ -1,32 +1,19 @@
-"""The op EXAMPLES of tests/runtime/ops, loaded as test_registry.py loads them, and the ops'
+"""The op EXAMPLES of tests/runtime/ops (opcheck.all_examples), and the ops'
 calls recorded while they run: what the CUDA kernels are checked against."""
 
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-
 import numpy as np
 
 import flopcount.runtime as rt
-from opcheck import _to_tensors
-
-OPS_TESTS = pathlib.Path(__file__).resolve().parent.parent / "ops"
+from opcheck import _to_tensors, all_examples
 
 
 def load_examples(runnable: bool = True) -> dict:
     """op name -> Example, from every tests/runtime/ops/test_*.py; with ``runnable``, not those
     of ops that have no kernel by nature (``Example(runs=False)``: nothing of theirs can run on
     any device)."""
-    examples = {}
-    for path in sorted(OPS_TESTS.glob("test_*.py")):
-        if path.stem == "test_registry":
-            continue
-        spec = importlib.util.spec_from_file_location(f"_gpu_opexamples_{path.stem}", path)
-        module = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(module)
-        examples.update((name, ex) for name, ex in getattr(module, "EXAMPLES", {}).items() if ex.runs or not runnable)
-    return examples
+    return {name: ex for name, (ex, _) in all_examples().items() if ex.runs or not runnable}
 
 
 class Calls:
