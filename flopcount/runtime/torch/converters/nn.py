@@ -143,9 +143,7 @@ def native_group_norm(ctx, input, weight, bias, n, c, hxw, group, eps):
     return F.group_norm(input, group, weight, bias, eps), None, None
 
 
-@converter("rms_norm")
-def rms_norm(ctx, input, normalized_shape, weight=None, eps=None):
-    return F.rms_norm(input, normalized_shape, weight, eps)
+same_arguments({"rms_norm": F.rms_norm})
 
 
 @converter("instance_norm")
