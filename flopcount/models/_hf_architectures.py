@@ -92,23 +92,20 @@ def _square(data: dict) -> dict:
     return data
 
 
+def _heads(config: type, inputs: str, *classes, **options) -> list:
+    """One HFArchitecture per class of a family, each called by its class's name."""
+    return [HFArchitecture(cls.__name__, cls, config, inputs, **options) for cls in classes]
+
+
 _TABLE = [
-    HFArchitecture("BertModel", bert.BertModel, bert.BertConfig, TEXT, _ENCODER),
-    HFArchitecture("BertForMaskedLM", bert.BertForMaskedLM, bert.BertConfig, TEXT, _ENCODER),
-    HFArchitecture("BertForSequenceClassification", bert.BertForSequenceClassification, bert.BertConfig, TEXT,
-                   _ENCODER),
-    HFArchitecture("RobertaModel", roberta.RobertaModel, roberta.RobertaConfig, TEXT, _ENCODER),
-    HFArchitecture("RobertaForMaskedLM", roberta.RobertaForMaskedLM, roberta.RobertaConfig, TEXT, _ENCODER),
-    HFArchitecture("RobertaForSequenceClassification", roberta.RobertaForSequenceClassification,
-                   roberta.RobertaConfig, TEXT, _ENCODER),
-    HFArchitecture("DistilBertModel", distilbert.DistilBertModel, distilbert.DistilBertConfig, TEXT),
-    HFArchitecture("DistilBertForMaskedLM", distilbert.DistilBertForMaskedLM, distilbert.DistilBertConfig, TEXT),
-    HFArchitecture("DistilBertForSequenceClassification", distilbert.DistilBertForSequenceClassification,
-                   distilbert.DistilBertConfig, TEXT),
-    HFArchitecture("ViTModel", vit_hf.ViTModel, vit_hf.ViTConfig, IMAGE, renames=vit_hf.CHECKPOINT_RENAMES,
-                   adapt=_square),
-    HFArchitecture("ViTForImageClassification", vit_hf.ViTForImageClassification, vit_hf.ViTConfig, IMAGE,
-                   renames=vit_hf.CHECKPOINT_RENAMES, adapt=_square),
+    *_heads(bert.BertConfig, TEXT, bert.BertModel, bert.BertForMaskedLM, bert.BertForSequenceClassification,
+            requires=_ENCODER),
+    *_heads(roberta.RobertaConfig, TEXT, roberta.RobertaModel, roberta.RobertaForMaskedLM,
+            roberta.RobertaForSequenceClassification, requires=_ENCODER),
+    *_heads(distilbert.DistilBertConfig, TEXT, distilbert.DistilBertModel, distilbert.DistilBertForMaskedLM,
+            distilbert.DistilBertForSequenceClassification),
+    *_heads(vit_hf.ViTConfig, IMAGE, vit_hf.ViTModel, vit_hf.ViTForImageClassification,
+            renames=vit_hf.CHECKPOINT_RENAMES, adapt=_square),
     HFArchitecture("GPT2LMHeadModel", gpt2.GPT2LMHeadModel, gpt2.GPT2Config, TEXT, _GPT2),
     HFArchitecture("LlamaForCausalLM", llama.LlamaForCausalLM, llama.LlamaConfig, TEXT, _LLAMA, adapt=_rope),
     HFArchitecture("MistralForCausalLM", mistral.MistralForCausalLM, mistral.MistralConfig, TEXT, _LLAMA, adapt=_rope),

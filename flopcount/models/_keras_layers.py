@@ -109,16 +109,15 @@ class KerasLayer(Module):
         self.keras_weights: list = []
 
     def _add(self, name: str, shape: tuple, rearrange=lambda a: a, trainable: bool = True, dtype=None,
-             at: str = "vars") -> None:
+             at: str = "vars", wanted: bool = True) -> None:
+        if not wanted:   # a weight the config leaves out (use_bias, center, scale): the attribute is None
+            self.register_parameter(name, None)
+            return
         param = _weight(*shape, dtype=dtype)
         param.requires_grad = trainable and param.dtype.is_floating_point
         setattr(self, name, param)
         index = sum(1 for *_, place in self.keras_weights if place.rpartition("/")[0] == at)
         self.keras_weights.append((name, rearrange, f"{at}/{index}"))
-
-    def _absent(self, *names: str) -> None:
-        for name in names:   # a weight the config leaves out (use_bias, center, scale)
-            self.register_parameter(name, None)
 
     def extra_repr(self) -> str:
         return self.keras_class
@@ -131,9 +130,7 @@ class Dense(KerasLayer):
         super().__init__()
         units, fan_in = int(config["units"]), int(_known(input_shape)[-1])
         self._add("weight", (units, fan_in), lambda a: a.T)   # Keras' kernel is (in, out)
-        self._absent("bias")
-        if config.get("use_bias", True):
-            self._add("bias", (units,))
+        self._add("bias", (units,), wanted=config.get("use_bias", True))
         self.act = activation(config)
 
     def forward(self, x):
@@ -163,14 +160,12 @@ class _Conv(KerasLayer):
             # (kh, kw, in, multiplier) -> (in * multiplier, 1, kh, kw): output channel c * multiplier + m
             self._add("weight", (filters, 1, kh, kw),
                       lambda a: a.reshape(a.shape[0], a.shape[1], -1, 1).transpose(2, 3, 0, 1))
-        self._absent("pointwise")
+        self.register_parameter("pointwise", None)
         if kind == "SeparableConv2D":
             filters = int(config["filters"])
             # (1, 1, in * multiplier, out) -> (out, in * multiplier, 1, 1)
             self._add("pointwise", (filters, channels * multiplier, 1, 1), lambda a: a.transpose(3, 2, 0, 1))
-        self._absent("bias")
-        if config.get("use_bias", True):
-            self._add("bias", (filters,))
+        self._add("bias", (filters,), wanted=config.get("use_bias", True))
         self.act = activation(config)
 
     def forward(self, x):
@@ -211,9 +206,7 @@ class Conv1D(KerasLayer):
         channels, filters = int(_known(input_shape)[-1]), int(config["filters"])
         self.groups = int(config.get("groups", 1))
         self._add("weight", (filters, channels // self.groups, self.kernel), lambda a: a.transpose(2, 1, 0))
-        self._absent("bias")
-        if config.get("use_bias", True):
-            self._add("bias", (filters,))
+        self._add("bias", (filters,), wanted=config.get("use_bias", True))
         self.act = activation(config)
 
     def forward(self, x):
@@ -288,11 +281,8 @@ class BatchNormalization(KerasLayer):
                                             f"flopcount knows one axis")
         self.axis, self.eps = axes[0], float(config.get("epsilon", 1e-3))
         channels = int(input_shape[self.axis])
-        self._absent("weight", "bias")
-        if config.get("scale", True):
-            self._add("weight", (channels,))
-        if config.get("center", True):
-            self._add("bias", (channels,))
+        self._add("weight", (channels,), wanted=config.get("scale", True))
+        self._add("bias", (channels,), wanted=config.get("center", True))
         self._add("running_mean", (channels,), trainable=False)
         self._add("running_var", (channels,), trainable=False)
 
@@ -314,11 +304,8 @@ class LayerNormalization(KerasLayer):
         if axes != list(range(rank - len(axes), rank)):
             raise errors.UnsupportedOpError(f"LayerNormalization over axes {axes}: flopcount knows the last ones")
         self.shape, self.eps = tuple(int(input_shape[a]) for a in axes), float(config.get("epsilon", 1e-3))
-        self._absent("weight", "bias")
-        if config.get("scale", True):
-            self._add("weight", self.shape)
-        if config.get("center", True):
-            self._add("bias", self.shape)
+        self._add("weight", self.shape, wanted=config.get("scale", True))
+        self._add("bias", self.shape, wanted=config.get("center", True))
 
     def forward(self, x):
         return F.layer_norm(x, self.shape, self.weight, self.bias, eps=self.eps)
@@ -413,17 +400,12 @@ class MultiHeadAttention(KerasLayer):
             # (features, heads, dim) -> (heads * dim, features)
             self._add(f"{name}_weight", (self.heads * dim, int(features)),
                       lambda a: a.reshape(a.shape[0], -1).T, at=f"{name}_dense/vars")
-            if bias:
-                self._add(f"{name}_bias", (self.heads * dim,), lambda a: a.reshape(-1), at=f"{name}_dense/vars")
-            else:
-                self._absent(f"{name}_bias")
+            self._add(f"{name}_bias", (self.heads * dim,), lambda a: a.reshape(-1), at=f"{name}_dense/vars",
+                      wanted=bias)
         # (heads, value_dim, out) -> (out, heads * value_dim)
         self._add("out_weight", (int(out), self.heads * self.value_dim), lambda a: a.reshape(-1, a.shape[-1]).T,
                   at="output_dense/vars")
-        if bias:
-            self._add("out_bias", (int(out),), at="output_dense/vars")
-        else:
-            self._absent("out_bias")
+        self._add("out_bias", (int(out),), at="output_dense/vars", wanted=bias)
 
     def _heads(self, x, name: str, dim: int):
         y = F.linear(x, getattr(self, f"{name}_weight"), getattr(self, f"{name}_bias"))

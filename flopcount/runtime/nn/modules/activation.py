@@ -12,6 +12,7 @@ from ...ops import activations as A
 from ...ops.elementwise import tanh
 from .. import init
 from ..parameter import Parameter
+from ._classes import layer_class
 from .module import Module
 
 __all__ = ["ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "SELU", "CELU", "GELU", "SiLU", "Mish",
@@ -22,65 +23,30 @@ __all__ = ["ReLU", "ReLU6", "LeakyReLU", "PReLU", "ELU", "SELU", "CELU", "GELU",
 class _Inplace(Module):
     """Activations whose only option is ``inplace`` (accepted; the result is a new tensor)."""
 
+    _functional = None
+
     def __init__(self, inplace: bool = False):
         super().__init__()
         self.inplace = inplace
+
+    def forward(self, input):
+        return type(self)._functional(input)
 
     def extra_repr(self) -> str:
         return "inplace=True" if self.inplace else ""
 
 
-class ReLU(_Inplace):
-    """max(x, 0).
+ReLU = layer_class(_Inplace, "ReLU", A.relu, """max(x, 0).
 
     >>> ReLU()(rt.tensor([-1.0, 2.0])).tolist()
     [0.0, 2.0]
-    """
-
-    def forward(self, input):
-        return A.relu(input)
-
-
-class ReLU6(_Inplace):
-    """min(max(x, 0), 6)."""
-
-    def forward(self, input):
-        return A.relu6(input)
-
-
-class SELU(_Inplace):
-    """scale·elu(x, alpha) with the self-normalizing constants."""
-
-    def forward(self, input):
-        return A.selu(input)
-
-
-class SiLU(_Inplace):
-    """x·sigmoid(x)."""
-
-    def forward(self, input):
-        return A.silu(input)
-
-
-class Mish(_Inplace):
-    """x·tanh(softplus(x))."""
-
-    def forward(self, input):
-        return A.mish(input)
-
-
-class Hardswish(_Inplace):
-    """x·relu6(x + 3) / 6."""
-
-    def forward(self, input):
-        return A.hardswish(input)
-
-
-class Hardsigmoid(_Inplace):
-    """relu6(x + 3) / 6."""
-
-    def forward(self, input):
-        return A.hardsigmoid(input)
+    """)
+ReLU6 = layer_class(_Inplace, "ReLU6", A.relu6, "min(max(x, 0), 6).")
+SELU = layer_class(_Inplace, "SELU", A.selu, "scale·elu(x, alpha) with the self-normalizing constants.")
+SiLU = layer_class(_Inplace, "SiLU", A.silu, "x·sigmoid(x).")
+Mish = layer_class(_Inplace, "Mish", A.mish, "x·tanh(softplus(x)).")
+Hardswish = layer_class(_Inplace, "Hardswish", A.hardswish, "x·relu6(x + 3) / 6.")
+Hardsigmoid = layer_class(_Inplace, "Hardsigmoid", A.hardsigmoid, "relu6(x + 3) / 6.")
 
 
 class LeakyReLU(Module):
@@ -134,16 +100,8 @@ class _AlphaInplace(Module):
         return f"alpha={self.alpha}" + (", inplace=True" if self.inplace else "")
 
 
-class ELU(_AlphaInplace):
-    """x for x > 0, else alpha·(exp(x) − 1)."""
-
-    _functional = staticmethod(A.elu)
-
-
-class CELU(_AlphaInplace):
-    """max(0, x) + min(0, alpha·(exp(x/alpha) − 1))."""
-
-    _functional = staticmethod(A.celu)
+ELU = layer_class(_AlphaInplace, "ELU", A.elu, "x for x > 0, else alpha·(exp(x) − 1).")
+CELU = layer_class(_AlphaInplace, "CELU", A.celu, "max(0, x) + min(0, alpha·(exp(x/alpha) − 1)).")
 
 
 class GELU(Module):
@@ -190,25 +148,20 @@ class Softplus(Module):
         return f"beta={self.beta}, threshold={self.threshold}"
 
 
-class LogSigmoid(Module):
-    """log(sigmoid(x))."""
+class _Elementwise(Module):
+    """Activations without options."""
+
+    _functional = None
 
     def forward(self, input):
-        return A.logsigmoid(input)
+        return type(self)._functional(input)
 
 
-class Softsign(Module):
-    """x / (1 + |x|)."""
-
-    def forward(self, input):
-        return A.softsign(input)
-
-
-class Tanhshrink(Module):
-    """x − tanh(x)."""
-
-    def forward(self, input):
-        return A.tanhshrink(input)
+LogSigmoid = layer_class(_Elementwise, "LogSigmoid", A.logsigmoid, "log(sigmoid(x)).")
+Softsign = layer_class(_Elementwise, "Softsign", A.softsign, "x / (1 + |x|).")
+Tanhshrink = layer_class(_Elementwise, "Tanhshrink", A.tanhshrink, "x − tanh(x).")
+Sigmoid = layer_class(_Elementwise, "Sigmoid", A.sigmoid, "1 / (1 + exp(−x)).")
+Tanh = layer_class(_Elementwise, "Tanh", tanh, "tanh(x).")
 
 
 class GLU(Module):
@@ -225,45 +178,21 @@ class GLU(Module):
         return f"dim={self.dim}"
 
 
-class Sigmoid(Module):
-    """1 / (1 + exp(−x))."""
-
-    def forward(self, input):
-        return A.sigmoid(input)
-
-
-class Tanh(Module):
-    """tanh(x)."""
-
-    def forward(self, input):
-        return tanh(input)
-
-
 class _SoftmaxBase(Module):
+    _functional = None
+
     def __init__(self, dim: int | None = None):
         super().__init__()
         self.dim = dim
+
+    def forward(self, input):
+        return type(self)._functional(input, self.dim)
 
     def extra_repr(self) -> str:
         return f"dim={self.dim}"
 
 
-class Softmax(_SoftmaxBase):
-    """exp(x) / sum(exp(x)) along ``dim`` (PyTorch's legacy implicit dim when None)."""
-
-    def forward(self, input):
-        return A.softmax(input, self.dim)
-
-
-class Softmin(_SoftmaxBase):
-    """softmax(−x) along ``dim``."""
-
-    def forward(self, input):
-        return A.softmin(input, self.dim)
-
-
-class LogSoftmax(_SoftmaxBase):
-    """log(softmax(x)) along ``dim``."""
-
-    def forward(self, input):
-        return A.log_softmax(input, self.dim)
+Softmax = layer_class(_SoftmaxBase, "Softmax", A.softmax,
+                      "exp(x) / sum(exp(x)) along ``dim`` (PyTorch's legacy implicit dim when None).")
+Softmin = layer_class(_SoftmaxBase, "Softmin", A.softmin, "softmax(−x) along ``dim``.")
+LogSoftmax = layer_class(_SoftmaxBase, "LogSoftmax", A.log_softmax, "log(softmax(x)) along ``dim``.")

@@ -10,6 +10,7 @@ from ...ops import conv as _conv
 from ...ops.movement import pad as _pad
 from .. import init
 from ..parameter import Parameter
+from ._classes import layer_class
 from .module import Module
 
 __all__ = ["Conv1d", "Conv2d", "Conv3d", "ConvTranspose1d", "ConvTranspose2d", "ConvTranspose3d"]
@@ -130,35 +131,23 @@ class _Conv(_ConvNd):
         return self._conv_forward(input, self.weight, self.bias)
 
 
-class Conv1d(_Conv):
+Conv1d = layer_class(
+    _Conv, "Conv1d", _conv.conv1d,
     """1-d convolution over (N, C_in, L).
 
     >>> import flopcount.runtime as rt
     >>> Conv1d(4, 8, 3, padding=1)(rt.randn(2, 4, 10)).shape
     (2, 8, 10)
-    """
-
-    _nd = 1
-    _functional = staticmethod(_conv.conv1d)
-
-
-class Conv2d(_Conv):
+    """, _nd=1)
+Conv2d = layer_class(
+    _Conv, "Conv2d", _conv.conv2d,
     """2-d convolution over (N, C_in, H, W); ``padding_mode`` zeros, reflect, replicate or circular.
 
     >>> import flopcount.runtime as rt
     >>> Conv2d(3, 16, 3, stride=2, padding=1)(rt.randn(1, 3, 32, 32)).shape
     (1, 16, 16, 16)
-    """
-
-    _nd = 2
-    _functional = staticmethod(_conv.conv2d)
-
-
-class Conv3d(_Conv):
-    """3-d convolution over (N, C_in, D, H, W)."""
-
-    _nd = 3
-    _functional = staticmethod(_conv.conv3d)
+    """, _nd=2)
+Conv3d = layer_class(_Conv, "Conv3d", _conv.conv3d, "3-d convolution over (N, C_in, D, H, W).", _nd=3)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -201,32 +190,22 @@ class _ConvTransposeNd(_ConvNd):
                                       output_padding, self.groups, self.dilation)
 
 
-class ConvTranspose1d(_ConvTransposeNd):
+ConvTranspose1d = layer_class(
+    _ConvTransposeNd, "ConvTranspose1d", _conv.conv_transpose1d,
     """1-d transposed convolution; weight (in_channels, out_channels/groups, k).
 
     >>> import flopcount.runtime as rt
     >>> ConvTranspose1d(4, 2, 3, stride=2)(rt.randn(1, 4, 5)).shape
     (1, 2, 11)
-    """
-
-    _nd = 1
-    _functional = staticmethod(_conv.conv_transpose1d)
-
-
-class ConvTranspose2d(_ConvTransposeNd):
+    """, _nd=1)
+ConvTranspose2d = layer_class(
+    _ConvTransposeNd, "ConvTranspose2d", _conv.conv_transpose2d,
     """2-d transposed convolution; ``forward(x, output_size=...)`` picks the output_padding.
 
     >>> import flopcount.runtime as rt
     >>> ConvTranspose2d(8, 4, 3, stride=2, padding=1)(rt.randn(1, 8, 5, 5), output_size=(10, 10)).shape
     (1, 4, 10, 10)
-    """
-
-    _nd = 2
-    _functional = staticmethod(_conv.conv_transpose2d)
-
-
-class ConvTranspose3d(_ConvTransposeNd):
-    """3-d transposed convolution; weight (in_channels, out_channels/groups, kD, kH, kW)."""
-
-    _nd = 3
-    _functional = staticmethod(_conv.conv_transpose3d)
+    """, _nd=2)
+ConvTranspose3d = layer_class(
+    _ConvTransposeNd, "ConvTranspose3d", _conv.conv_transpose3d,
+    "3-d transposed convolution; weight (in_channels, out_channels/groups, kD, kH, kW).", _nd=3)

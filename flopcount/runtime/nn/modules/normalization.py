@@ -15,6 +15,7 @@ from ...ops import norm as N
 from ...ops.movement import squeeze, unsqueeze
 from .. import init
 from ..parameter import Parameter
+from ._classes import layer_class
 from .module import Module
 
 __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d", "InstanceNorm1d", "InstanceNorm2d",
@@ -106,27 +107,17 @@ class _BatchNorm(_NormBase):
                             self.weight, self.bias, use_batch_stats, factor, self.eps)
 
 
-class BatchNorm1d(_BatchNorm):
+BatchNorm1d = layer_class(
+    _BatchNorm, "BatchNorm1d", None,
     """Batch norm over (N, C) or (N, C, L) input.
 
     >>> bn = BatchNorm1d(3)
     >>> [name for name, _ in bn.state_dict().items()]
     ['weight', 'bias', 'running_mean', 'running_var', 'num_batches_tracked']
-    """
-
-    _expected_dims = (2, 3)
-
-
-class BatchNorm2d(_BatchNorm):
-    """Batch norm over (N, C, H, W) input."""
-
-    _expected_dims = (4,)
-
-
-class BatchNorm3d(_BatchNorm):
-    """Batch norm over (N, C, D, H, W) input."""
-
-    _expected_dims = (5,)
+    """, _expected_dims=(2, 3))
+BatchNorm2d = layer_class(_BatchNorm, "BatchNorm2d", None, "Batch norm over (N, C, H, W) input.", _expected_dims=(4,))
+BatchNorm3d = layer_class(_BatchNorm, "BatchNorm3d", None,
+                          "Batch norm over (N, C, D, H, W) input.", _expected_dims=(5,))
 
 
 class _InstanceNorm(_NormBase):
@@ -150,22 +141,13 @@ class _InstanceNorm(_NormBase):
         return squeeze(out, 0) if unbatched else out
 
 
-class InstanceNorm1d(_InstanceNorm):
-    """Instance norm over (N, C, L) or unbatched (C, L) input."""
-
-    _expected_dims = (2, 3)
-
-
-class InstanceNorm2d(_InstanceNorm):
-    """Instance norm over (N, C, H, W) or unbatched (C, H, W) input."""
-
-    _expected_dims = (3, 4)
-
-
-class InstanceNorm3d(_InstanceNorm):
-    """Instance norm over (N, C, D, H, W) or unbatched (C, D, H, W) input."""
-
-    _expected_dims = (4, 5)
+InstanceNorm1d = layer_class(_InstanceNorm, "InstanceNorm1d", None,
+                             "Instance norm over (N, C, L) or unbatched (C, L) input.", _expected_dims=(2, 3))
+InstanceNorm2d = layer_class(_InstanceNorm, "InstanceNorm2d", None,
+                             "Instance norm over (N, C, H, W) or unbatched (C, H, W) input.", _expected_dims=(3, 4))
+InstanceNorm3d = layer_class(
+    _InstanceNorm, "InstanceNorm3d", None,
+    "Instance norm over (N, C, D, H, W) or unbatched (C, D, H, W) input.", _expected_dims=(4, 5))
 
 
 class LayerNorm(Module):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from ...ops import pooling as _pool
+from ._classes import layer_class
 from .module import Module
 
 __all__ = ["MaxPool1d", "MaxPool2d", "MaxPool3d", "AvgPool1d", "AvgPool2d", "AvgPool3d",
@@ -36,32 +37,23 @@ class _MaxPoolNd(Module):
                 f"dilation={self.dilation}, ceil_mode={self.ceil_mode}")
 
 
-class MaxPool1d(_MaxPoolNd):
+MaxPool1d = layer_class(
+    _MaxPoolNd, "MaxPool1d", _pool.max_pool1d,
     """Max over sliding windows of (N, C, L).
 
     >>> import flopcount.runtime as rt
     >>> MaxPool1d(2)(rt.randn(1, 3, 8)).shape
     (1, 3, 4)
-    """
-
-    _functional = staticmethod(_pool.max_pool1d)
-
-
-class MaxPool2d(_MaxPoolNd):
+    """)
+MaxPool2d = layer_class(
+    _MaxPoolNd, "MaxPool2d", _pool.max_pool2d,
     """Max over sliding windows of (N, C, H, W), e.g. ResNet's ``MaxPool2d(3, 2, 1)``.
 
     >>> import flopcount.runtime as rt
     >>> MaxPool2d(kernel_size=3, stride=2, padding=1)(rt.randn(1, 64, 112, 112)).shape
     (1, 64, 56, 56)
-    """
-
-    _functional = staticmethod(_pool.max_pool2d)
-
-
-class MaxPool3d(_MaxPoolNd):
-    """Max over sliding windows of (N, C, D, H, W)."""
-
-    _functional = staticmethod(_pool.max_pool3d)
+    """)
+MaxPool3d = layer_class(_MaxPoolNd, "MaxPool3d", _pool.max_pool3d, "Max over sliding windows of (N, C, D, H, W).")
 
 
 class AvgPool1d(Module):
@@ -110,21 +102,15 @@ class _AvgPoolNd(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
 
-class AvgPool2d(_AvgPoolNd):
+AvgPool2d = layer_class(
+    _AvgPoolNd, "AvgPool2d", _pool.avg_pool2d,
     """Average over sliding windows of (N, C, H, W).
 
     >>> import flopcount.runtime as rt
     >>> AvgPool2d(2)(rt.randn(1, 8, 6, 6)).shape
     (1, 8, 3, 3)
-    """
-
-    _functional = staticmethod(_pool.avg_pool2d)
-
-
-class AvgPool3d(_AvgPoolNd):
-    """Average over sliding windows of (N, C, D, H, W)."""
-
-    _functional = staticmethod(_pool.avg_pool3d)
+    """)
+AvgPool3d = layer_class(_AvgPoolNd, "AvgPool3d", _pool.avg_pool3d, "Average over sliding windows of (N, C, D, H, W).")
 
 
 class _AdaptivePoolNd(Module):
@@ -141,27 +127,18 @@ class _AdaptivePoolNd(Module):
         return f"output_size={self.output_size}"
 
 
-class AdaptiveAvgPool1d(_AdaptivePoolNd):
-    """Average pooling of (N, C, L) to exactly ``output_size``."""
-
-    _functional = staticmethod(_pool.adaptive_avg_pool1d)
-
-
-class AdaptiveAvgPool2d(_AdaptivePoolNd):
+AdaptiveAvgPool1d = layer_class(_AdaptivePoolNd, "AdaptiveAvgPool1d", _pool.adaptive_avg_pool1d,
+                                "Average pooling of (N, C, L) to exactly ``output_size``.")
+AdaptiveAvgPool2d = layer_class(
+    _AdaptivePoolNd, "AdaptiveAvgPool2d", _pool.adaptive_avg_pool2d,
     """Average pooling of (N, C, H, W) to exactly ``output_size`` (``None`` keeps a dim).
 
     >>> import flopcount.runtime as rt
     >>> AdaptiveAvgPool2d((1, 1))(rt.randn(2, 2048, 7, 7)).shape
     (2, 2048, 1, 1)
-    """
-
-    _functional = staticmethod(_pool.adaptive_avg_pool2d)
-
-
-class AdaptiveAvgPool3d(_AdaptivePoolNd):
-    """Average pooling of (N, C, D, H, W) to exactly ``output_size``."""
-
-    _functional = staticmethod(_pool.adaptive_avg_pool3d)
+    """)
+AdaptiveAvgPool3d = layer_class(_AdaptivePoolNd, "AdaptiveAvgPool3d", _pool.adaptive_avg_pool3d,
+                                "Average pooling of (N, C, D, H, W) to exactly ``output_size``.")
 
 
 class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
@@ -173,24 +150,15 @@ class _AdaptiveMaxPoolNd(_AdaptivePoolNd):
         return type(self)._functional(input, self.output_size, self.return_indices)
 
 
-class AdaptiveMaxPool1d(_AdaptiveMaxPoolNd):
-    """Max pooling of (N, C, L) to exactly ``output_size``."""
-
-    _functional = staticmethod(_pool.adaptive_max_pool1d)
-
-
-class AdaptiveMaxPool2d(_AdaptiveMaxPoolNd):
+AdaptiveMaxPool1d = layer_class(_AdaptiveMaxPoolNd, "AdaptiveMaxPool1d", _pool.adaptive_max_pool1d,
+                                "Max pooling of (N, C, L) to exactly ``output_size``.")
+AdaptiveMaxPool2d = layer_class(
+    _AdaptiveMaxPoolNd, "AdaptiveMaxPool2d", _pool.adaptive_max_pool2d,
     """Max pooling of (N, C, H, W) to exactly ``output_size``.
 
     >>> import flopcount.runtime as rt
     >>> AdaptiveMaxPool2d(3)(rt.randn(1, 4, 10, 7)).shape
     (1, 4, 3, 3)
-    """
-
-    _functional = staticmethod(_pool.adaptive_max_pool2d)
-
-
-class AdaptiveMaxPool3d(_AdaptiveMaxPoolNd):
-    """Max pooling of (N, C, D, H, W) to exactly ``output_size``."""
-
-    _functional = staticmethod(_pool.adaptive_max_pool3d)
+    """)
+AdaptiveMaxPool3d = layer_class(_AdaptiveMaxPoolNd, "AdaptiveMaxPool3d", _pool.adaptive_max_pool3d,
+                                "Max pooling of (N, C, D, H, W) to exactly ``output_size``.")

@@ -28,6 +28,14 @@ CONVERTERS: dict[str, Callable] = {}
 converter = registrar(CONVERTERS, "ATen op", "a converter", key=lambda name: name if "." in name else f"aten.{name}")
 
 
+def same_arguments(table: dict) -> None:
+    """Register each runtime function of ``table`` (ATen op -> function) as its op's converter:
+    the op's arguments are the function's own, in the same order (keyword-only ones by the same
+    name), so ``aten.tril(x, 1)`` is ``indexing.tril(x, 1)``."""
+    for name, fn in table.items():
+        converter(name)(lambda ctx, *args, _fn=fn, **kwargs: _fn(*args, **kwargs))
+
+
 def packet_name(target) -> str:
     """``aten.conv2d.default`` -> ``'aten.conv2d'`` (the table's key)."""
     packet = getattr(target, "overloadpacket", None)
@@ -71,4 +79,4 @@ def int_tuple(value, n: int) -> tuple:
     return (int(value),) * n
 
 
-__all__ = ["CONVERTERS", "converter", "packet_name", "NodeContext", "int_tuple"]
+__all__ = ["CONVERTERS", "converter", "same_arguments", "packet_name", "NodeContext", "int_tuple"]

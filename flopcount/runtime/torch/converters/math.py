@@ -9,7 +9,7 @@ from ...ops import activations as act
 from ...ops import complex_arith
 from ...ops import elementwise as ew
 from ...tensor import Tensor
-from ._base import converter
+from ._base import converter, same_arguments
 
 
 # --- arithmetic --------------------------------------------------------------------------------
@@ -91,8 +91,8 @@ def clamp_max(ctx, self, max):
 # --- same-named binary ops, comparisons and logic ---------------------------------------------------------------------
 
 # binary ops that are the runtime's function of the same name
-for _name in ("mul", "floor_divide", "remainder", "maximum", "minimum", "eq", "ne", "lt", "le", "gt", "ge"):
-    converter(_name)(lambda ctx, self, other, _fn=getattr(ew, _name): _fn(self, other))
+same_arguments({name: getattr(ew, name) for name in ("mul", "floor_divide", "remainder", "maximum", "minimum",
+                                                     "eq", "ne", "lt", "le", "gt", "ge")})
 
 
 def _logical(fn, what: str):
@@ -136,8 +136,7 @@ _UNARY = {"neg": ew.neg, "abs": ew.abs, "exp": ew.exp, "log": ew.log, "sqrt": ew
           "sigmoid": act.sigmoid, "relu": act.relu, "silu": act.silu, "mish": act.mish,
           "hardsigmoid": act.hardsigmoid, "hardswish": act.hardswish, "relu6": act.relu6,
           "log_sigmoid": act.logsigmoid}
-for _name, _fn in _UNARY.items():
-    converter(_name)(lambda ctx, self, _fn=_fn: _fn(self))
+same_arguments(_UNARY)
 
 
 @converter("round")
@@ -162,19 +161,8 @@ def type_as(ctx, self, other):
 
 # --- activations ----------------------------------------------------------------------------------
 
-@converter("gelu")
-def gelu(ctx, self, approximate="none"):
-    return act.gelu(self, approximate=approximate)
-
-
-@converter("hardtanh")
-def hardtanh(ctx, self, min_val=-1.0, max_val=1.0):
-    return act.hardtanh(self, min_val, max_val)
-
-
-@converter("leaky_relu")
-def leaky_relu(ctx, self, negative_slope=0.01):
-    return act.leaky_relu(self, negative_slope)
+same_arguments({"gelu": act.gelu, "hardtanh": act.hardtanh, "leaky_relu": act.leaky_relu, "celu": act.celu,
+                "selu": act.selu, "softplus": act.softplus, "glu": act.glu})
 
 
 @converter("elu")
@@ -186,30 +174,10 @@ def elu(ctx, self, alpha=1.0, scale=1.0, input_scale=1.0):
     return act.elu(self, alpha)
 
 
-@converter("celu")
-def celu(ctx, self, alpha=1.0):
-    return act.celu(self, alpha)
-
-
-@converter("selu")
-def selu(ctx, self):
-    return act.selu(self)
-
-
-@converter("softplus")
-def softplus(ctx, self, beta=1.0, threshold=20.0):
-    return act.softplus(self, beta, threshold)
-
-
 @converter("prelu", "_prelu_kernel")
 def prelu(ctx, self, weight):
     # _prelu_kernel takes the weight already shaped to broadcast, (1, C, 1...): one per channel
     return act.prelu(self, weight if weight.ndim <= 1 else weight.reshape(weight.numel()))
-
-
-@converter("glu")
-def glu(ctx, self, dim=-1):
-    return act.glu(self, dim)
 
 
 @converter("softmax", "_softmax", "_safe_softmax")

@@ -17,14 +17,13 @@ from ...ops import elementwise as ew
 from ...ops import linalg, movement
 from ...ops.conv import Conv, ConvTranspose
 from ...dispatch import apply
-from ._base import converter, int_tuple
+from ._base import converter, int_tuple, same_arguments
 
 
 # --- matrix products -----------------------------------------------------------------------------
 
-@converter("linear")
-def linear(ctx, input, weight, bias=None):
-    return linalg.linear(input, weight, bias)
+same_arguments({"linear": linalg.linear, "mm": linalg.mm, "bmm": linalg.bmm, "matmul": linalg.matmul,
+                "mv": linalg.matmul, "dot": linalg.matmul})
 
 
 @converter("addmm")
@@ -49,21 +48,6 @@ def _scaled_sum(self, product, beta, alpha):
 @converter("baddbmm")
 def baddbmm(ctx, self, batch1, batch2, beta=1, alpha=1):
     return _scaled_sum(self, linalg.bmm(batch1, batch2), beta, alpha)
-
-
-@converter("mm")
-def mm(ctx, self, mat2):
-    return linalg.mm(self, mat2)
-
-
-@converter("bmm")
-def bmm(ctx, self, mat2):
-    return linalg.bmm(self, mat2)
-
-
-@converter("matmul", "mv", "dot")
-def matmul(ctx, self, other):
-    return linalg.matmul(self, other)
 
 
 @converter("_grouped_mm", "transformers.grouped_mm_fallback")
@@ -159,9 +143,7 @@ def native_group_norm(ctx, input, weight, bias, n, c, hxw, group, eps):
     return F.group_norm(input, group, weight, bias, eps), None, None
 
 
-@converter("rms_norm")
-def rms_norm(ctx, input, normalized_shape, weight=None, eps=None):
-    return F.rms_norm(input, normalized_shape, weight, eps)
+same_arguments({"rms_norm": F.rms_norm})
 
 
 @converter("instance_norm")

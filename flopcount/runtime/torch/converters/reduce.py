@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ...ops import elementwise as ew
 from ...ops import reduction as red
-from ._base import converter
+from ._base import converter, same_arguments
 
 
 def _dims(dim):
@@ -13,6 +13,9 @@ def _dims(dim):
     if dim is None or (isinstance(dim, (list, tuple)) and not dim):
         return None
     return dim
+
+
+same_arguments({"argmax": red.argmax, "argmin": red.argmin, "logsumexp": red.logsumexp})
 
 
 @converter("sum")
@@ -53,16 +56,6 @@ def max_(ctx, self, dim_or_other=None, keepdim=False):
 @converter("min")
 def min_(ctx, self, dim_or_other=None, keepdim=False):
     return _max_or_min(ctx, self, dim_or_other, keepdim, ew.minimum, red.amin, red.argmin)
-
-
-@converter("argmax")
-def argmax(ctx, self, dim=None, keepdim=False):
-    return red.argmax(self, dim, keepdim)
-
-
-@converter("argmin")
-def argmin(ctx, self, dim=None, keepdim=False):
-    return red.argmin(self, dim, keepdim)
 
 
 @converter("prod")
@@ -117,11 +110,6 @@ def all_(ctx, self, dim=None, keepdim=False):
 @converter("cumsum")
 def cumsum(ctx, self, dim, dtype=None):
     return red.cumsum(self, dim, dtype=dtype)
-
-
-@converter("logsumexp")
-def logsumexp(ctx, self, dim, keepdim=False):
-    return red.logsumexp(self, dim, keepdim)
 
 
 @converter("linalg_vector_norm")

@@ -18,7 +18,7 @@ from ...ops import indexing, movement, scatter
 from ...ops.indexing import IndexPut, normalize_index
 from ...dispatch import apply
 from ...tensor import Tensor, tensor
-from ._base import converter
+from ._base import converter, same_arguments
 
 # ATen's "to the end" for a slice
 _END = 2 ** 63 - 1
@@ -39,6 +39,10 @@ def assertion(ctx, *args, **kwargs):
 
 # --- views ---------------------------------------------------------------------------------------
 
+same_arguments({"transpose": movement.transpose, "unsqueeze": movement.unsqueeze, "squeeze": movement.squeeze,
+                "index_select": indexing.index_select, "tril": indexing.tril, "triu": indexing.triu})
+
+
 @converter("view", "_unsafe_view")
 def view(ctx, self, size, *args):
     return movement.reshape(self, tuple(size))
@@ -49,11 +53,6 @@ def permute(ctx, self, dims):
     return movement.permute(self, tuple(dims))
 
 
-@converter("transpose")
-def transpose(ctx, self, dim0, dim1):
-    return movement.transpose(self, dim0, dim1)
-
-
 @converter("t")
 def t(ctx, self):
     return self if self.ndim < 2 else movement.transpose(self, 0, 1)
@@ -62,16 +61,6 @@ def t(ctx, self):
 @converter("expand")
 def expand(ctx, self, size, implicit=False):
     return movement.expand(self, tuple(size))
-
-
-@converter("unsqueeze")
-def unsqueeze(ctx, self, dim):
-    return movement.unsqueeze(self, dim)
-
-
-@converter("squeeze")
-def squeeze(ctx, self, dim=None):
-    return movement.squeeze(self, dim)
 
 
 @converter("select")
@@ -155,11 +144,6 @@ def _index_key(indices) -> tuple:
 @converter("index")
 def index(ctx, self, indices):
     return indexing.getitem(self, _index_key(indices))
-
-
-@converter("index_select")
-def index_select(ctx, self, dim, index):
-    return indexing.index_select(self, dim, index)
 
 
 @converter("gather")
@@ -338,16 +322,6 @@ def _constant_counts(ctx, repeats) -> np.ndarray:
 def copy(ctx, self, src, non_blocking=False):
     """``self`` overwritten by ``src`` (broadcast, cast to ``self``'s dtype)."""
     return movement.expand(ew.cast(src, self.dtype), self.shape)
-
-
-@converter("tril")
-def tril(ctx, self, diagonal=0):
-    return indexing.tril(self, diagonal)
-
-
-@converter("triu")
-def triu(ctx, self, diagonal=0):
-    return indexing.triu(self, diagonal)
 
 
 @converter("diff")
