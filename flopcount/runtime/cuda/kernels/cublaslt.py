@@ -94,12 +94,6 @@ def plan(x_op: blas.Operand, w_op: blas.Operand, rows: int, k: int, n: int, dtyp
     return EpiloguePlan(gemm, epilogue(activation, bias), tuple(alignment(p) for p in pointers))
 
 
-def gelu_tanh(y: np.ndarray) -> np.ndarray:
-    """cuBLASLt's GELU (the tanh approximation) on float32 values."""
-    inner = np.float32(np.sqrt(2 / np.pi)) * (y + np.float32(0.044715) * y ** 3)
-    return np.float32(0.5) * y * (np.float32(1) + np.tanh(inner))
-
-
 def reference(p: EpiloguePlan, a: np.ndarray, b: np.ndarray, bias, out: np.ndarray) -> None:
     """``cublasLtMatmul`` of plan ``p`` on flat numpy buffers (cuBLAS's A, B and the bias), alpha
     1, beta 0: the GEMM accumulated in float32, the bias added and the activation applied there,
@@ -112,7 +106,9 @@ def reference(p: EpiloguePlan, a: np.ndarray, b: np.ndarray, bias, out: np.ndarr
     if p.epilogue & EPILOGUE_RELU:
         y = np.maximum(y, np.float32(0))
     elif p.epilogue & EPILOGUE_GELU:
-        y = gelu_tanh(y)
+        from ...registry import get_op   # the gelu op's own tanh formula (ops import these kernels)
+
+        y = get_op("gelu").forward(np, y, approximate="tanh")
     out.reshape(y.shape)[...] = y.astype(out.dtype)
 
 
