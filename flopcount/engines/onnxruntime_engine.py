@@ -28,6 +28,7 @@ import json
 import os
 import statistics
 import tempfile
+import time
 from dataclasses import dataclass, field
 
 from ..report.model import Achieved
@@ -87,7 +88,9 @@ def _ort():
     return onnxruntime
 
 
-def _providers(device: str) -> list:
+def providers(device: str) -> list:
+    """The execution providers for ``device``; a one-line DeviceError where this onnxruntime
+    cannot run on it."""
     available = _ort().get_available_providers()
     if str(device).startswith("cuda"):
         if "CUDAExecutionProvider" not in available:
@@ -104,7 +107,7 @@ def time_file(path: str, feeds: dict, *, device: str = "cpu", threads: int | Non
     import onnx
 
     ort = _ort()
-    providers = _providers(device)
+    chosen = providers(device)
     with tempfile.TemporaryDirectory(prefix="flopcount-ort-") as folder:
         def options(profiled: bool):
             so = ort.SessionOptions()
@@ -118,16 +121,19 @@ def time_file(path: str, feeds: dict, *, device: str = "cpu", threads: int | Non
             return so
 
         try:
-            plain = ort.InferenceSession(path, options(False), providers=providers)
+            plain = ort.InferenceSession(path, options(False), providers=chosen)
             wholes = []
             for _ in range(warmup):
                 plain.run(None, feeds)
+            # the thread's CPU time on one intra-op thread (runtime/clock.py); wall time on a GPU,
+            # where the thread waits for the device and its CPU time is not the run's
+            now = time.perf_counter if chosen[0] == "CUDAExecutionProvider" else clock.read
             for _ in range(repeat):
-                begun = clock.read()   # the thread's CPU time on one intra-op thread (runtime/clock.py)
+                begun = now()
                 plain.run(None, feeds)
-                wholes.append((clock.read() - begun) * 1e3)
+                wholes.append((now() - begun) * 1e3)
             del plain
-            session = ort.InferenceSession(path, options(True), providers=providers)
+            session = ort.InferenceSession(path, options(True), providers=chosen)
             for _ in range(warmup + repeat):
                 session.run(None, feeds)
             trace = session.end_profiling()
@@ -139,7 +145,7 @@ def time_file(path: str, feeds: dict, *, device: str = "cpu", threads: int | Non
         optimized = onnx.load(os.path.join(folder, "optimized.onnx"), load_external_data=False)
     runs = _runs(events)[warmup:] or _runs(events)
     median = sorted(runs, key=lambda run: run[0])[(len(runs) - 1) // 2]
-    return OrtTimes((statistics.median(wholes), min(wholes)), median[0], median[1], optimized, threads, providers)
+    return OrtTimes((statistics.median(wholes), min(wholes)), median[0], median[1], optimized, threads, chosen)
 
 
 def _runs(events: list) -> list:
