@@ -4,9 +4,10 @@ hardware profile (see :mod:`flopcount.hardware.calibrated`).
 The suite covers every op class at several sizes: GEMMs and batched GEMMs, dense, depthwise and
 strided convolutions, attention, elementwise ops, norms, reductions and pooling. Each case is a
 small model profiled with ``latency=True`` on the engine asked for (for onnxruntime, the model
-exported to an ONNX file first, as onnxruntime takes it); every timed op gives one
-point, its measured time against its roofline time on the base profile (``cpu``: this machine,
-measured). The curves are what later predictions read, with one more figure: what each op
+exported to an ONNX file first, as onnxruntime takes it), in the dtype asked for; every timed op
+gives one point, its measured time against its roofline time on the base profile (``cpu``: this
+machine, measured; on a GPU, the datasheet of the part the driver names,
+``hardware.devices``). The curves are what later predictions read, with one more figure: what each op
 costs outside its timed kernel (dispatch, module calls), from the dispatch-bound cases' whole
 runs against their ops' spans (``hardware.calibrated.op_overhead``).
 
@@ -33,11 +34,15 @@ from .hardware import get as hardware_profile
 from .hardware.calibrated import (DISPATCH_BOUND_S, FALLBACK, GROUPED, OVERHEAD, PER_GROUP, VIEW, cache_folder, groups,
                                   op_class, op_overhead)
 from .io_utils import atomic_write
+from .hardware.devices import datasheet_for
 from .runtime import clock as rt_clock
+from .runtime.device import backend as device_backend
+from .runtime.device import device as parse_device
 from .runtime import threads as rt_threads
-from .runtime.errors import FlopcountError
+from .runtime.errors import DeviceError, FlopcountError
 
 ENGINES = ("flopcount", "torch", "onnxruntime")
+DTYPES = ("float32", "float16", "bfloat16")
 
 
 @dataclass(frozen=True)
@@ -183,21 +188,23 @@ class Calibration:
         1
     """
 
-    def __init__(self, *, engine: str = "flopcount", device: str = "cpu", base: str | None = None,
-                 quick: bool = False, repeat: int = 5, threads: int | None = None):
+    def __init__(self, *, engine: str = "flopcount", device: str = "cpu", dtype: str = "float32",
+                 base: str | None = None, quick: bool = False, repeat: int = 5, threads: int | None = None):
         if engine not in ENGINES:
             raise FlopcountError(f"calibrate: engine must be one of {', '.join(ENGINES)}, got {engine!r}")
-        if device != "cpu":
-            raise FlopcountError(f"calibrate: device {device!r} is not calibrated yet; run it on the CPU (cpu)")
+        if dtype not in DTYPES:
+            raise FlopcountError(f"calibrate: dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
         if isinstance(repeat, bool) or not isinstance(repeat, int) or repeat < 1:
             raise FlopcountError(f"calibrate: repeat must be a whole number of at least 1, got {repeat!r}")
-        self.engine, self.device, self.quick, self.repeat = engine, device, quick, repeat
+        self.engine, self.device, self.dtype, self.quick, self.repeat = engine, str(device), dtype, quick, repeat
+        # the GPU is looked for first: its absence is one line now, not an error from the first case
+        self.gpu = gpu_name(engine, self.device) if _on_gpu(self.device) else None
         self.threads = rt_threads.choose(threads).threads
         # the base profile (``cpu``: measured here, once per process) on the cases' threads: BLAS's
         # default pool spins on busy cores, and under a load of 6 made the GEMM peak it measured
         # a thirtieth of a quiet machine's (the curves then read 400-3000% of the roofline)
         with rt_threads.limited(self.threads):
-            self.base = hardware_profile(base or device)
+            self.base = hardware_profile(base or (_datasheet(self.gpu, self.device) if self.gpu else "cpu"))
         self.cases = _suite(quick)
         self.passes = 0
         self.points: dict = {}      # op class -> [(roofline s, measured s), ...] over all passes
@@ -214,8 +221,8 @@ class Calibration:
                 if self.engine == "torch":
                     report = self._retimed(i, case)
                 else:
-                    report = _timed(case, self._fw, self.engine, folder, repeat=self.repeat, hardware=self.base,
-                                    device=self.device, threads=self.threads)
+                    report = _timed(case, self._fw, self.engine, folder, dtype=self.dtype, repeat=self.repeat,
+                                    hardware=self.base, device=self.device, threads=self.threads)
                 _add_points(self.points, report)
                 whole_and_ops = _dispatch_bound(report)
                 if whole_and_ops is not None:
@@ -234,12 +241,14 @@ class Calibration:
 
         kept = self._kept.get(index)
         if kept is None:
-            module, inputs = case.build(self._fw)
-            module, inputs = module.eval(), tuple(inputs)
+            module, inputs = _built(case, self._fw, "torch", self.device, self.dtype)
+            inputs = tuple(inputs)
             graph = torch_engine.capture_graph(module, inputs, {})
             if isinstance(graph, str):
                 raise FlopcountError(f"calibrate: case {case.label!r} could not be captured: {graph}")
-            counted = api.profile(convert(graph)[0], *inputs, hardware=self.base, device=self.device)
+            # counted on the meta device: the counts need shapes only, and a half-precision GEMM
+            # run on the CPU to count it would take longer than the whole pass
+            counted = api.profile(convert(graph)[0], *inputs, hardware=self.base, device="meta")
             kept = self._kept[index] = (module, inputs, counted, graph)
         module, inputs, counted, graph = kept
         whole = torch_engine.ModuleTimes((None, None))
@@ -259,21 +268,24 @@ class Calibration:
             raise FlopcountError("calibrate: no elementwise op was timed; the suite did not run")
         # each op's cost outside its timed kernel, which models pay once per op (hardware.calibrated)
         overhead = op_overhead(self.dispatch)
-        meta = {"engine": self.engine, "device": self.device, "base": self.base.name, "quick": self.quick,
-                "repeat": self.repeat, "rounds": self.passes, "threads": self.threads,
-                "clock": rt_clock.for_threads(self.threads), "grouped": PER_GROUP, OVERHEAD: overhead,
+        meta = {"engine": self.engine, "device": self.device, "gpu": self.gpu, "dtype": self.dtype,
+                "base": self.base.name, "quick": self.quick, "repeat": self.repeat, "rounds": self.passes,
+                "threads": self.threads, "clock": GPU_CLOCK if self.gpu else rt_clock.for_threads(self.threads),
+                "grouped": PER_GROUP, OVERHEAD: overhead,
                 "statistic": "each pass's fastest run of an op, the median over passes",
                 "date": datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
                 "machine": f"{platform.processor() or platform.machine()}, {os.cpu_count()} cores, {platform.system()}",
-                "versions": _versions(self.engine),
+                "versions": _versions(self.engine, on_gpu=self.gpu is not None),
                 "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
-        return self.base.with_(name=f"{self.base.name}-{self.engine}",
-                               title=f"{self.base.title}, calibrated with {self.engine}", curves=curves,
+        # a profile per dtype: a half-precision GEMM reaches another share of its roofline
+        in_dtype = "" if self.dtype == "float32" else f" in {self.dtype}"
+        return self.base.with_(name=f"{self.base.name}-{self.engine}" + ("" if not in_dtype else f"-{self.dtype}"),
+                               title=f"{self.base.title}, calibrated with {self.engine}{in_dtype}", curves=curves,
                                calibration=meta)
 
 
-def calibrate(*, engine: str = "flopcount", device: str = "cpu", base: str | None = None, quick: bool = False,
-              repeat: int = 5, rounds: int = 3, threads: int | None = None,
+def calibrate(*, engine: str = "flopcount", device: str = "cpu", dtype: str = "float32", base: str | None = None,
+              quick: bool = False, repeat: int = 5, rounds: int = 3, threads: int | None = None,
               progress: Callable[[int, int, str], None] | None = None):
     """Run the suite ``rounds`` times on ``engine`` (see :class:`Calibration`) and return the
     calibrated profile (not saved). ``progress(i, n, label)`` is called before each case.
@@ -284,7 +296,8 @@ def calibrate(*, engine: str = "flopcount", device: str = "cpu", base: str | Non
     """
     if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
         raise FlopcountError(f"calibrate: rounds must be a whole number of at least 1, got {rounds!r}")
-    calibration = Calibration(engine=engine, device=device, base=base, quick=quick, repeat=repeat, threads=threads)
+    calibration = Calibration(engine=engine, device=device, dtype=dtype, base=base, quick=quick, repeat=repeat,
+                              threads=threads)
     steps = len(calibration.cases) * rounds
     for round_index in range(rounds):
         offset = round_index * len(calibration.cases)
@@ -293,10 +306,64 @@ def calibrate(*, engine: str = "flopcount", device: str = "cpu", base: str | Non
     return calibration.profile()
 
 
-def _timed(case: Case, fw, engine: str, folder: str, **options):
-    """The case's report with per-op times on ``engine``; onnxruntime times the case's ONNX export."""
+GPU_CLOCK = "the GPU's own timers (CUDA events, or the engine's profiler)"
+
+
+def _on_gpu(device: str) -> bool:
+    """True for ``cuda`` and ``cuda:N``, False for ``cpu``; a one-line error for anything else."""
+    try:
+        kind = parse_device(device).type
+    except DeviceError:
+        kind = None
+    if kind not in ("cpu", "cuda"):
+        raise DeviceError(f"calibrate: device must be cpu, cuda or cuda:N, got {device!r}")
+    return kind == "cuda"
+
+
+def gpu_name(engine: str, device: str) -> str:
+    """The name of the CUDA device ``engine`` runs on (as its driver reports it); a one-line
+    DeviceError where the engine sees no such device."""
+    index = parse_device(device).index
+    if engine == "torch":
+        import torch
+
+        if not torch.cuda.is_available() or index >= torch.cuda.device_count():
+            raise DeviceError(f"calibrate: engine torch on {device}: torch {torch.__version__} sees "
+                              f"{torch.cuda.device_count()} CUDA device(s)")
+        return torch.cuda.get_device_name(index)
+    if engine == "onnxruntime":
+        from .engines import onnxruntime_engine
+
+        onnxruntime_engine.providers(device)   # the CUDA execution provider, or its one-line error
+    device_backend(parse_device(device))   # CuPy and that GPU, or the runtime's one-line error
+    import cupy
+
+    return cupy.cuda.runtime.getDeviceProperties(index)["name"].decode()
+
+
+def _datasheet(gpu: str, device: str) -> str:
+    name = datasheet_for(gpu)
+    if name is None:
+        raise FlopcountError(f"calibrate: no datasheet profile is known for {gpu!r} on {device}; name the one to "
+                             f"read its curves against with --base (see flopcount hardware)")
+    return name
+
+
+def _built(case: Case, fw, engine: str, device: str, dtype: str) -> tuple:
+    """The case's module (in eval mode) and inputs in ``dtype``; PyTorch's also on ``device``
+    (flopcount's runtime and onnxruntime are given the device by ``profile()``)."""
     module, inputs = case.build(fw)
-    module = module.eval()
+    floating = getattr(fw[0], dtype)
+    if engine == "torch":
+        return module.to(device=device, dtype=floating).eval(), [t.to(device=device, dtype=floating) for t in inputs]
+    if dtype == "float32":
+        return module.eval(), inputs
+    return module.to(floating).eval(), [t.to(floating) for t in inputs]
+
+
+def _timed(case: Case, fw, engine: str, folder: str, *, dtype: str, **options):
+    """The case's report with per-op times on ``engine``; onnxruntime times the case's ONNX export."""
+    module, inputs = _built(case, fw, engine, options["device"], dtype)
     if engine == "onnxruntime":
         from .runtime import onnx as onnx_io
 
@@ -342,12 +409,18 @@ def _curve(points: list) -> tuple:
     return tuple((x, float(np.median(ys))) for x, ys in sorted(merged.items()))
 
 
-def _versions(engine: str) -> dict:
+def _versions(engine: str, on_gpu: bool) -> dict:
     out = {"flopcount": __version__, "numpy": np.__version__, "python": platform.python_version()}
     if engine == "torch":
         import torch
 
         out["torch"] = torch.__version__
+        if on_gpu:
+            out["cuda"], out["cudnn"] = torch.version.cuda, torch.backends.cudnn.version()
+    elif on_gpu:
+        import cupy
+
+        out["cupy"], out["cuda_runtime"] = cupy.__version__, cupy.cuda.runtime.runtimeGetVersion()
     if engine == "onnxruntime":
         import onnxruntime
 
@@ -365,4 +438,4 @@ def default_path(name: str) -> str:
     return os.path.join(cache_folder(), f"{name}.json")
 
 
-__all__ = ["Calibration", "calibrate", "save", "default_path", "ENGINES"]
+__all__ = ["Calibration", "calibrate", "gpu_name", "save", "default_path", "DTYPES", "ENGINES"]

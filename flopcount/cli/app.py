@@ -324,7 +324,12 @@ def serve_command(ctx, model: str, hardware, rates, prompt, output_lengths, dtyp
 @click.option("--engine", type=click.Choice(["flopcount", "torch", "onnxruntime"]), default="flopcount",
               show_default=True, help="Who runs the ops: flopcount's runtime, PyTorch (pip install torch), or "
                                       "onnxruntime on the suite's ONNX exports (pip install onnxruntime).")
-@click.option("--device", default="cpu", show_default=True, metavar="cpu", help="The device to calibrate.")
+@click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]", help="The device to calibrate.")
+@click.option("--dtype", type=click.Choice(["float32", "float16", "bfloat16"]), default="float32", show_default=True,
+              help="The dtype of every case (a profile per dtype: saved as DEVICE-ENGINE-DTYPE).")
+@click.option("--base", metavar="NAME",
+              help="The datasheet profile the curves are read against.  [default: cpu measured here; on a GPU "
+                   "the one its name says]")
 @click.option("--quick", is_flag=True, help="Half the sizes (a few seconds; for a first look).")
 @click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True, help="Timed runs per case.")
 @click.option("--rounds", type=click.IntRange(min=1), default=3, show_default=True,
@@ -332,13 +337,14 @@ def serve_command(ctx, model: str, hardware, rates, prompt, output_lengths, dtyp
                    "over passes.")
 @click.option("--threads", type=click.IntRange(min=1),
               help="Threads of every case (time models with the same --threads).  [default: the cores free now]")
-@click.option("--name", metavar="NAME", help="Save as NAME (--hardware NAME).  [default: DEVICE-ENGINE]")
+@click.option("--name", metavar="NAME", help="Save as NAME (--hardware NAME).  [default: BASE-ENGINE, then -DTYPE unless float32]")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE.json",
               help="Save to this file instead of the cache folder (--hardware FILE.json).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no notes on stderr.")
 @click.option("--debug", is_flag=True, help="Show the traceback of an error.")
 @click.pass_context
-def calibrate_command(ctx, engine, device, quick, repeat, rounds, threads, name, output, quiet, debug) -> None:
+def calibrate_command(ctx, engine, device, dtype, base, quick, repeat, rounds, threads, name, output, quiet,
+                      debug) -> None:
     """Time a suite of ops (GEMMs, convolutions, attention, elementwise, norms, reductions,
     pooling) at several sizes on ENGINE and save a calibrated hardware profile: --hardware NAME
     then predicts every op's time from these measurements, beside its roofline.
@@ -349,13 +355,15 @@ def calibrate_command(ctx, engine, device, quick, repeat, rounds, threads, name,
       flopcount resnet50 --hardware cpu-flopcount --latency  predicted beside measured
       flopcount calibrate --engine torch                   saved as cpu-torch
       flopcount calibrate --engine onnxruntime             saved as cpu-onnxruntime
+      flopcount calibrate --device cuda --engine torch --dtype bfloat16   on an H100: h100-sxm-torch-bfloat16
     """
     from .. import calibrate as calibration
 
     _start(ctx, debug, output)
     with progress.Steps(progress.wanted(quiet), delay=0) as steps:
         profile = calibration.calibrate(
-            engine=engine, device=device, quick=quick, repeat=repeat, rounds=rounds, threads=threads,
+            engine=engine, device=device, dtype=dtype, base=base, quick=quick, repeat=repeat, rounds=rounds,
+            threads=threads,
             progress=lambda i, n, label: steps.start(f"calibrating {label} ({i + 1}/{n})"))
     if name is not None:
         profile = profile.with_(name=name)

@@ -87,7 +87,7 @@ def test_the_command_shows_predictions_and_refuses_bad_files(calibrated, tmp_pat
     assert made.exit_code == 0, made.stderr
     assert f"use --hardware {out}" in made.stdout and load(str(out)).curves
     assert load(str(out)).calibration["threads"] == 1
-    assert_bad_input(runner.invoke(main, ["calibrate", "--device", "cuda"]), "device 'cuda' is not calibrated yet")
+    assert_bad_input(runner.invoke(main, ["calibrate", "--device", "tpu"]), "device must be cpu, cuda or cuda:N, got 'tpu'")
 
 
 def test_the_prediction_plot_needs_times_and_a_calibration(calibrated, tmp_path):
@@ -312,3 +312,78 @@ def test_the_base_profile_is_measured_on_the_cases_threads_and_clock(monkeypatch
                         lambda name: seen.append((name, _parallel.THREADS, clock.current())) or real(name))
     calibration.Calibration(threads=1)
     assert seen == [("cpu", 1, clock.THREAD_CPU)]
+
+
+def test_a_gpu_is_matched_to_its_datasheet_only_by_a_name_that_says_which_part():
+    from flopcount.hardware.devices import datasheet_for, known_device_names
+
+    for name in known_device_names():
+        profile = hardware.get(datasheet_for(name))
+        part = [word for word in name.split() if word not in ("NVIDIA", "GeForce")][0].split("-")[0]
+        assert profile.title.startswith("NVIDIA") and part in profile.title.split(), (name, profile.title)
+        gigabytes = [word[:-2] for word in name.replace("-", " ").split() if word.endswith("GB")]
+        if gigabytes:   # the memory the name gives is the profile's
+            assert profile.memory_bytes == int(gigabytes[0]) * 1e9
+    assert datasheet_for("  NVIDIA  H100 80GB HBM3 ") == "h100-sxm"
+    # one board name, parts with other figures: the user names the datasheet
+    for name in ("NVIDIA A100 80GB PCIe", "NVIDIA H100 NVL", "NVIDIA H200 NVL", "Tesla T4"):
+        assert datasheet_for(name) is None
+
+
+def _no_gpu(engine: str) -> None:
+    if engine == "torch":
+        torch = pytest.importorskip("torch")
+        if torch.cuda.is_available():
+            pytest.skip("this machine has a GPU")
+    else:
+        try:
+            import cupy
+
+            if cupy.cuda.runtime.getDeviceCount() > 0:
+                pytest.skip("this machine has a GPU")
+        except Exception:
+            pass
+
+
+@pytest.mark.parametrize("engine", ["flopcount", "torch"])
+def test_calibrating_a_gpu_the_engine_does_not_see_is_one_line(engine, tmp_path):
+    _no_gpu(engine)
+    from flopcount.calibrate import Calibration
+    from flopcount.runtime.errors import DeviceError
+
+    with pytest.raises(DeviceError, match="cuda"):
+        Calibration(engine=engine, device="cuda", quick=True)
+    assert_bad_input(make_runner().invoke(main, ["calibrate", "--device", "cuda", "--engine", engine, "-q",
+                                                 "-o", str(tmp_path / "gpu.json")]), "cuda")
+    assert not (tmp_path / "gpu.json").exists()
+
+
+def test_a_device_that_is_neither_cpu_nor_cuda_is_refused():
+    from flopcount.calibrate import Calibration
+    from flopcount.runtime.errors import DeviceError
+
+    for device in ("tpu", "cuda:x", "meta"):
+        with pytest.raises(DeviceError, match="cpu, cuda or cuda:N"):
+            Calibration(device=device)
+    with pytest.raises(flopcount.FlopcountError, match="dtype must be one of"):
+        Calibration(dtype="float8")
+
+
+@pytest.mark.parametrize("engine", ["flopcount", "torch"])
+def test_a_half_precision_calibration_runs_and_reads_its_cases_in_that_dtype(engine, monkeypatch):
+    # on a datasheet base (H100) a 1x256x256 linear and a gelu-add of 1024 elements are
+    # memory-bound in both dtypes: their roofline times in bfloat16 are half of float32's
+    if engine == "torch":
+        pytest.importorskip("torch")
+    calibration = _small_suite(monkeypatch)
+    points = {}
+    for dtype in ("float32", "bfloat16"):
+        run = calibration.Calibration(engine=engine, dtype=dtype, base="h100-sxm", repeat=1, threads=1)
+        run.run_pass()
+        points[dtype] = {kind: sorted(x for x, _ in p) for kind, p in run.points.items()}
+        profile = run.profile()
+        assert profile.calibration["dtype"] == dtype and profile.calibration["base"] == "h100-sxm"
+    assert profile.name == f"h100-sxm-{engine}-bfloat16" and profile.title.endswith(f"{engine} in bfloat16")
+    assert set(points["bfloat16"]) == set(points["float32"]) >= {"matmul", "elementwise"}
+    for kind, xs in points["float32"].items():
+        assert points["bfloat16"][kind] == pytest.approx([x / 2 for x in xs], rel=1e-3), kind
