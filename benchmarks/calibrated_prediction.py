@@ -4,6 +4,8 @@ beside the datasheet-style roofline's error on the same runs.
 
     python benchmarks/calibrated_prediction.py --engine flopcount   # the zoo's models, flopcount's runtime
     python benchmarks/calibrated_prediction.py --engine torch       # torchvision / transformers models in PyTorch
+    python benchmarks/calibrated_prediction.py --engine torch --device cuda --dtype float16 --rounds 1 \
+        --models resnet50,vit_b_16,bert-base-uncased,gpt2,llama-1b   # on a GPU (a llama joins there)
 
 Issue 31's targets: median absolute error at most 15% on model totals, 30% on those layers.
 
@@ -49,7 +51,7 @@ _one_thread_before_import(_threads_argument(sys.argv[1:]))
 
 import flopcount  # noqa: E402  (after the thread variables)
 from flopcount import hardware  # noqa: E402
-from flopcount.calibrate import Calibration  # noqa: E402
+from flopcount.calibrate import GPU_CLOCK, Calibration  # noqa: E402
 from flopcount.hardware.calibrated import op_class  # noqa: E402
 from flopcount.runtime.clock import for_threads  # noqa: E402
 
@@ -62,11 +64,13 @@ TORCHVISION = ["resnet18", "resnet34", "resnet50", "mobilenet_v2", "mobilenet_v3
 TRANSFORMERS = ["bert-base-uncased", "gpt2"]
 
 
-def models(engine: str, batch: int):
-    """(label, model, profile() arguments) for each model."""
+def models(engine: str, batch: int, device: str = "cpu", dtype: str = "float32", wanted=None):
+    """(label, model, profile() arguments) for each model (of ``wanted``, when given)."""
     if engine == "flopcount":
         for name in ZOO:
-            yield name, name, {"batch": batch}
+            if not wanted or name in wanted:
+                yield name, name, {"batch": batch, **({} if device == "cpu" else {"device": device}),
+                                   **({} if dtype == "float32" else {"dtype": dtype})}
         return
     import torch
 
@@ -75,16 +79,23 @@ def models(engine: str, batch: int):
     prepare()   # PyPI's CUDA-built torchvision beside a CPU torch: declare its ops first
     import torchvision
 
+    floating = getattr(torch, dtype)
     for name in TORCHVISION:
-        net = getattr(torchvision.models, name)(weights=None).eval()
-        size = 224
-        yield name, net, {"args": (torch.randn(batch, 3, size, size),)}
+        if not wanted or name in wanted:
+            net = getattr(torchvision.models, name)(weights=None).eval().to(device=device, dtype=floating)
+            yield name, net, {"args": (torch.randn(batch, 3, 224, 224, device=device, dtype=floating),)}
     import transformers
 
-    for name, config in (("bert-base-uncased", transformers.BertConfig()), ("gpt2", transformers.GPT2Config())):
-        cls = transformers.BertModel if name.startswith("bert") else transformers.GPT2Model
-        net = cls(config).eval()
-        yield name, net, {"args": (torch.randint(0, 1000, (batch, 128)),)}
+    configs = {"bert-base-uncased": (transformers.BertModel, transformers.BertConfig()),
+               "gpt2": (transformers.GPT2Model, transformers.GPT2Config())}
+    if device != "cpu":   # a llama-family decoder (TinyLlama's shape, 1.1B), too slow for these CPUs
+        configs["llama-1b"] = (transformers.LlamaModel, transformers.LlamaConfig(
+            hidden_size=2048, intermediate_size=5632, num_hidden_layers=22, num_attention_heads=32,
+            num_key_value_heads=4, vocab_size=32000))
+    for name, (cls, config) in configs.items():
+        if not wanted or name in wanted:
+            net = cls(config).eval().to(device=device, dtype=floating)
+            yield name, net, {"args": (torch.randint(0, 1000, (batch, 128), device=device),)}
 
 
 def leaves(report) -> list:
@@ -126,16 +137,20 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=5, help="timed runs of a model in each pass")
     parser.add_argument("--rounds", type=int, default=3, help="interleaved passes over all the models")
     parser.add_argument("--threads", type=int, default=1)
+    parser.add_argument("--device", default="cpu", help="cpu, or cuda: calibrated on the GPU, models run there")
+    parser.add_argument("--dtype", default="float32", choices=["float32", "float16", "bfloat16"])
     parser.add_argument("--batches", default="1,8")
     parser.add_argument("--models", help="a comma-separated subset of the models")
     parser.add_argument("--profile", help="a calibrated profile (.json) to use instead of calibrating now")
     parser.add_argument("--dump", help="write every pass's per-op figures and the profile here (JSON)")
     args = parser.parse_args()
+    clock = for_threads(args.threads) if args.device == "cpu" else GPU_CLOCK
     print(f"load average at start: {os.getloadavg()[0]:.2f} on {os.cpu_count()} cores; {args.threads} thread(s), "
-          f"timed by {for_threads(args.threads)}", flush=True)
+          f"timed by {clock}", flush=True)
     start = time.time()
     # the calibration's passes and the models' passes alternate, so that both see the same machine
-    calibration = None if args.profile else Calibration(engine=args.engine, threads=args.threads)
+    calibration = None if args.profile else Calibration(engine=args.engine, device=args.device, dtype=args.dtype,
+                                                        threads=args.threads)
     wanted = set(args.models.split(",")) if args.models else None
     batches = [int(b) for b in args.batches.split(",")]
     passes: dict = {}
@@ -146,9 +161,7 @@ def main() -> None:
                 calibration.run_pass()
                 print(f"calibration pass {calibration.passes} done at {time.time() - start:.0f} s, "
                       f"load average {os.getloadavg()[0]:.2f}", flush=True)
-            for label, model, extra in models(args.engine, batch):
-                if wanted and label not in wanted:
-                    continue
+            for label, model, extra in models(args.engine, batch, args.device, args.dtype, wanted):
                 inputs = extra.pop("args", ())
                 report = flopcount.profile(model, *inputs, latency=True, repeat=args.repeat, warmup=1,
                                            engine=args.engine, threads=args.threads, **extra)
@@ -184,7 +197,7 @@ def main() -> None:
     print(f"load average at end: {os.getloadavg()[0]:.2f}; {time.time() - start:.0f} s in all")
     if args.dump:
         with open(args.dump, "w", encoding="utf-8") as f:
-            json.dump({"profile": profile.to_dict(), "engine": args.engine, "clock": for_threads(args.threads),
+            json.dump({"profile": profile.to_dict(), "engine": args.engine, "clock": clock,
                        "models": [{"model": label, "batch": batch, **m} for (label, batch), m in figures.items()]}, f)
 
 

@@ -9,7 +9,9 @@ model, per-op comparisons with PyTorch, CUDA-event timing, the memory pool's pea
 ``gpu_ops.py`` and ``gpu_models.py``, whose tables go into ``RESULTS.md``
 (``--only`` names steps to run instead, among them the float16 and bfloat16 benchmarks, the
 float16 ops with cuDNN turned off (``gpu_ops-float16-own``: our own convolution and attention
-kernels), the GPU tests in bfloat16 and ``memcheck``, the op tests under compute-sanitizer). The
+kernels), the GPU tests in bfloat16, ``calibrate-cuda`` and ``calibrated-prediction-cuda``
+(``flopcount calibrate --device cuda`` through PyTorch, and models' predicted time against their
+measured time on the GPU) and ``memcheck``, the op tests under compute-sanitizer). The
 environment step says whether cuDNN is installed (``flopcount[cuda12]`` brings it). Output streams as it
 comes; with ``$OUT`` set, each step's output is also written to ``$OUT/<step>.log``. A step that
 fails or runs out of time does not stop the next. The closing summary gives each step's exit
@@ -66,6 +68,13 @@ EXTRA_STEPS = [
     # the same float16 ops on our own convolution and attention kernels, cuDNN turned off
     ("gpu_ops-float16-own", ["env", "FLOPCOUNT_CUDNN=0", sys.executable, "benchmarks/gpu_ops.py", "--dtype",
                              "float16"], 90),
+    # issue 31 on the GPU: calibrate through PyTorch, then predict resnet50, vit_b_16, bert, gpt2 and a
+    # llama-family decoder there and print predicted against measured (the quick suite, one round)
+    ("calibrate-cuda", [sys.executable, "-m", "flopcount", "calibrate", "--device", "cuda", "--engine", "torch",
+                        "--dtype", "float16", "--quick", "--rounds", "1", "--repeat", "3", "-q"], 120),
+    ("calibrated-prediction-cuda", [sys.executable, "benchmarks/calibrated_prediction.py", "--engine", "torch",
+                                    "--device", "cuda", "--dtype", "float16", "--rounds", "1", "--repeat", "5",
+                                    "--models", "resnet50,vit_b_16,bert-base-uncased,gpt2,llama-1b"], 300),
     ("memcheck", ["compute-sanitizer", "--tool", "memcheck", "--error-exitcode", "1", sys.executable, "-m",
                   "pytest", "-q", "-x", "-p", "no:cacheprovider", "-m", "gpu", "tests/gpu/test_ops_gpu.py"], 540),
 ]
