@@ -45,6 +45,18 @@ HEADER = r"""
 #define PER_LANE %(per_lane)d
 #define FLASH_THREADS %(threads)d
 
+// a block's query rows, one per warp: row row0 + warp of (batch * head) bh, whose keys and values
+// are those of head bh / rep (grouped-query attention)
+#define QUERY_ROWS \
+    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31; \
+    long long bh = blockIdx.x / row_blocks; \
+    long long row0 = (blockIdx.x %% row_blocks) * WARPS; \
+    long long row = row0 + warp; \
+    bool active = row < lq; \
+    const T* kb = k + (bh / rep) * lk * d; \
+    const T* vb = v + (bh / rep) * lk * dv; \
+    ACC* qw = qs + warp * d;
+
 template <typename E>
 __device__ __forceinline__ void load_padded_rows(E* dst, const E* src, int n, int width) {
     for (int i = threadIdx.x; i < n * width; i += FLASH_THREADS)
@@ -61,14 +73,7 @@ flash_attention(const T* q, const T* k, const T* v, T* out, ACC* lse,
     ACC* qs = (ACC*)smem;                    // WARPS query rows, d each
     T* ks = (T*)(qs + WARPS * d);            // TILE keys, d + 1 apart (no bank conflicts)
     T* vs = ks + TILE * (d + 1);             // TILE values, dv each
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    long long bh = blockIdx.x / row_blocks;
-    long long row0 = (blockIdx.x %% row_blocks) * WARPS;
-    long long row = row0 + warp;
-    bool active = row < lq;
-    const T* kb = k + (bh / rep) * lk * d;
-    const T* vb = v + (bh / rep) * lk * dv;
-    ACC* qw = qs + warp * d;
+    QUERY_ROWS
     for (int c = lane; c < d; c += 32) qw[c] = active ? LOAD(q[(bh * lq + row) * d + c]) : (ACC)0;
     long long last = (row0 + WARPS < lq ? row0 + WARPS : lq) - 1;
     long long end = causal ? (last + 1 < lk ? last + 1 : lk) : lk;

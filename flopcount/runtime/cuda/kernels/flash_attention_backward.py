@@ -59,14 +59,7 @@ flash_attention_dq(const T* q, const T* k, const T* v, const T* dout, const ACC*
     ACC* gs = qs + WARPS * d;                // their dO rows, dv each
     T* ks = (T*)(gs + WARPS * dv);           // TILE keys, d + 1 apart (no bank conflicts)
     T* vs = ks + TILE * (d + 1);             // TILE values, dv + 1 apart
-    int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    long long bh = blockIdx.x / row_blocks;
-    long long row0 = (blockIdx.x %% row_blocks) * WARPS;
-    long long row = row0 + warp;
-    bool active = row < lq;
-    const T* kb = k + (bh / rep) * lk * d;
-    const T* vb = v + (bh / rep) * lk * dv;
-    ACC* qw = qs + warp * d;
+    QUERY_ROWS
     ACC* gw = gs + warp * dv;
     for (int c = lane; c < d; c += 32) qw[c] = active ? LOAD(q[(bh * lq + row) * d + c]) : (ACC)0;
     for (int c = lane; c < dv; c += 32) gw[c] = active ? LOAD(dout[(bh * lq + row) * dv + c]) : (ACC)0;
