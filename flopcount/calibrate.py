@@ -109,6 +109,10 @@ def _suite(quick: bool) -> list:
     for c, h in pick([(16, 56), (64, 56), (128, 28)]):
         cases.append(Case("pool", f"max_pool {c}@{h}", lambda fw, c=c, h=h: (
             fw[1].MaxPool2d(2), [fw[0].randn(1, c, h, h)])))
+    # to one value per channel: squeeze-and-excitation blocks' sizes and a classifier head's
+    for c, h, n in pick([(32, 112, 1), (96, 56, 1), (240, 28, 1), (672, 14, 8), (1152, 7, 8), (2048, 7, 1)]):
+        cases.append(Case("pool", f"global avg_pool {n}x{c}@{h}", lambda fw, c=c, h=h, n=n: (
+            fw[1].AdaptiveAvgPool2d(1), [fw[0].randn(n, c, h, h)])))
     return cases
 
 

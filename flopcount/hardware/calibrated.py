@@ -37,9 +37,14 @@ CLASSES = {
                   "Softmax", "ReduceMean", "ReduceSum"),
     "pool": ("max_pool", "avg_pool", "adaptive_avg_pool", "adaptive_max_pool", "max_pool2d", "avg_pool2d",
              "adaptive_avg_pool2d", "adaptive_max_pool2d", "MaxPool",
-             "AveragePool", "GlobalAveragePool"),
+             "AveragePool", "GlobalAveragePool", "GlobalMaxPool"),
 }
 _BATCH_NORMS = ("batch_norm", "BatchNormalization")
+# an adaptive pool (in the zoo, nearly always to one value per channel: classifier heads and
+# squeeze-and-excitation blocks) is a mean or max over the plane, which PyTorch computes as that
+# reduction: read on the windowed max-pool curve, PyTorch's were predicted 13-22 times too slow
+_GLOBAL_POOLS = ("adaptive_avg_pool", "adaptive_max_pool", "adaptive_avg_pool2d", "adaptive_max_pool2d",
+                 "GlobalAveragePool", "GlobalMaxPool")
 # elementwise ops that evaluate a transcendental function (an exponential, erf, a root) per
 # element: compute a copy's bandwidth does not cover, so they get a curve of their own
 MATH = ("gelu", "silu", "swish", "sigmoid", "logsigmoid", "tanh", "exp", "expm1", "log", "log1p", "erf", "softplus",
@@ -54,8 +59,9 @@ def op_class(op: str, input_shapes=None) -> str:
     """The calibration class of an op type: ``"conv2d"`` -> ``"conv"``. With the op's input
     shapes, a convolution is ``conv_depthwise`` (a group per channel) or ``conv_grouped``
     (several channels per group), whose kernels reach very different speeds at the same cost;
-    a batch norm is ``norm_batch``, an elementwise op with a transcendental function (``MATH``)
-    ``elementwise_math``. A profile without a subclass's curve reads its class's.
+    a batch norm is ``norm_batch``, an adaptive (global) pool ``pool_global``, an elementwise op
+    with a transcendental function (``MATH``) ``elementwise_math``. A profile without a
+    subclass's curve reads its class's.
 
     >>> op_class("conv", [(1, 32, 112, 112), (32, 1, 3, 3)]), op_class("linear"), op_class("batch_norm")
     ('conv_depthwise', 'matmul', 'norm_batch')
@@ -66,6 +72,8 @@ def op_class(op: str, input_shapes=None) -> str:
     kind = _CLASS_OF.get(op, _CLASS_OF.get(base, FALLBACK))
     if kind == "norm" and base in _BATCH_NORMS:
         return "norm_batch"     # a per-channel affine in eval mode: not a layer norm's two passes
+    if kind == "pool" and base in _GLOBAL_POOLS:
+        return "pool_global"
     if kind == FALLBACK and base in MATH:
         return "elementwise_math"
     if kind == "conv" and input_shapes and len(input_shapes) > 1 and input_shapes[0] and input_shapes[1]:

@@ -27,7 +27,7 @@ def calibrated(tmp_path_factory):
 def test_the_suite_times_every_class(calibrated):
     profile, _ = calibrated
     assert set(profile.curves) == set(CLASSES) | {FALLBACK, VIEW, "conv_depthwise", "conv_grouped", "norm_batch",
-                                                "elementwise_math"}
+                                                "elementwise_math", "pool_global"}
     for kind, curve in profile.curves.items():
         xs = [x for x, _ in curve]
         assert xs == sorted(xs) and all(y > 0 for _, y in curve), kind
@@ -194,6 +194,17 @@ def test_a_batch_norm_reads_the_norm_curve_without_its_own():
     with_own = profile.with_(curves={**profile.curves, "norm_batch": ((1e-6, 4e-5), (1e-3, 8e-3))})
     assert predict(with_own, "batch_norm", 1e-3) == pytest.approx(8e-3)
     assert predict(with_own, "layer_norm", 1e-3) == pytest.approx(2e-3)
+
+
+def test_an_adaptive_pool_reads_the_global_pool_curve_and_the_pool_curve_without_it():
+    from flopcount.hardware.calibrated import predict
+
+    profile = hardware.get("cpu").with_(curves={"pool": ((1e-6, 1e-5), (1e-3, 2e-3)), FALLBACK: ((1e-6, 1e-6),)})
+    for op in ("adaptive_avg_pool", "aten.adaptive_avg_pool2d", "GlobalAveragePool", "GlobalMaxPool"):
+        assert op_class(op) == "pool_global" and predict(profile, op, 1e-3) == pytest.approx(2e-3), op
+    with_own = profile.with_(curves={**profile.curves, "pool_global": ((1e-6, 1e-6), (1e-3, 1e-3))})
+    assert predict(with_own, "adaptive_avg_pool", 1e-3) == pytest.approx(1e-3)
+    assert predict(with_own, "max_pool", 1e-3) == pytest.approx(2e-3)
 
 
 def test_a_grouped_convolution_is_read_per_group():
