@@ -88,8 +88,9 @@ class DecoderConfig:
         return {"rope_theta": self.rope_theta, **rope}
 
     def layer_window(self, layer_idx: int) -> int | None:
-        """Layer ``layer_idx``'s sliding attention window (None: it attends to every earlier token)."""
-        return None
+        """Layer ``layer_idx``'s sliding attention window (None: it attends to every earlier token):
+        a family whose config has a ``sliding_window`` field slides every layer by it."""
+        return getattr(self, "sliding_window", None)
 
 
 # --- rotary position embeddings ----------------------------------------------------------------
@@ -155,13 +156,14 @@ def rope_attention_factor(config: DecoderConfig) -> float:
     if rope.get("attention_factor") is not None:
         return float(rope["attention_factor"])
     factor = _yarn_factor(rope, config)
-
-    def mscale(scale, m=1.0):
-        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
-
     if rope.get("mscale") and rope.get("mscale_all_dim"):
-        return float(mscale(factor, rope["mscale"]) / mscale(factor, rope["mscale_all_dim"]))
-    return mscale(factor)
+        return float(yarn_mscale(factor, rope["mscale"]) / yarn_mscale(factor, rope["mscale_all_dim"]))
+    return yarn_mscale(factor)
+
+
+def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+    """YaRN's attention scale for a context stretched ``scale`` times: 0.1·mscale·ln(scale) + 1."""
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
 
 
 class RotaryEmbedding(nn.Module):

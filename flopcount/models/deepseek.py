@@ -47,7 +47,7 @@ from ..runtime.factories import empty
 from ..runtime.nn import functional as F
 from ._cache import CacheLayout
 from ._decoder import (DecoderConfig, DecoderForCausalLM, DecoderLayer, DecoderModel, GatedMLP, LayerMask,
-                       register_presets)
+                       register_presets, rotate_half as swap_halves, yarn_mscale)
 from ._experts import StackedExperts, stack_experts as stack_expert_tensors
 from ._text import attention, merge_heads
 
@@ -143,8 +143,8 @@ def rotate_interleaved(x, cos, sin):
 
 
 def rotate_half(x, cos, sin):
-    half = x.shape[-1] // 2
-    return x * cos + rt.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+    """The Llama decoder's rotary turn of the two halves (``rope_interleave`` off)."""
+    return x * cos + swap_halves(x) * sin
 
 
 class MLAttention(nn.Module):
@@ -233,12 +233,6 @@ def rope_softmax_mscale(config: DecoderConfig) -> float:
     if rope.get("rope_type", "default") == "default" or not rope.get("mscale_all_dim"):
         return 1.0
     return yarn_mscale(rope["factor"], rope["mscale_all_dim"])
-
-
-def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
-    import math
-
-    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
 
 
 # --- mixture of experts ---------------------------------------------------------------------------
