@@ -54,7 +54,6 @@ class PhaseTimes:
     profile: Profile
     dtype: str
     prefill: StepTimes | None = None
-    first_decode: StepTimes | None = None
     last_decode: StepTimes | None = None
     decode_seconds: float = 0.0                 # every decode step
     decode_steps: int = 0
@@ -111,7 +110,6 @@ def phase_times(report, hardware) -> PhaseTimes:
     if report.prefill is not None:
         times.prefill = step_times(report.prefill, profile, report.dtype)
     if report.decode is not None:
-        times.first_decode = step_times(report.decode.first, profile, report.dtype)
         times.last_decode = step_times(report.decode.last, profile, report.dtype)
         times.decode_seconds = decode_seconds(report.decode, profile, report.dtype)
         times.decode_steps = len(report.decode.contexts)
