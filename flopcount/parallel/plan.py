@@ -303,15 +303,10 @@ def _tokens(sample) -> int:
 
 
 def _hardware(hardware):
-    if hardware is None:
-        return None
-    if not isinstance(hardware, str):
-        return hardware
-    try:
-        from .. import hardware as profiles
-    except ImportError:  # the profiles package is not part of this build
-        raise FlopcountError(f"hardware {hardware!r}: hardware profiles are not available") from None
-    return profiles.get(hardware)
+    """The profile ``hardware`` is or names (``flopcount.hardware.get``); None without one."""
+    from .. import hardware as profiles
+
+    return None if hardware is None else profiles.get(hardware)
 
 
 # --- traffic beyond the stage graph -----------------------------------------------------------------
