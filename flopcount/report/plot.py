@@ -62,7 +62,7 @@ def plot(report, kind: str = "overview", depth: int = 1, top: int | None = None,
         if path is not None:
             write_figure(figure, path)
         return figure
-    layers = _layer_rows(report, depth, top) if kind not in ("roofline", "prediction") else []
+    layers = _layer_rows(report, depth, top) if kind != "roofline" else []
     bar_height = 0.8 + 0.24 * len(layers)
     height = {"layers": bar_height, "roofline": 5.0, "overview": bar_height + 5.5}[kind]
     figure = Figure(figsize=(11, height), layout="constrained")
@@ -116,10 +116,7 @@ def write_figure(figure, path: str) -> None:
 
 
 def _layer_rows(report, depth: int, top: int | None) -> list:
-    rows = [row for row, _ in tree_rows(report, depth=depth, top=top) if row.name != ""]
-    if not rows:
-        rows = [report.root]
-    return rows
+    return [row for row, _ in tree_rows(report, depth=depth, top=top) if row.name != ""] or [report.root]
 
 
 def _label(report, row) -> str:
@@ -155,8 +152,7 @@ def _draw_layers(figure, report, rows: list) -> None:
 def _roofs(report, hardware):
     from .. import hardware as hw
 
-    profile = hw.get(hardware) if hardware is not None else report.hardware or hw.get("cpu")
-    return profile
+    return hw.get(hardware) if hardware is not None else report.hardware or hw.get("cpu")
 
 
 def _op_points(report, profile) -> tuple:
