@@ -34,12 +34,9 @@ _THREADS = {"forward": 1, "backward": 2}
 
 
 def _type_shape(shapes, dtypes) -> list:
-    out = []
-    for shape, dtype in zip(shapes, dtypes):
-        if shape is None:
-            continue
-        out.append({_ORT_TYPES.get(dtype, dtype or "float"): list(shape)})
-    return out
+    """[{onnxruntime's type name: shape}] per present input or output (None: an absent optional one)."""
+    return [{_ORT_TYPES.get(dtype, dtype or "float"): list(shape)} for shape, dtype in zip(shapes, dtypes)
+            if shape is not None]
 
 
 def _clock(report) -> tuple:
