@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 
 from ..runtime.errors import FlopcountError
+from .sums import scope_prefixes
 
 # onnxruntime's element type names for the dtypes the runtime has
 _ORT_TYPES = {"float32": "float", "float64": "double", "float16": "float16", "int64": "int64",
@@ -73,12 +74,6 @@ def _op_event(report, rec, index: int, provider: str, pid: int, start_ns: int, d
     }
 
 
-def _scope_chain(scope: str) -> list:
-    """'a.b' -> ['a', 'a.b']; the root ('') is the thread itself."""
-    parts = scope.split(".") if scope else []
-    return [".".join(parts[: i + 1]) for i in range(len(parts))]
-
-
 class _Modules:
     """Open module slices of one thread: entered and left as consecutive ops change scope."""
 
@@ -87,7 +82,7 @@ class _Modules:
         self.open: list = []   # [(path, start_ns)]
 
     def move_to(self, scope: str, now_ns: int) -> None:
-        chain = _scope_chain(scope)
+        chain = scope_prefixes(scope)[1:]   # the model's row ('') is the thread itself
         keep = 0
         while keep < min(len(chain), len(self.open)) and self.open[keep][0] == chain[keep]:
             keep += 1
