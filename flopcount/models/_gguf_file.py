@@ -37,8 +37,7 @@ def config_of(f: gguf.GGUFFile) -> dict:
     meta = f.metadata
 
     def key(name, default=None):
-        value = meta.get(f"{arch}.{name}", default)
-        return value
+        return meta.get(f"{arch}.{name}", default)
 
     embed = f.tensor("token_embd.weight")
     heads = key("attention.head_count")
@@ -141,8 +140,7 @@ def _take_formats(model, tensors: dict, weights: bool) -> None:
     for _, module in list(model.named_modules()):
         for child_name, child in list(module._modules.items()):
             if type(child) is Linear and isinstance(child.weight.dtype, BlockDType):
-                bias = child.bias
-                setattr(module, child_name, QuantizedLinear(child.weight, None, bias))
+                setattr(module, child_name, QuantizedLinear(child.weight, None, child.bias))
 
 
 __all__ = ["load", "config_of", "ARCHITECTURE_CLASSES"]
