@@ -39,7 +39,7 @@ Presets: ``deepseek_v3_small`` (tests), ``deepseek_v3`` (671B: build it on meta)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import runtime as rt
 from ..runtime import nn
@@ -299,7 +299,7 @@ class SharedExperts(GatedMLP):
     """The ``n_shared_experts`` always-on experts as one SwiGLU of their summed width."""
 
     def __init__(self, config: DeepseekV3Config):
-        super().__init__(_with(config, intermediate_size=config.moe_intermediate_size * config.n_shared_experts))
+        super().__init__(replace(config, intermediate_size=config.moe_intermediate_size * config.n_shared_experts))
 
 
 class DeepseekMoE(nn.Module):
@@ -318,12 +318,6 @@ class DeepseekMoE(nn.Module):
         weights, index = self.gate(flat)
         routed = self.experts(flat, index, weights).reshape(*shape)
         return routed + self.shared_experts(hidden_states)
-
-
-def _with(config, **changes):
-    from dataclasses import replace
-
-    return replace(config, **changes)
 
 
 # --- the model ------------------------------------------------------------------------------------
