@@ -100,7 +100,8 @@ def _tensors_by_parameter(model, f: gguf.GGUFFile, arch_name: str) -> dict:
     """{parameter name: its GGUF tensor}, every parameter found and of its shape."""
     import gguf as gguf_package
 
-    names = gguf_package.TensorNameMap(_model_arch(gguf_package, arch_name), model.config.num_hidden_layers)
+    model_arch = next(a for a, n in gguf_package.MODEL_ARCH_NAMES.items() if n == arch_name)
+    names = gguf_package.TensorNameMap(model_arch, model.config.num_hidden_layers)
     found = {}
     for name, param in model.named_parameters(remove_duplicate=True):
         file_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
@@ -113,10 +114,6 @@ def _tensors_by_parameter(model, f: gguf.GGUFFile, arch_name: str) -> dict:
                                         f"architecture needs {tuple(param.shape)} for {name}")
         found[name] = tensor
     return found
-
-
-def _model_arch(gguf_package, arch_name: str):
-    return next(a for a, n in gguf_package.MODEL_ARCH_NAMES.items() if n == arch_name)
 
 
 def _unused(f: gguf.GGUFFile, used: dict) -> list:
