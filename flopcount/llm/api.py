@@ -18,7 +18,7 @@ from ..runtime.errors import ShapeError
 from . import decoders
 from .cache import bytes_per_token, cache_bytes
 from .generation import decode_steps
-from .phases import Decode, Generate, Prefill
+from .phases import Decode, Generate, Prefill, _positive
 from .report import LLMReport
 from .step import count_step
 
@@ -55,8 +55,7 @@ def profile(model, phase, *, batch: int = 1, dtype=None, hardware=None, attn_imp
     >>> r.kv_bytes_per_token, r.decode.last.kv_cache_bytes == 2049 * r.kv_bytes_per_token
     (524288, True)
     """
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ShapeError(f"batch must be an integer >= 1, got {batch!r}")
+    _positive("batch", batch)
     if not isinstance(phase, (Prefill, Decode, Generate)):
         raise ShapeError(f"phase must be llm.Prefill, llm.Decode or llm.Generate, got {phase!r}")
     check_policy(moe_routing)
@@ -122,8 +121,7 @@ def fit(model, hardware, *, dtype=None, weights=None, kv_dtype=None, batch: int 
     """
     from .capacity import fit_on
 
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ShapeError(f"batch must be an integer >= 1, got {batch!r}")
-    if context is not None and (isinstance(context, bool) or not isinstance(context, int) or context < 0):
-        raise ShapeError(f"context must be an integer >= 0, got {context!r}")
+    _positive("batch", batch)
+    if context is not None:
+        _positive("context", context, minimum=0)
     return fit_on(decoder(model, dtype), hardware, weights=weights, kv_dtype=kv_dtype, batch=batch, context=context)
