@@ -30,7 +30,7 @@ from .. import runtime as rt
 from ..runtime import nn
 from ._cache import CacheLayout, CausalLMOutputWithPast, as_cache
 from ._registry import register_model, token_input
-from ._text import (activation, attention, check_implementation, config_from, decoder_mask, init_weights,
+from ._text import (activation, attention, check_heads, config_from, decoder_mask, init_weights,
                     materialize, merge_heads, skeleton, split_heads, SwitchableAttention)
 
 ROPE_TYPES = ("default", "linear", "llama3", "yarn")
@@ -65,18 +65,14 @@ class DecoderConfig:
     attn_implementation: str = "eager"
 
     def __post_init__(self):
-        name = type(self).__name__
-        check_implementation(self.attn_implementation)
         if self.num_key_value_heads is None:
             self.num_key_value_heads = self.num_attention_heads
         if self.head_dim is None:
             self.head_dim = self.hidden_size // self.num_attention_heads
-        if self.num_attention_heads % self.num_key_value_heads:
-            raise ValueError(f"{name}: num_attention_heads {self.num_attention_heads} is not a multiple "
-                             f"of num_key_value_heads {self.num_key_value_heads}")
+        check_heads(self, "num_attention_heads", "num_key_value_heads")
         rope = self.rope()
         if rope.get("rope_type", "default") not in ROPE_TYPES:
-            raise ValueError(f"{name}: rope type {rope['rope_type']!r} is not supported; known: {list(ROPE_TYPES)}")
+            raise ValueError(f"{type(self).__name__}: rope type {rope['rope_type']!r} is not supported; known: {list(ROPE_TYPES)}")
 
     def rope(self) -> dict:
         """The rotary parameters: ``rope_parameters``, else ``rope_theta`` with ``rope_scaling``."""
