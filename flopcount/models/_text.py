@@ -139,8 +139,8 @@ def additive_mask(keep, dtype=rt.float32):
 
 def build_mask(attention_mask, length: int, device, causal: bool, implementation: str, dtype=rt.float32):
     """What ``attention`` takes as ``mask`` for this implementation: additive in the scores'
-    ``dtype`` (eager), boolean (sdpa), or None (sdpa, causal, no padding: the op's ``is_causal``
-    flag does it)."""
+    ``dtype`` (eager), boolean (sdpa), or None (nothing masked; or sdpa, causal, no padding:
+    the op's ``is_causal`` flag does it)."""
     if implementation == "sdpa":
         if causal and attention_mask is None:
             return None

@@ -211,10 +211,8 @@ class BertModel(nn.Module, SwitchableAttention):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None):
         hidden = self.embeddings(input_ids, token_type_ids, position_ids)
-        mask = None
-        if attention_mask is not None:
-            mask = build_mask(attention_mask, input_ids.shape[1], hidden.device, causal=False,
-                              implementation=self.config.attn_implementation, dtype=hidden.dtype)
+        mask = build_mask(attention_mask, input_ids.shape[1], hidden.device, causal=False,
+                          implementation=self.config.attn_implementation, dtype=hidden.dtype)
         hidden = self.encoder(hidden, mask)
         pooled = self.pooler(hidden) if self.pooler is not None else None
         return hidden, pooled

@@ -167,10 +167,8 @@ class DistilBertModel(_DistilBert):
 
     def forward(self, input_ids, attention_mask=None, position_ids=None):
         hidden = self.embeddings(input_ids, position_ids)
-        mask = None
-        if attention_mask is not None:
-            mask = build_mask(attention_mask, input_ids.shape[1], hidden.device, causal=False,
-                              implementation=self.config.attn_implementation)
+        mask = build_mask(attention_mask, input_ids.shape[1], hidden.device, causal=False,
+                          implementation=self.config.attn_implementation)
         return self.transformer(hidden, mask)
 
 
