@@ -77,7 +77,8 @@ def shard_step(step: TrainingGraph, data: int = 1, tensor: int = 1, sequence_par
     grad_index = {p: [v.name for v in graph.outputs].index(v.name) for p, v in step.gradients.items()}
     passes = []
     origin = list(range(len(graph.nodes)))
-    for axis, position in zip(mesh_axes(data, tensor, sequence_parallel), _positions(data, tensor, index)):
+    for axis in mesh_axes(data, tensor, sequence_parallel):
+        position = index[0] if axis.kind == "data" else index[1]
         inputs = {v.name: S(0) for v in graph.inputs if v.name != step.seed} if axis.kind == "data" else {}
         if axis.kind == "data":
             for v in graph.inputs:
@@ -101,12 +102,3 @@ def _param_sbp(result: Sharded, name: str):
     from ..runtime.sbp import B
 
     return result.params.get(name, B)
-
-
-def _positions(data: int, tensor: int, index: tuple) -> list:
-    out = []
-    if data > 1:
-        out.append(index[0])
-    if tensor > 1:
-        out.append(index[1])
-    return out
