@@ -24,6 +24,7 @@ from .. import runtime as rt
 from ..runtime.errors import FlopcountError, ShapeError
 from ..runtime.graph.passes.retype import with_dtype
 from ..runtime.graph.training import TrainingGraph, trace_training
+from ..runtime.sbp import P
 from .activations import MODES, stage_activations
 from .blocks import find_blocks
 from .collectives import Traffic, gradient_traffic, merge, ring_bytes, stage_traffic
@@ -318,8 +319,6 @@ def _partial_gradients(rank, stage, plan: Plan, grad_bytes: int) -> list:
     if "tp" not in axes:
         return []
     k = axes.index("tp")
-    from ..runtime.sbp import P
-
     size = sum(stage.graph.parameters[p].numel() * grad_bytes for p, g in rank.gradients.items()
                if p in stage.graph.parameters and rank.sbp(g)[k] is P)
     if not size:
