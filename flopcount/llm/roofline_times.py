@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .. import hardware as hw
 from ..hardware import Profile, roofline
 
 
@@ -103,8 +104,6 @@ def decode_seconds(decode, profile: Profile, dtype: str) -> float:
 def phase_times(report, hardware) -> PhaseTimes:
     """The roofline of ``report``'s phase on ``hardware`` (a ``hardware.Profile``, or a profile
     name such as ``"h100-sxm"``)."""
-    from .. import hardware as hw
-
     profile = hw.get(hardware)
     times = PhaseTimes(profile=profile, dtype=report.dtype, batch=report.batch)
     if report.prefill is not None:

@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from math import prod
 
+from .. import hardware as profiles
 from .. import runtime as rt
 from ..runtime.errors import FlopcountError, ShapeError
 from ..runtime.graph.passes.retype import with_dtype
@@ -31,6 +32,7 @@ from .collectives import Traffic, gradient_traffic, merge, ring_bytes, stage_tra
 from .mesh import shard_step
 from .pipeline import split_stages
 from .states import ZERO_STAGES, bytes_per_parameter, model_states
+from .step_estimate import links, node_time, pipeline_step, traffic_time
 from .utilization import ATTENTION, convention, model_flops
 
 
@@ -305,8 +307,6 @@ def _tokens(sample) -> int:
 
 def _hardware(hardware):
     """The profile ``hardware`` is or names (``flopcount.hardware.get``); None without one."""
-    from .. import hardware as profiles
-
     return None if hardware is None else profiles.get(hardware)
 
 
@@ -344,8 +344,6 @@ def _shared_gradients(rank, stage, shared: dict, plan: Plan) -> list:
 def _slot(stage, act, traffic, hw, plan) -> float:
     """Seconds of one micro-batch on the stage: its ops' rooflines (recomputed ones twice) and
     its in-micro-batch collectives."""
-    from .step_estimate import links, node_time, traffic_time
-
     nodes = stage.graph.nodes
     compute = sum(node_time(n, hw, plan.dtype) for n in nodes)
     compute += sum(node_time(nodes[i], hw, plan.dtype) for i in act.recomputed)
@@ -357,8 +355,6 @@ def _slot(stage, act, traffic, hw, plan) -> float:
 def _step_time(report: PlanReport, hw) -> tuple:
     """(step seconds, bubble seconds): 1F1B over the slowest stage, then each stage's once-per-step
     traffic and its optimizer update (reading and writing its states at memory bandwidth)."""
-    from .step_estimate import links, pipeline_step, traffic_time
-
     plan = report.plan
     slot = max(s.slot_s for s in report.stages)
     step, bubble = pipeline_step(slot, plan.micro_batches, plan.pp)

@@ -24,6 +24,7 @@ from __future__ import annotations
 import io
 import os
 
+from .. import hardware as hw
 from ..runtime.errors import FlopcountError
 from .units import flops_to_string, macs_to_string, params_to_string, time_to_string
 from .views import tree_rows
@@ -150,16 +151,12 @@ def _draw_layers(figure, report, rows: list) -> None:
 
 
 def _roofs(report, hardware):
-    from .. import hardware as hw
-
     return hw.get(hardware) if hardware is not None else report.hardware or hw.get("cpu")
 
 
 def _op_points(report, profile) -> tuple:
     """(intensity, FLOP/s, op name) per forward op that computes and moves bytes, and whether
     the FLOP/s are measured."""
-    from .. import hardware as hw
-
     timed = report.latency_ms is not None and any(o.latency_ms for o in report.by_op("forward"))
     points = []
     for rec in report.by_op("forward"):
