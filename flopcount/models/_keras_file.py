@@ -21,6 +21,7 @@ import zipfile
 from dataclasses import dataclass, field
 
 from ..runtime import errors
+from ..runtime.device import CPU
 from ..runtime.dtypes import get_dtype
 from ..runtime.graph.tree import leaves_of
 from ..runtime.io.files import open_model_file
@@ -454,8 +455,6 @@ def weight_groups(kind: str, layers: list) -> dict:
 def _fill(path: str, store, prefix: str, model: KerasModel) -> None:
     """Each layer's parameters from ``model.weights.h5``, rearranged to flopcount's layout; a
     nested model's from the groups under its own."""
-    from ..runtime.device import CPU
-
     layers = {_name(l): l for l in model.keras_layers}
     for name, layer_path in weight_groups(model.keras_kind, model.keras_layers).items():
         if layers[name].get("class_name") == "InputLayer":
