@@ -25,6 +25,7 @@ import io
 import os
 
 from .. import hardware as hw
+from ..io_utils import atomic_write
 from ..runtime.errors import FlopcountError
 from .units import flops_to_string, macs_to_string, params_to_string, time_to_string
 from .views import tree_rows
@@ -109,8 +110,6 @@ def _draw_prediction(ax, report) -> None:
 def write_figure(figure, path: str) -> None:
     """The figure into ``path`` atomically: drawn in memory first, so a failure leaves no
     half-written file."""
-    from ..io_utils import atomic_write
-
     buffer = io.BytesIO()
     figure.savefig(buffer, format=os.path.splitext(str(path))[1].lower()[1:])
     atomic_write(path, buffer.getvalue())
