@@ -17,9 +17,11 @@ from ..runtime.routing import check_policy, note
 from ..runtime.errors import ShapeError
 from . import decoders
 from .cache import bytes_per_token, cache_bytes
+from .capacity import fit_on
 from .generation import decode_steps
 from .phases import Decode, Generate, Prefill, _positive
 from .report import LLMReport
+from .roofline_times import phase_times
 from .step import count_step
 
 def decoder(model, dtype=None, moe_routing: str = "balanced"):
@@ -103,8 +105,6 @@ def _profile(net, phase, batch: int, hardware, routing: str, kv) -> LLMReport:
     if report.moe is not None:
         report.notes.append(note(routing))
     if hardware is not None:
-        from .roofline_times import phase_times
-
         report.roofline = phase_times(report, hardware)
     return report
 
@@ -119,8 +119,6 @@ def fit(model, hardware, *, dtype=None, weights=None, kv_dtype=None, batch: int 
     >>> f.longest_context > 100_000, f.largest_batch
     (True, 35)
     """
-    from .capacity import fit_on
-
     _positive("batch", batch)
     if context is not None:
         _positive("context", context, minimum=0)

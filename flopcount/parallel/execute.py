@@ -26,6 +26,7 @@ from ..runtime.dispatch import apply, no_grad
 from ..runtime.errors import ShapeError
 from ..runtime.sbp import B, P, Split, slice_of
 from ..runtime.tensor import Tensor
+from .mesh import shard_step
 
 
 def split(array: np.ndarray, sbp, n: int, seed: int = 0) -> list:
@@ -137,8 +138,6 @@ def run_step_on_mesh(step, feeds: dict, data: int = 1, tensor: int = 1, sequence
 
     The result equals ``rt.GraphModule(step.graph)(...)`` run on one device, up to rounding: the check that
     the SBP pass and the boxing it inserts compute the same step."""
-    from .mesh import shard_step
-
     sizes = tuple(n for n in (data, tensor) if n > 1) or (1,)
     names = tuple(a for a, n in (("dp", data), ("tp", tensor)) if n > 1) or ("dp",)
     coords = mesh_coords(sizes)
