@@ -72,7 +72,8 @@ class DecoderConfig:
         check_heads(self, "num_attention_heads", "num_key_value_heads")
         rope = self.rope()
         if rope.get("rope_type", "default") not in ROPE_TYPES:
-            raise ValueError(f"{type(self).__name__}: rope type {rope['rope_type']!r} is not supported; known: {list(ROPE_TYPES)}")
+            raise ValueError(f"{type(self).__name__}: rope type {rope['rope_type']!r} is not supported; "
+                             f"known: {list(ROPE_TYPES)}")
 
     def rope(self) -> dict:
         """The rotary parameters: ``rope_parameters``, else ``rope_theta`` with ``rope_scaling``."""
