@@ -17,9 +17,11 @@ from ..runtime.routing import check_policy, note
 from ..runtime.errors import ShapeError
 from . import decoders
 from .cache import bytes_per_token, cache_bytes
+from .capacity import fit_on
 from .generation import decode_steps
-from .phases import Decode, Generate, Prefill
+from .phases import Decode, Generate, Prefill, _positive
 from .report import LLMReport
+from .roofline_times import phase_times
 from .step import count_step
 
 def decoder(model, dtype=None, moe_routing: str = "balanced"):
@@ -55,8 +57,7 @@ def profile(model, phase, *, batch: int = 1, dtype=None, hardware=None, attn_imp
     >>> r.kv_bytes_per_token, r.decode.last.kv_cache_bytes == 2049 * r.kv_bytes_per_token
     (524288, True)
     """
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ShapeError(f"batch must be an integer >= 1, got {batch!r}")
+    _positive("batch", batch)
     if not isinstance(phase, (Prefill, Decode, Generate)):
         raise ShapeError(f"phase must be llm.Prefill, llm.Decode or llm.Generate, got {phase!r}")
     check_policy(moe_routing)
@@ -104,8 +105,6 @@ def _profile(net, phase, batch: int, hardware, routing: str, kv) -> LLMReport:
     if report.moe is not None:
         report.notes.append(note(routing))
     if hardware is not None:
-        from .roofline_times import phase_times
-
         report.roofline = phase_times(report, hardware)
     return report
 
@@ -120,10 +119,7 @@ def fit(model, hardware, *, dtype=None, weights=None, kv_dtype=None, batch: int 
     >>> f.longest_context > 100_000, f.largest_batch
     (True, 35)
     """
-    from .capacity import fit_on
-
-    if isinstance(batch, bool) or not isinstance(batch, int) or batch < 1:
-        raise ShapeError(f"batch must be an integer >= 1, got {batch!r}")
-    if context is not None and (isinstance(context, bool) or not isinstance(context, int) or context < 0):
-        raise ShapeError(f"context must be an integer >= 0, got {context!r}")
+    _positive("batch", batch)
+    if context is not None:
+        _positive("context", context, minimum=0)
     return fit_on(decoder(model, dtype), hardware, weights=weights, kv_dtype=kv_dtype, batch=batch, context=context)

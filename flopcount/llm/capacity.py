@@ -17,6 +17,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .. import hardware as hw
+from .. import runtime as rt
+from ..report.units import bytes_to_string
+from ..runtime.quantization import weight_format
 from .cache import bytes_per_token, cache_bytes, state_bytes
 
 
@@ -44,8 +48,6 @@ class Fit:
 
 def quantized_weight_bytes(decoder, fmt) -> int:
     """The decoder's weights with its linear and stacked-expert weights in format ``fmt``."""
-    from ..runtime.quantization import weight_format
-
     fmt = weight_format(fmt)
     total = 0
     for numel, nbytes, matrix in decoder.weights():
@@ -60,9 +62,6 @@ def quantized_weight_bytes(decoder, fmt) -> int:
 def fit_on(decoder, hardware, *, weights=None, kv_dtype=None, batch: int = 1, context: int | None = None) -> Fit:
     """The longest context at ``batch`` and the largest batch at ``context`` (default: the model's
     longest, else 4096) for ``decoder`` on ``hardware`` (a profile or its name)."""
-    from .. import hardware as hw
-    from .. import runtime as rt
-
     profile = hw.get(hardware)
     cache_dtype = rt.get_dtype(kv_dtype) if kv_dtype is not None else decoder.dtype
     nbytes = cache_dtype.bits / 8
@@ -97,8 +96,6 @@ def fit_on(decoder, hardware, *, weights=None, kv_dtype=None, batch: int = 1, co
 
 def render_fit(fit: Fit, label: str) -> str:
     """The fit for people: three lines."""
-    from ..report.units import bytes_to_string
-
     unbounded = fit.longest_context >= (1 << 39)
     longest = "no limit from memory (every layer slides or keeps a fixed state)" if unbounded \
         else f"{fit.longest_context:,} tokens"

@@ -21,12 +21,14 @@ transformers on torch's meta device), a flopcount Module, or a transformers modu
 from __future__ import annotations
 
 import contextlib
+import os
 
 from .. import loading
 from .. import runtime as rt
 from ..runtime.errors import FlopcountError, ShapeError
 from ..runtime.nn.modules.module import Module
 from ..runtime import torch as rt_torch
+from ..runtime.quantization import _as_linear
 from .cache import from_layout
 from .moe import moe_summary
 from .phases import kv_cache_layout
@@ -63,8 +65,6 @@ class NativeDecoder:
     def weights(self) -> list:
         """(numel, bytes, (out, in) or None) per parameter: (out, in) for the weights a weight
         format quantizes (linear layers, stacked experts), a tied or other weight None."""
-        from ..runtime.quantization import _as_linear
-
         owners: dict = {}
         for _, module in self.net.named_modules():
             for p in module._parameters.values():
@@ -147,8 +147,6 @@ def _is_hf_folder(path: str) -> bool:
 
 def _torch_folder(path: str, dtype, routing: str):
     """A Hugging Face folder built by transformers with its weights (for the real routing)."""
-    import os
-
     from ..models import _hf_folder
 
     folder = _hf_folder.load_with_transformers(path, weights=True)

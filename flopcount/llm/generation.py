@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from ..runtime.errors import FlopcountError
 from .cache import breakpoints
 from .phases import Decode
-from .step import COUNTS, Counts, GroupCost, OpCost, StepCost, count_step
+from .step import COUNTS, Counts, OpCost, StepCost, count_step, grouped
 
 
 class NotAffineError(FlopcountError):
@@ -87,14 +87,8 @@ def decode_steps(decoder, contexts: range, batch: int, kv_bits: int | None = Non
                                                 shape=base.shape))
             total.add(base, n)
             total.add(slope, n * (n - 1) // 2)
-    sums = list(sums.values())
-    groups: dict = {}
-    for op in sums:
-        group = groups.setdefault(op.group, GroupCost(name=op.group))
-        group.add(op)
-        group.ops += 1
-        result.total.add(op)
-    result.ops, result.groups = sums, list(groups.values())
+    result.ops = list(sums.values())
+    result.groups, result.total = grouped(result.ops)
     result.traced = sorted(traced)
     return result
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
+from .. import runtime as rt
 from ..hardware import COMPUTE, MEMORY
 from ..report.units import (bytes_to_string, flops_to_string, macs_to_string, params_to_string, rate_to_string,
                             time_to_string)
@@ -194,8 +195,6 @@ def _cache_lines(report, fmt: str) -> list:
 
 
 def _bits(report, dtype: str | None = None) -> int:
-    from .. import runtime as rt
-
     return rt.get_dtype(dtype or report.dtype).bits
 
 

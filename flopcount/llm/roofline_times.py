@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from .. import hardware as hw
 from ..hardware import Profile, roofline
 
 
@@ -54,7 +55,6 @@ class PhaseTimes:
     profile: Profile
     dtype: str
     prefill: StepTimes | None = None
-    first_decode: StepTimes | None = None
     last_decode: StepTimes | None = None
     decode_seconds: float = 0.0                 # every decode step
     decode_steps: int = 0
@@ -104,14 +104,11 @@ def decode_seconds(decode, profile: Profile, dtype: str) -> float:
 def phase_times(report, hardware) -> PhaseTimes:
     """The roofline of ``report``'s phase on ``hardware`` (a ``hardware.Profile``, or a profile
     name such as ``"h100-sxm"``)."""
-    from .. import hardware as hw
-
     profile = hw.get(hardware)
     times = PhaseTimes(profile=profile, dtype=report.dtype, batch=report.batch)
     if report.prefill is not None:
         times.prefill = step_times(report.prefill, profile, report.dtype)
     if report.decode is not None:
-        times.first_decode = step_times(report.decode.first, profile, report.dtype)
         times.last_decode = step_times(report.decode.last, profile, report.dtype)
         times.decode_seconds = decode_seconds(report.decode, profile, report.dtype)
         times.decode_steps = len(report.decode.contexts)

@@ -123,6 +123,18 @@ def group_of(scope: str, layers: str | None) -> str:
     return parts[0]
 
 
+def grouped(ops: list) -> tuple[list, Counts]:
+    """The groups of ``ops`` (``GroupCost``, in the order they first appear) and their total."""
+    groups: dict = {}
+    total = Counts()
+    for op in ops:
+        group = groups.setdefault(op.group, GroupCost(name=op.group))
+        group.add(op)
+        group.ops += 1
+        total.add(op)
+    return list(groups.values()), total
+
+
 def count_step(decoder, traced, phase, batch: int, kv_bits: int | None = None) -> StepCost:
     """Count a traced step (a ``StepGraph``) of ``decoder`` (see the module docstring). With
     ``kv_bits``, the cache is stored at that many bits per value (``--kv-dtype``): its bytes
@@ -137,7 +149,6 @@ def count_step(decoder, traced, phase, batch: int, kv_bits: int | None = None) -
     layers = decoder.layer_path
     origin = origins(graph, traced.cache_values)
     scale = kv_bits / dtype.bits if kv_bits is not None else 1
-    groups: dict = {}
     for node in graph.nodes:
         cost = node.cost()
         traffic = node_traffic(node, origin)
@@ -148,11 +159,7 @@ def count_step(decoder, traced, phase, batch: int, kv_bits: int | None = None) -
                     scope=node.scope, group=group_of(node.scope, layers), shape=node.outputs[0].shape,
                     **vars(traffic))
         step.ops.append(op)
-        group = groups.setdefault(op.group, GroupCost(name=op.group))
-        group.add(op)
-        group.ops += 1
-        step.total.add(op)
-    step.groups = list(groups.values())
+    step.groups, step.total = grouped(step.ops)
     step.params = decoder.params
     step.weight_bytes = decoder.weight_bytes
     kv_outputs = {v.name: v for v in graph.outputs if origin.get(v.name) == KV}

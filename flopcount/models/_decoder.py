@@ -30,7 +30,7 @@ from .. import runtime as rt
 from ..runtime import nn
 from ._cache import CacheLayout, CausalLMOutputWithPast, as_cache
 from ._registry import register_model, token_input
-from ._text import (activation, attention, check_implementation, config_from, decoder_mask, init_weights,
+from ._text import (activation, attention, check_heads, config_from, decoder_mask, init_weights,
                     materialize, merge_heads, skeleton, split_heads, SwitchableAttention)
 
 ROPE_TYPES = ("default", "linear", "llama3", "yarn")
@@ -65,18 +65,15 @@ class DecoderConfig:
     attn_implementation: str = "eager"
 
     def __post_init__(self):
-        name = type(self).__name__
-        check_implementation(self.attn_implementation)
         if self.num_key_value_heads is None:
             self.num_key_value_heads = self.num_attention_heads
         if self.head_dim is None:
             self.head_dim = self.hidden_size // self.num_attention_heads
-        if self.num_attention_heads % self.num_key_value_heads:
-            raise ValueError(f"{name}: num_attention_heads {self.num_attention_heads} is not a multiple "
-                             f"of num_key_value_heads {self.num_key_value_heads}")
+        check_heads(self, "num_attention_heads", "num_key_value_heads")
         rope = self.rope()
         if rope.get("rope_type", "default") not in ROPE_TYPES:
-            raise ValueError(f"{name}: rope type {rope['rope_type']!r} is not supported; known: {list(ROPE_TYPES)}")
+            raise ValueError(f"{type(self).__name__}: rope type {rope['rope_type']!r} is not supported; "
+                             f"known: {list(ROPE_TYPES)}")
 
     def rope(self) -> dict:
         """The rotary parameters: ``rope_parameters``, else ``rope_theta`` with ``rope_scaling``."""
@@ -88,8 +85,9 @@ class DecoderConfig:
         return {"rope_theta": self.rope_theta, **rope}
 
     def layer_window(self, layer_idx: int) -> int | None:
-        """Layer ``layer_idx``'s sliding attention window (None: it attends to every earlier token)."""
-        return None
+        """Layer ``layer_idx``'s sliding attention window (None: it attends to every earlier token):
+        a family whose config has a ``sliding_window`` field slides every layer by it."""
+        return getattr(self, "sliding_window", None)
 
 
 # --- rotary position embeddings ----------------------------------------------------------------
@@ -155,13 +153,14 @@ def rope_attention_factor(config: DecoderConfig) -> float:
     if rope.get("attention_factor") is not None:
         return float(rope["attention_factor"])
     factor = _yarn_factor(rope, config)
-
-    def mscale(scale, m=1.0):
-        return 1.0 if scale <= 1 else 0.1 * m * math.log(scale) + 1.0
-
     if rope.get("mscale") and rope.get("mscale_all_dim"):
-        return float(mscale(factor, rope["mscale"]) / mscale(factor, rope["mscale_all_dim"]))
-    return mscale(factor)
+        return float(yarn_mscale(factor, rope["mscale"]) / yarn_mscale(factor, rope["mscale_all_dim"]))
+    return yarn_mscale(factor)
+
+
+def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
+    """YaRN's attention scale for a context stretched ``scale`` times: 0.1·mscale·ln(scale) + 1."""
+    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
 
 
 class RotaryEmbedding(nn.Module):

@@ -37,8 +37,7 @@ def config_of(f: gguf.GGUFFile) -> dict:
     meta = f.metadata
 
     def key(name, default=None):
-        value = meta.get(f"{arch}.{name}", default)
-        return value
+        return meta.get(f"{arch}.{name}", default)
 
     embed = f.tensor("token_embd.weight")
     heads = key("attention.head_count")
@@ -101,7 +100,8 @@ def _tensors_by_parameter(model, f: gguf.GGUFFile, arch_name: str) -> dict:
     """{parameter name: its GGUF tensor}, every parameter found and of its shape."""
     import gguf as gguf_package
 
-    names = gguf_package.TensorNameMap(_model_arch(gguf_package, arch_name), model.config.num_hidden_layers)
+    model_arch = next(a for a, n in gguf_package.MODEL_ARCH_NAMES.items() if n == arch_name)
+    names = gguf_package.TensorNameMap(model_arch, model.config.num_hidden_layers)
     found = {}
     for name, param in model.named_parameters(remove_duplicate=True):
         file_name = names.get_name(name, try_suffixes=(".weight", ".bias"))
@@ -114,10 +114,6 @@ def _tensors_by_parameter(model, f: gguf.GGUFFile, arch_name: str) -> dict:
                                         f"architecture needs {tuple(param.shape)} for {name}")
         found[name] = tensor
     return found
-
-
-def _model_arch(gguf_package, arch_name: str):
-    return next(a for a, n in gguf_package.MODEL_ARCH_NAMES.items() if n == arch_name)
 
 
 def _unused(f: gguf.GGUFFile, used: dict) -> list:
@@ -141,8 +137,7 @@ def _take_formats(model, tensors: dict, weights: bool) -> None:
     for _, module in list(model.named_modules()):
         for child_name, child in list(module._modules.items()):
             if type(child) is Linear and isinstance(child.weight.dtype, BlockDType):
-                bias = child.bias
-                setattr(module, child_name, QuantizedLinear(child.weight, None, bias))
+                setattr(module, child_name, QuantizedLinear(child.weight, None, child.bias))
 
 
 __all__ = ["load", "config_of", "ARCHITECTURE_CLASSES"]

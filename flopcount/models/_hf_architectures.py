@@ -107,17 +107,15 @@ _TABLE = [
     *_heads(vit_hf.ViTConfig, IMAGE, vit_hf.ViTModel, vit_hf.ViTForImageClassification,
             renames=vit_hf.CHECKPOINT_RENAMES, adapt=_square),
     HFArchitecture("GPT2LMHeadModel", gpt2.GPT2LMHeadModel, gpt2.GPT2Config, TEXT, _GPT2),
-    HFArchitecture("LlamaForCausalLM", llama.LlamaForCausalLM, llama.LlamaConfig, TEXT, _LLAMA, adapt=_rope),
-    HFArchitecture("MistralForCausalLM", mistral.MistralForCausalLM, mistral.MistralConfig, TEXT, _LLAMA, adapt=_rope),
-    HFArchitecture("Qwen2ForCausalLM", qwen2.Qwen2ForCausalLM, qwen2.Qwen2Config, TEXT, _LLAMA, adapt=_rope),
-    HFArchitecture("GemmaForCausalLM", gemma.GemmaForCausalLM, gemma.GemmaConfig, TEXT, _LLAMA, adapt=_rope),
-    HFArchitecture("Phi3ForCausalLM", phi3.Phi3ForCausalLM, phi3.Phi3Config, TEXT, _LLAMA, adapt=_rope),
+    # the decoders build from their class's config_class
+    *[HFArchitecture(cls.__name__, cls, cls.config_class, TEXT, _LLAMA, adapt=_rope)
+      for cls in (llama.LlamaForCausalLM, mistral.MistralForCausalLM, qwen2.Qwen2ForCausalLM, gemma.GemmaForCausalLM,
+                  phi3.Phi3ForCausalLM)],
     HFArchitecture("MixtralForCausalLM", mixtral.MixtralForCausalLM, mixtral.MixtralConfig, TEXT, _LLAMA,
                    renames=mixtral.CHECKPOINT_RENAMES, regroup=mixtral.stack_experts, adapt=_rope),
-    HFArchitecture("DeepseekV3ForCausalLM", deepseek.DeepseekV3ForCausalLM, deepseek.DeepseekV3Config, TEXT,
-                   _DEEPSEEK, regroup=deepseek.stack_experts, adapt=lambda d: _rope(deepseek.adapt_config(d))),
-    HFArchitecture("DeepseekV2ForCausalLM", deepseek.DeepseekV2ForCausalLM, deepseek.DeepseekV2Config, TEXT,
-                   _DEEPSEEK, regroup=deepseek.stack_experts, adapt=lambda d: _rope(deepseek.adapt_config(d))),
+    *[HFArchitecture(cls.__name__, cls, cls.config_class, TEXT, _DEEPSEEK, regroup=deepseek.stack_experts,
+                     adapt=lambda d: _rope(deepseek.adapt_config(d)))
+      for cls in (deepseek.DeepseekV3ForCausalLM, deepseek.DeepseekV2ForCausalLM)],
 ]
 ARCHITECTURES: dict[str, HFArchitecture] = {a.name: a for a in _TABLE}
 

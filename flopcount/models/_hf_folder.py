@@ -25,9 +25,12 @@ from dataclasses import dataclass, field
 
 from .. import runtime as rt
 from ..runtime import errors
+from ..runtime.device import CPU
+from ..runtime.dtypes import get_dtype
+from ..runtime.factories import empty
 from ..runtime.io.files import open_model_file
 from ..runtime.io.json_text import parse_json
-from ..runtime.dtypes import get_dtype
+from ..runtime.io.mapped import map_tensors
 from ._hf_architectures import ARCHITECTURES, IMAGE, TEXT, NotNative, names
 
 SEQUENCE_LENGTH = 128          # the default number of tokens of a text model's input
@@ -133,9 +136,6 @@ def load_weights(model, folder: str, renames: tuple = (), regroup=None) -> None:
     folder's tensors, mapped from the files, in the dtype they were saved in. ``regroup`` (an
     architecture's: {name: array} -> {name: array}, on the checkpoint's names) and then
     ``renames`` turn the checkpoint's tensors and names into the model's."""
-    from ..runtime.device import CPU
-    from ..runtime.io.mapped import map_tensors
-
     files = weight_files(folder)
     if not files:
         raise errors.ModelFileError(_no_weights(folder))
@@ -213,8 +213,6 @@ def _native(folder: str, data: dict, arch, config, weights: bool) -> Folder:
 def materialize_buffers(model) -> None:
     """Derived buffers (position ids...) of a model built on meta, made on the CPU: the
     parameters come from the weights, these from the code (``reset_buffers``)."""
-    from ..runtime.factories import empty
-
     for module in model.modules():
         for buffer in module._buffers.values():
             if buffer is not None and buffer.device.type == "meta":

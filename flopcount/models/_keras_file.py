@@ -21,6 +21,7 @@ import zipfile
 from dataclasses import dataclass, field
 
 from ..runtime import errors
+from ..runtime.device import CPU
 from ..runtime.dtypes import get_dtype
 from ..runtime.graph.tree import leaves_of
 from ..runtime.io.files import open_model_file
@@ -82,13 +83,7 @@ class KerasModel(Module):
         values = {(name, 0): (tensor,) for name, tensor in given.items()}
 
         def resolve(item):
-            if isinstance(item, Ref):
-                return values[(item.layer, item.node)][item.index]
-            if isinstance(item, (list, tuple)):
-                return [resolve(i) for i in item]
-            if isinstance(item, dict):
-                return {k: resolve(v) for k, v in item.items()}
-            return item
+            return _map_refs(item, lambda ref: values[(ref.layer, ref.node)][ref.index])
 
         for layer, node, args, kwargs in self.calls:
             out = self._modules[layer](*resolve(args), **resolve(kwargs))
@@ -106,6 +101,17 @@ class Sequential(KerasModel):
 
 class Functional(KerasModel):
     """A Keras Functional model, ``keras.Model(inputs, outputs)``."""
+
+
+def _map_refs(item, replace):
+    """``item`` with every Ref in its lists, tuples (made lists) and dicts replaced by ``replace(ref)``."""
+    if isinstance(item, Ref):
+        return replace(item)
+    if isinstance(item, (list, tuple)):
+        return [_map_refs(i, replace) for i in item]
+    if isinstance(item, dict):
+        return {k: _map_refs(v, replace) for k, v in item.items()}
+    return item
 
 
 # --- the archive -----------------------------------------------------------------------------------
@@ -370,23 +376,17 @@ def _model(path: str, kind: str, config: dict) -> KerasModel:
             if not isinstance(layer.get("config"), dict):
                 raise errors.ModelFileError(f"{path}: nested model {_name(layer)!r} has no config")
             module = _model(path, layer["class_name"], layer["config"])
-            if layer["config"].get("trainable") is False:   # a frozen backbone
-                for param in module.parameters():
-                    param.requires_grad = False
         else:
             module = _build(path, layer)
+        if layer["config"].get("trainable") is False:   # a frozen layer or backbone
+            for param in module.parameters():
+                param.requires_grad = False
         model.add_module(names[_name(layer)], module)
     return model
 
 
 def _renamed(item, names: dict):
-    if isinstance(item, Ref):
-        return Ref(names[item.layer], item.node, item.index)
-    if isinstance(item, list):
-        return [_renamed(i, names) for i in item]
-    if isinstance(item, dict):
-        return {k: _renamed(v, names) for k, v in item.items()}
-    return item
+    return _map_refs(item, lambda ref: Ref(names[ref.layer], ref.node, ref.index))
 
 
 def _build(path: str, layer: dict):
@@ -401,9 +401,6 @@ def _build(path: str, layer: dict):
     except (KeyError, IndexError, TypeError, ValueError, ZeroDivisionError, errors.FlopcountError) as exc:
         raise errors.ModelFileError(f"{path}: layer {name!r} ({kind}) has a config flopcount cannot build "
                                     f"({type(exc).__name__}: {exc})") from None
-    if config.get("trainable") is False:
-        for param in module.parameters():
-            param.requires_grad = False
     return module
 
 
@@ -458,8 +455,6 @@ def weight_groups(kind: str, layers: list) -> dict:
 def _fill(path: str, store, prefix: str, model: KerasModel) -> None:
     """Each layer's parameters from ``model.weights.h5``, rearranged to flopcount's layout; a
     nested model's from the groups under its own."""
-    from ..runtime.device import CPU
-
     layers = {_name(l): l for l in model.keras_layers}
     for name, layer_path in weight_groups(model.keras_kind, model.keras_layers).items():
         if layers[name].get("class_name") == "InputLayer":

@@ -9,6 +9,8 @@ from typing import Callable
 import numpy as np
 
 from ..runtime import errors
+from ..runtime.factories import empty
+from ..runtime.tensor import tensor
 
 
 
@@ -81,15 +83,11 @@ def example_input(name: str, batch: int = 1, device="cpu", seed: int = 0):
     Images are standard-normal float32 of the model's size; token ids are uniform in the
     vocabulary, int64; the same seed gives the same values on every device.
     """
-    from ..runtime.tensor import tensor
-
     rng = np.random.default_rng(seed)
     out = []
     for _, shape, dtype, high in info(name).inputs:
         full = (batch,) + tuple(shape)
         if str(device) == "meta":
-            from ..runtime.factories import empty
-
             out.append(empty(*full, dtype=dtype, device="meta"))
         elif high is not None:
             out.append(tensor(rng.integers(0, high, size=full).astype(dtype), device=device))

@@ -61,6 +61,15 @@ def check_implementation(name: str) -> str:
     return name
 
 
+def check_heads(config, width: str, heads: str) -> None:
+    """A config's ``attn_implementation`` is one of IMPLEMENTATIONS and its ``width`` field a
+    multiple of its ``heads`` field; a ValueError naming the config and both values otherwise."""
+    check_implementation(config.attn_implementation)
+    if getattr(config, width) % getattr(config, heads):
+        raise ValueError(f"{type(config).__name__}: {width} {getattr(config, width)} is not a multiple of "
+                         f"{heads} {getattr(config, heads)}")
+
+
 def config_from(cls, overrides: dict):
     """``cls(**overrides)`` with a one-line error naming any unknown option."""
     known = {f.name for f in fields(cls)}
@@ -130,8 +139,8 @@ def additive_mask(keep, dtype=rt.float32):
 
 def build_mask(attention_mask, length: int, device, causal: bool, implementation: str, dtype=rt.float32):
     """What ``attention`` takes as ``mask`` for this implementation: additive in the scores'
-    ``dtype`` (eager), boolean (sdpa), or None (sdpa, causal, no padding: the op's ``is_causal``
-    flag does it)."""
+    ``dtype`` (eager), boolean (sdpa), or None (nothing masked; or sdpa, causal, no padding:
+    the op's ``is_causal`` flag does it)."""
     if implementation == "sdpa":
         if causal and attention_mask is None:
             return None

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from .. import runtime as rt
 from ..runtime import nn
 from ._registry import register_model, token_input
-from ._text import (activation, attention, build_mask, check_implementation, config_from, init_weights,
+from ._text import (activation, attention, build_mask, check_heads, config_from, init_weights,
                     materialize, merge_heads, skeleton, split_heads, SwitchableAttention)
 
 __all__ = ["BertConfig", "BertModel", "BertForMaskedLM", "BertForSequenceClassification", "bert_base"]
@@ -47,10 +47,7 @@ class BertConfig:
     attn_implementation: str = "eager"
 
     def __post_init__(self):
-        check_implementation(self.attn_implementation)
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"BertConfig: hidden_size {self.hidden_size} is not a multiple of "
-                             f"num_attention_heads {self.num_attention_heads}")
+        check_heads(self, "hidden_size", "num_attention_heads")
 
 
 class BertEmbeddings(nn.Module):
@@ -214,10 +211,8 @@ class BertModel(nn.Module, SwitchableAttention):
 
     def forward(self, input_ids, attention_mask=None, token_type_ids=None, position_ids=None):
         hidden = self.embeddings(input_ids, token_type_ids, position_ids)
-        mask = None
-        if attention_mask is not None:
-            mask = build_mask(attention_mask, input_ids.shape[1], hidden.device, causal=False,
-                              implementation=self.config.attn_implementation, dtype=hidden.dtype)
+        mask = build_mask(attention_mask, input_ids.shape[1], hidden.device, causal=False,
+                          implementation=self.config.attn_implementation, dtype=hidden.dtype)
         hidden = self.encoder(hidden, mask)
         pooled = self.pooler(hidden) if self.pooler is not None else None
         return hidden, pooled

@@ -39,7 +39,7 @@ Presets: ``deepseek_v3_small`` (tests), ``deepseek_v3`` (671B: build it on meta)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from .. import runtime as rt
 from ..runtime import nn
@@ -47,7 +47,7 @@ from ..runtime.factories import empty
 from ..runtime.nn import functional as F
 from ._cache import CacheLayout
 from ._decoder import (DecoderConfig, DecoderForCausalLM, DecoderLayer, DecoderModel, GatedMLP, LayerMask,
-                       register_presets)
+                       register_presets, rotate_half as swap_halves, yarn_mscale)
 from ._experts import StackedExperts, stack_experts as stack_expert_tensors
 from ._text import attention, merge_heads
 
@@ -143,8 +143,8 @@ def rotate_interleaved(x, cos, sin):
 
 
 def rotate_half(x, cos, sin):
-    half = x.shape[-1] // 2
-    return x * cos + rt.cat((-x[..., half:], x[..., :half]), dim=-1) * sin
+    """The Llama decoder's rotary turn of the two halves (``rope_interleave`` off)."""
+    return x * cos + swap_halves(x) * sin
 
 
 class MLAttention(nn.Module):
@@ -235,12 +235,6 @@ def rope_softmax_mscale(config: DecoderConfig) -> float:
     return yarn_mscale(rope["factor"], rope["mscale_all_dim"])
 
 
-def yarn_mscale(scale: float, mscale: float = 1.0) -> float:
-    import math
-
-    return 1.0 if scale <= 1 else 0.1 * mscale * math.log(scale) + 1.0
-
-
 # --- mixture of experts ---------------------------------------------------------------------------
 
 class DeepseekTopkRouter(nn.Module):
@@ -305,7 +299,7 @@ class SharedExperts(GatedMLP):
     """The ``n_shared_experts`` always-on experts as one SwiGLU of their summed width."""
 
     def __init__(self, config: DeepseekV3Config):
-        super().__init__(_with(config, intermediate_size=config.moe_intermediate_size * config.n_shared_experts))
+        super().__init__(replace(config, intermediate_size=config.moe_intermediate_size * config.n_shared_experts))
 
 
 class DeepseekMoE(nn.Module):
@@ -324,12 +318,6 @@ class DeepseekMoE(nn.Module):
         weights, index = self.gate(flat)
         routed = self.experts(flat, index, weights).reshape(*shape)
         return routed + self.shared_experts(hidden_states)
-
-
-def _with(config, **changes):
-    from dataclasses import replace
-
-    return replace(config, **changes)
 
 
 # --- the model ------------------------------------------------------------------------------------

@@ -21,7 +21,7 @@ import numpy as np
 from .. import runtime as rt
 from ..runtime import nn
 from ._registry import register_model, token_input
-from ._text import (activation, attention, build_mask, check_implementation, config_from, init_weights,
+from ._text import (activation, attention, build_mask, check_heads, config_from, init_weights,
                     materialize, merge_heads, skeleton, split_heads, SwitchableAttention)
 
 __all__ = ["DistilBertConfig", "DistilBertModel", "DistilBertForMaskedLM", "DistilBertForSequenceClassification",
@@ -52,9 +52,7 @@ class DistilBertConfig:
     attn_implementation: str = "eager"
 
     def __post_init__(self):
-        check_implementation(self.attn_implementation)
-        if self.dim % self.n_heads:
-            raise ValueError(f"DistilBertConfig: dim {self.dim} is not a multiple of n_heads {self.n_heads}")
+        check_heads(self, "dim", "n_heads")
 
 
 def sinusoidal_positions(n_pos: int, dim: int) -> np.ndarray:
@@ -169,10 +167,8 @@ class DistilBertModel(_DistilBert):
 
     def forward(self, input_ids, attention_mask=None, position_ids=None):
         hidden = self.embeddings(input_ids, position_ids)
-        mask = None
-        if attention_mask is not None:
-            mask = build_mask(attention_mask, input_ids.shape[1], hidden.device, causal=False,
-                              implementation=self.config.attn_implementation)
+        mask = build_mask(attention_mask, input_ids.shape[1], hidden.device, causal=False,
+                          implementation=self.config.attn_implementation)
         return self.transformer(hidden, mask)
 
 

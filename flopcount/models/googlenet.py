@@ -90,12 +90,8 @@ class GoogLeNet(nn.Module):
         self.maxpool4 = nn.MaxPool2d(2, stride=2, ceil_mode=True)
         self.inception5a = Inception(832, 256, 160, 320, 32, 128, 128)
         self.inception5b = Inception(832, 384, 192, 384, 48, 128, 128)
-        if aux_logits:
-            self.aux1 = InceptionAux(512, num_classes, dropout=dropout_aux)
-            self.aux2 = InceptionAux(528, num_classes, dropout=dropout_aux)
-        else:
-            self.aux1 = None
-            self.aux2 = None
+        self.aux1 = InceptionAux(512, num_classes, dropout=dropout_aux) if aux_logits else None
+        self.aux2 = InceptionAux(528, num_classes, dropout=dropout_aux) if aux_logits else None
         self.avgpool = nn.AdaptiveAvgPool2d((1, 1))
         self.dropout = nn.Dropout(p=dropout)
         self.fc = nn.Linear(1024, num_classes)

@@ -28,7 +28,7 @@ from ..runtime.factories import empty
 from ..runtime.ops.linalg import linear
 from ._cache import CacheLayout, CausalLMOutputWithPast, as_cache
 from ._registry import register_model, token_input
-from ._text import (activation, attention, check_implementation, config_from, decoder_mask, init_weights,
+from ._text import (activation, attention, check_heads, config_from, decoder_mask, init_weights,
                     materialize, merge_heads, residual_std, skeleton, split_heads, SwitchableAttention)
 
 __all__ = ["GPT2Config", "Conv1D", "GPT2Model", "GPT2LMHeadModel", "gpt2"]
@@ -55,9 +55,7 @@ class GPT2Config:
     attn_implementation: str = "eager"
 
     def __post_init__(self):
-        check_implementation(self.attn_implementation)
-        if self.n_embd % self.n_head:
-            raise ValueError(f"GPT2Config: n_embd {self.n_embd} is not a multiple of n_head {self.n_head}")
+        check_heads(self, "n_embd", "n_head")
 
 
 class Conv1D(nn.Module):

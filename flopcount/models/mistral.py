@@ -27,9 +27,6 @@ class MistralConfig(DecoderConfig):
     max_position_embeddings: int = 4096 * 32
     sliding_window: int | None = 4096
 
-    def layer_window(self, layer_idx: int) -> int | None:
-        return self.sliding_window
-
 
 MistralRotaryEmbedding, MistralMLP, MistralAttention, MistralDecoderLayer, MistralModel, MistralForCausalLM = \
     family_classes("Mistral", MistralConfig)

@@ -58,9 +58,6 @@ class MixtralConfig(DecoderConfig):
             raise ValueError(f"MixtralConfig: num_experts_per_tok must lie in [1, num_local_experts "
                              f"{self.num_local_experts}], got {self.num_experts_per_tok}")
 
-    def layer_window(self, layer_idx: int) -> int | None:
-        return self.sliding_window
-
 
 class MixtralTopKRouter(nn.Module):
     """Router logits, the top-k experts' renormalized probabilities, and their indices."""

@@ -37,9 +37,6 @@ class Phi3Config(DecoderConfig):
     pad_token_id: int | None = 32000
     sliding_window: int | None = None
 
-    def layer_window(self, layer_idx: int) -> int | None:
-        return self.sliding_window
-
 
 class Phi3MLP(nn.Module):
     """down_proj(up * act(gate)), gate and up from one ``gate_up_proj``."""

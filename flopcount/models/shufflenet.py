@@ -38,14 +38,11 @@ class InvertedResidual(nn.Module):
         branch_features = oup // 2
         if stride == 1 and inp != branch_features << 1:
             raise ValueError(f"InvertedResidual: stride 1 needs inp == oup (got inp {inp}, oup {oup})")
-        if stride > 1:
-            self.branch1 = nn.Sequential(
-                _depthwise_conv(inp, stride), nn.BatchNorm2d(inp),
-                nn.Conv2d(inp, branch_features, 1, 1, 0, bias=False), nn.BatchNorm2d(branch_features),
-                nn.ReLU(inplace=True),
-            )
-        else:
-            self.branch1 = nn.Sequential()
+        self.branch1 = nn.Sequential(
+            _depthwise_conv(inp, stride), nn.BatchNorm2d(inp),
+            nn.Conv2d(inp, branch_features, 1, 1, 0, bias=False), nn.BatchNorm2d(branch_features),
+            nn.ReLU(inplace=True),
+        ) if stride > 1 else nn.Sequential()
         self.branch2 = nn.Sequential(
             nn.Conv2d(inp if stride > 1 else branch_features, branch_features, 1, 1, 0, bias=False),
             nn.BatchNorm2d(branch_features), nn.ReLU(inplace=True),

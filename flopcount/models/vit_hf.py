@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from .. import runtime as rt
 from ..runtime import nn
 from ..runtime.errors import ShapeError
-from ._text import (activation, attention, check_implementation, materialize, merge_heads, skeleton, split_heads,
+from ._text import (activation, attention, check_heads, materialize, merge_heads, skeleton, split_heads,
                     SwitchableAttention)
 
 __all__ = ["ViTConfig", "ViTModel", "ViTForImageClassification", "CHECKPOINT_RENAMES"]
@@ -62,10 +62,7 @@ class ViTConfig:
     attn_implementation: str = "eager"
 
     def __post_init__(self):
-        check_implementation(self.attn_implementation)
-        if self.hidden_size % self.num_attention_heads:
-            raise ValueError(f"ViTConfig: hidden_size {self.hidden_size} is not a multiple of num_attention_heads "
-                             f"{self.num_attention_heads}")
+        check_heads(self, "hidden_size", "num_attention_heads")
         if self.pooler_output_size is None:
             self.pooler_output_size = self.hidden_size
 

@@ -21,10 +21,12 @@ import itertools
 
 import numpy as np
 
+from ..runtime.device import CPU
 from ..runtime.dispatch import apply, no_grad
 from ..runtime.errors import ShapeError
 from ..runtime.sbp import B, P, Split, slice_of
 from ..runtime.tensor import Tensor
+from .mesh import shard_step
 
 
 def split(array: np.ndarray, sbp, n: int, seed: int = 0) -> list:
@@ -89,9 +91,9 @@ def run_mesh(ranks: dict, axes: tuple, feeds: dict) -> dict:
             env[c][name] = g.tensors[name]
         for name in g.constants:  # a meta constant carries its (small) data: run it on the CPU
             t = g.tensors[name]
-            env[c][name] = Tensor._make(t.data, t.shape, t.dtype, _cpu()) if t.device.type == "meta" else t
+            env[c][name] = Tensor._make(t.data, t.shape, t.dtype, CPU) if t.device.type == "meta" else t
         for v in g.inputs:
-            env[c][v.name] = Tensor._make(feeds[c][v.name], v.shape, v.dtype, _cpu())
+            env[c][v.name] = Tensor._make(feeds[c][v.name], v.shape, v.dtype, CPU)
     first = ranks[coords[0]]
     with no_grad():
         for i, node in enumerate(first.nodes):
@@ -119,13 +121,7 @@ def _run_collective(ranks, coords, axis_pos: int, env, i) -> None:
         outs = node.op.collective(np, xs, **attrs)
         for c, arr in zip(members, outs):
             v = ranks[c].nodes[i].outputs[0]
-            env[c][v.name] = Tensor._make(np.ascontiguousarray(arr), v.shape, v.dtype, _cpu())
-
-
-def _cpu():
-    from ..runtime.device import CPU
-
-    return CPU
+            env[c][v.name] = Tensor._make(np.ascontiguousarray(arr), v.shape, v.dtype, CPU)
 
 
 def mesh_coords(sizes: tuple) -> list:
@@ -142,8 +138,6 @@ def run_step_on_mesh(step, feeds: dict, data: int = 1, tensor: int = 1, sequence
 
     The result equals ``rt.GraphModule(step.graph)(...)`` run on one device, up to rounding: the check that
     the SBP pass and the boxing it inserts compute the same step."""
-    from .mesh import shard_step
-
     sizes = tuple(n for n in (data, tensor) if n > 1) or (1,)
     names = tuple(a for a, n in (("dp", data), ("tp", tensor)) if n > 1) or ("dp",)
     coords = mesh_coords(sizes)
@@ -155,7 +149,7 @@ def run_step_on_mesh(step, feeds: dict, data: int = 1, tensor: int = 1, sequence
         for name in list(g.parameters):
             whole = np.asarray(step.graph.tensors[name].data)
             g.tensors[name] = Tensor._make(split_nd(whole, _sbps(info.params[name], sizes), sizes)[c],
-                                           g.parameters[name].shape, g.parameters[name].dtype, _cpu())
+                                           g.parameters[name].shape, g.parameters[name].dtype, CPU)
         local_feeds[c] = {v.name: split_nd(np.asarray(feeds[v.name]), _sbps(info.sbp(v.name), sizes), sizes)[c]
                           for v in g.inputs}
         ranks[c], infos[c] = g, info

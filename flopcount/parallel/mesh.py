@@ -18,9 +18,9 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ..runtime.errors import ShapeError
-from ..runtime.graph.passes.sbp import MeshAxis, Sharded, shard
+from ..runtime.graph.passes.sbp import MeshAxis, shard
 from ..runtime.graph.training import TrainingGraph
-from ..runtime.sbp import P, S
+from ..runtime.sbp import B, P, S
 
 DATA, TENSOR = "dp", "tp"
 
@@ -77,7 +77,8 @@ def shard_step(step: TrainingGraph, data: int = 1, tensor: int = 1, sequence_par
     grad_index = {p: [v.name for v in graph.outputs].index(v.name) for p, v in step.gradients.items()}
     passes = []
     origin = list(range(len(graph.nodes)))
-    for axis, position in zip(mesh_axes(data, tensor, sequence_parallel), _positions(data, tensor, index)):
+    for axis in mesh_axes(data, tensor, sequence_parallel):
+        position = index[0] if axis.kind == "data" else index[1]
         inputs = {v.name: S(0) for v in graph.inputs if v.name != step.seed} if axis.kind == "data" else {}
         if axis.kind == "data":
             for v in graph.inputs:
@@ -90,23 +91,8 @@ def shard_step(step: TrainingGraph, data: int = 1, tensor: int = 1, sequence_par
         origin = [origin[i] if 0 <= i < len(origin) else -1 for i in result.origin]
         passes.append(result)
         graph, n_forward = result.graph, result.n_forward
-    params = {name: tuple(_param_sbp(p, name) for p in passes) for name in step.gradients}
-    params.update({name: tuple(_param_sbp(p, name) for p in passes) for name in graph.parameters})
+    params = {name: tuple(p.params.get(name, B) for p in passes) for name in step.gradients}
+    params.update({name: tuple(p.params.get(name, B) for p in passes) for name in graph.parameters})
     return RankGraph(graph, tuple(p.axis for p in passes), passes, n_forward, params,
                      {p: graph.outputs[i].name for p, i in grad_index.items()}, step.seed,
                      graph.outputs[out_index].name, origin)
-
-
-def _param_sbp(result: Sharded, name: str):
-    from ..runtime.sbp import B
-
-    return result.params.get(name, B)
-
-
-def _positions(data: int, tensor: int, index: tuple) -> list:
-    out = []
-    if data > 1:
-        out.append(index[0])
-    if tensor > 1:
-        out.append(index[1])
-    return out

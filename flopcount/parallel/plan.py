@@ -20,16 +20,19 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from math import prod
 
+from .. import hardware as profiles
 from .. import runtime as rt
 from ..runtime.errors import FlopcountError, ShapeError
 from ..runtime.graph.passes.retype import with_dtype
 from ..runtime.graph.training import TrainingGraph, trace_training
+from ..runtime.sbp import P
 from .activations import MODES, stage_activations
 from .blocks import find_blocks
 from .collectives import Traffic, gradient_traffic, merge, ring_bytes, stage_traffic
 from .mesh import shard_step
 from .pipeline import split_stages
 from .states import ZERO_STAGES, bytes_per_parameter, model_states
+from .step_estimate import links, node_time, pipeline_step, traffic_time
 from .utilization import ATTENTION, convention, model_flops
 
 
@@ -303,15 +306,8 @@ def _tokens(sample) -> int:
 
 
 def _hardware(hardware):
-    if hardware is None:
-        return None
-    if not isinstance(hardware, str):
-        return hardware
-    try:
-        from .. import hardware as profiles
-    except ImportError:  # the profiles package is not part of this build
-        raise FlopcountError(f"hardware {hardware!r}: hardware profiles are not available") from None
-    return profiles.get(hardware)
+    """The profile ``hardware`` is or names (``flopcount.hardware.get``); None without one."""
+    return None if hardware is None else profiles.get(hardware)
 
 
 # --- traffic beyond the stage graph -----------------------------------------------------------------
@@ -323,8 +319,6 @@ def _partial_gradients(rank, stage, plan: Plan, grad_bytes: int) -> list:
     if "tp" not in axes:
         return []
     k = axes.index("tp")
-    from ..runtime.sbp import P
-
     size = sum(stage.graph.parameters[p].numel() * grad_bytes for p, g in rank.gradients.items()
                if p in stage.graph.parameters and rank.sbp(g)[k] is P)
     if not size:
@@ -350,8 +344,6 @@ def _shared_gradients(rank, stage, shared: dict, plan: Plan) -> list:
 def _slot(stage, act, traffic, hw, plan) -> float:
     """Seconds of one micro-batch on the stage: its ops' rooflines (recomputed ones twice) and
     its in-micro-batch collectives."""
-    from .step_estimate import links, node_time, traffic_time
-
     nodes = stage.graph.nodes
     compute = sum(node_time(n, hw, plan.dtype) for n in nodes)
     compute += sum(node_time(nodes[i], hw, plan.dtype) for i in act.recomputed)
@@ -363,8 +355,6 @@ def _slot(stage, act, traffic, hw, plan) -> float:
 def _step_time(report: PlanReport, hw) -> tuple:
     """(step seconds, bubble seconds): 1F1B over the slowest stage, then each stage's once-per-step
     traffic and its optimizer update (reading and writing its states at memory bandwidth)."""
-    from .step_estimate import links, pipeline_step, traffic_time
-
     plan = report.plan
     slot = max(s.slot_s for s in report.stages)
     step, bubble = pipeline_step(slot, plan.micro_batches, plan.pp)

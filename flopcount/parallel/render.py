@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from tabulate import tabulate
 
-from ..report.units import bytes_to_string, flops_to_string, params_to_string
+from ..report.units import bytes_to_string as _gb, flops_to_string as _flops, params_to_string
 
 
 def as_text(report) -> str:
@@ -93,11 +93,3 @@ def search_text(result) -> str:
                           tablefmt="simple", disable_numparse=True) if rows else "no plan fits")
     lines += [f"skipped {s}" for s in result.skipped]
     return "\n".join(lines)
-
-
-def _gb(n: int) -> str:
-    return bytes_to_string(n)
-
-
-def _flops(n: int) -> str:
-    return flops_to_string(n)

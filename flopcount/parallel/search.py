@@ -29,6 +29,7 @@ from .mesh import shard_step
 from .pipeline import split_stages
 from .plan import Plan, _hardware, _model_and_input, _traced_step, estimate
 from .states import ZERO_STAGES, bytes_per_parameter, model_states
+from .step_estimate import links, node_time, pipeline_step, traffic_time
 
 
 @dataclass
@@ -123,8 +124,6 @@ def _pipeline_sizes(n: int, layers: int) -> list:
 
 def _measure(module, sample, tp: int, sp: bool, dtype, hw, seq_len) -> tuple:
     """Per-layer parts of the model sharded for (tp, sp) at micro-batch 1."""
-    from .step_estimate import links, node_time, traffic_time
-
     step = _traced_step(module, sample, Plan(dtype=dtype))
     rank = shard_step(step, tensor=tp, sequence_parallel=sp)
     blocks = find_blocks(n.scope for n in rank.graph.nodes[:rank.n_forward])
@@ -147,8 +146,6 @@ def _measure(module, sample, tp: int, sp: bool, dtype, hw, seq_len) -> tuple:
 
 def _price(plan: Plan, parts: list, layers: int, hw) -> tuple:
     """(step seconds, peak bytes) of ``plan`` from the per-layer parts."""
-    from .step_estimate import links, pipeline_step, traffic_time
-
     b, m, mode = plan.micro_batch, plan.micro_batches, plan.recompute
     per = max(len(parts) // plan.pp, 1)
     link = links(hw, plan.dp, plan.tp)

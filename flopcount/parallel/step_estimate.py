@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..hardware import roofline
 from ..runtime.ops.boxing import CommCost
 
 
@@ -46,8 +47,6 @@ def links(hardware, data: int, tensor: int) -> Links:
 
 def node_time(node, hardware, dtype) -> float:
     """Roofline seconds of one op; a boxing node's time is priced as traffic instead."""
-    from ..hardware import roofline
-
     cost = node.cost()
     if isinstance(cost, CommCost):
         return 0.0

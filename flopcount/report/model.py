@@ -46,8 +46,9 @@ def _fields_with_listed_shapes(record) -> dict:
 
 
 class Achieved:
-    """Rates achieved over a measured time, for anything with ``flops``, ``bytes_read``,
-    ``bytes_written`` and ``latency_ms`` (a report row, an engine's timed node)."""
+    """Rates achieved over a measured time, and the arithmetic intensity, for anything with
+    ``flops``, ``bytes_read``, ``bytes_written`` and ``latency_ms`` (a report row, an op record,
+    an engine's timed node)."""
 
     __slots__ = ()  # rows keep theirs: a huge graph has one per node and scope
     flops: int
@@ -65,6 +66,12 @@ class Achieved:
         """Achieved bytes/s (read + written) from the measured latency."""
         moved = self.bytes_read + self.bytes_written
         return moved / (self.latency_ms / 1e3) if self.latency_ms else None
+
+    @property
+    def intensity(self) -> float | None:
+        """Arithmetic intensity: FLOPs per byte moved (``None`` when nothing moved)."""
+        moved = self.bytes_read + self.bytes_written
+        return self.flops / moved if moved else None
 
 
 RowKind = Literal["module", "scope", "op"]
@@ -122,12 +129,6 @@ class Row(Achieved):
         """The roofline time as a fraction of the measured latency (1.0: at the bound)."""
         return self.roofline_ms / self.latency_ms if self.roofline_ms is not None and self.latency_ms else None
 
-    @property
-    def intensity(self) -> float | None:
-        """Arithmetic intensity: FLOPs per byte moved (``None`` when nothing moved)."""
-        moved = self.bytes_read + self.bytes_written
-        return self.flops / moved if moved else None
-
     def to_dict(self) -> dict:
         out = _fields_with_listed_shapes(self)
         out["intensity"] = self.intensity
@@ -137,7 +138,7 @@ class Row(Achieved):
 
 
 @dataclass(slots=True)
-class OpRecord:
+class OpRecord(Achieved):
     """One dispatched op (eager) or graph node: the per-op view and the Chrome trace.
 
     ``counted`` says whether the op's cost is part of the report's total (an op inside a module

@@ -24,6 +24,8 @@ from __future__ import annotations
 import io
 import os
 
+from .. import hardware as hw
+from ..io_utils import atomic_write
 from ..runtime.errors import FlopcountError
 from .units import flops_to_string, macs_to_string, params_to_string, time_to_string
 from .views import tree_rows
@@ -62,7 +64,7 @@ def plot(report, kind: str = "overview", depth: int = 1, top: int | None = None,
         if path is not None:
             write_figure(figure, path)
         return figure
-    layers = _layer_rows(report, depth, top) if kind not in ("roofline", "prediction") else []
+    layers = _layer_rows(report, depth, top) if kind != "roofline" else []
     bar_height = 0.8 + 0.24 * len(layers)
     height = {"layers": bar_height, "roofline": 5.0, "overview": bar_height + 5.5}[kind]
     figure = Figure(figsize=(11, height), layout="constrained")
@@ -108,18 +110,13 @@ def _draw_prediction(ax, report) -> None:
 def write_figure(figure, path: str) -> None:
     """The figure into ``path`` atomically: drawn in memory first, so a failure leaves no
     half-written file."""
-    from ..io_utils import atomic_write
-
     buffer = io.BytesIO()
     figure.savefig(buffer, format=os.path.splitext(str(path))[1].lower()[1:])
     atomic_write(path, buffer.getvalue())
 
 
 def _layer_rows(report, depth: int, top: int | None) -> list:
-    rows = [row for row, _ in tree_rows(report, depth=depth, top=top) if row.name != ""]
-    if not rows:
-        rows = [report.root]
-    return rows
+    return [row for row, _ in tree_rows(report, depth=depth, top=top) if row.name != ""] or [report.root]
 
 
 def _label(report, row) -> str:
@@ -153,17 +150,12 @@ def _draw_layers(figure, report, rows: list) -> None:
 
 
 def _roofs(report, hardware):
-    from .. import hardware as hw
-
-    profile = hw.get(hardware) if hardware is not None else report.hardware or hw.get("cpu")
-    return profile
+    return hw.get(hardware) if hardware is not None else report.hardware or hw.get("cpu")
 
 
 def _op_points(report, profile) -> tuple:
     """(intensity, FLOP/s, op name) per forward op that computes and moves bytes, and whether
     the FLOP/s are measured."""
-    from .. import hardware as hw
-
     timed = report.latency_ms is not None and any(o.latency_ms for o in report.by_op("forward"))
     points = []
     for rec in report.by_op("forward"):

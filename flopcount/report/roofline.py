@@ -11,15 +11,7 @@ from __future__ import annotations
 
 from .. import hardware as _hw
 from ..hardware.calibrated import predict
-
-
-def _prefixes(scope: str) -> list:
-    """'' and every dotted prefix of ``scope`` ('a.b' -> ['', 'a', 'a.b'])."""
-    out = [""]
-    if scope:
-        parts = scope.split(".")
-        out += [".".join(parts[:i]) for i in range(1, len(parts) + 1)]
-    return out
+from .sums import scope_prefixes
 
 
 def add_roofline(report, profile) -> None:
@@ -37,7 +29,7 @@ def add_roofline(report, profile) -> None:
         record.predicted_ms = None if predicted is None else predicted * 1e3
         by_record[record.name] = record
         slot = 0 if r.bound == "compute" else 1
-        for prefix in _prefixes(record.scope):
+        for prefix in scope_prefixes(record.scope):
             times = by_scope.setdefault(prefix, [0.0, 0.0, 0.0])
             times[slot] += r.time_s
             times[2] += predicted or 0.0

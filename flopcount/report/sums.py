@@ -24,6 +24,16 @@ def accumulate(total, part, counts: tuple = COST_FIELDS, times: tuple = ()) -> N
             setattr(total, name, (getattr(total, name) or 0.0) + value)
 
 
+def scope_prefixes(scope: str) -> list:
+    """The rows an op of ``scope`` is summed into: the model's ('') and every dotted prefix.
+
+    >>> scope_prefixes("a.b")
+    ['', 'a', 'a.b']
+    """
+    parts = scope.split(".") if scope else []
+    return [""] + [".".join(parts[: i + 1]) for i in range(len(parts))]
+
+
 def add_macs(by_dtype: dict, dtype: str | None, macs: int) -> None:
     """Add ``macs`` run in ``dtype`` to a ``macs_by_dtype`` dict (nothing for zero MACs)."""
     if macs:
@@ -45,4 +55,4 @@ def add_macs_of(total, part) -> None:
         add_macs_to(total, dtype, macs)
 
 
-__all__ = ["COST_FIELDS", "accumulate", "add_macs", "add_macs_of", "add_macs_to"]
+__all__ = ["COST_FIELDS", "accumulate", "add_macs", "add_macs_of", "add_macs_to", "scope_prefixes"]

@@ -141,15 +141,12 @@ def _op_cells(report, top, sort) -> tuple:
     headers += _roofline_headers(report)
     body = []
     for r in records:
-        moved = r.bytes_read + r.bytes_written
-        intensity = f"{r.flops / moved:.2f}" if moved else "-"
         cells = [r.name, r.op + ("" if r.counted else " (not counted)"), r.scope or "-",
                  _shapes(r.input_shapes), _shapes(r.output_shapes), macs_to_string(r.macs),
                  flops_to_string(r.flops), f"{bytes_to_string(r.bytes_read)} / {bytes_to_string(r.bytes_written)}",
-                 intensity]
+                 "-" if r.intensity is None else f"{r.intensity:.2f}"]
         if timed:
-            rate = r.flops / (r.latency_ms / 1e3) if r.latency_ms else None
-            cells += [time_to_string(r.latency_ms), rate_to_string(rate, "FLOP")]
+            cells += [time_to_string(r.latency_ms), rate_to_string(r.flops_per_second, "FLOP")]
         body.append(cells + _roofline_cells(report, r))
     return headers, body
 

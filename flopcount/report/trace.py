@@ -25,6 +25,7 @@ from __future__ import annotations
 import os
 
 from ..runtime.errors import FlopcountError
+from .sums import scope_prefixes
 
 # onnxruntime's element type names for the dtypes the runtime has
 _ORT_TYPES = {"float32": "float", "float64": "double", "float16": "float16", "int64": "int64",
@@ -34,12 +35,9 @@ _THREADS = {"forward": 1, "backward": 2}
 
 
 def _type_shape(shapes, dtypes) -> list:
-    out = []
-    for shape, dtype in zip(shapes, dtypes):
-        if shape is None:
-            continue
-        out.append({_ORT_TYPES.get(dtype, dtype or "float"): list(shape)})
-    return out
+    """[{onnxruntime's type name: shape}] per present input or output (None: an absent optional one)."""
+    return [{_ORT_TYPES.get(dtype, dtype or "float"): list(shape)} for shape, dtype in zip(shapes, dtypes)
+            if shape is not None]
 
 
 def _clock(report) -> tuple:
@@ -76,12 +74,6 @@ def _op_event(report, rec, index: int, provider: str, pid: int, start_ns: int, d
     }
 
 
-def _scope_chain(scope: str) -> list:
-    """'a.b' -> ['a', 'a.b']; the root ('') is the thread itself."""
-    parts = scope.split(".") if scope else []
-    return [".".join(parts[: i + 1]) for i in range(len(parts))]
-
-
 class _Modules:
     """Open module slices of one thread: entered and left as consecutive ops change scope."""
 
@@ -90,7 +82,7 @@ class _Modules:
         self.open: list = []   # [(path, start_ns)]
 
     def move_to(self, scope: str, now_ns: int) -> None:
-        chain = _scope_chain(scope)
+        chain = scope_prefixes(scope)[1:]   # the model's row ('') is the thread itself
         keep = 0
         while keep < min(len(chain), len(self.open)) and self.open[keep][0] == chain[keep]:
             keep += 1

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 
+from ..runtime.errors import FlopcountError
 from .sums import accumulate
 
 SORT_KEYS = {"macs": "macs", "flops": "flops", "params": "params", "latency": "latency_ms",
@@ -26,8 +27,6 @@ def check_sort(report, sort: str | None) -> None:
     """A sort key the report can honour: ``latency`` needs measured times."""
     sort_attribute(sort)
     if sort == "latency" and report.latency_ms is None:
-        from ..runtime.errors import FlopcountError
-
         raise FlopcountError("sort by latency: this report has no measured latency "
                              "(profile with latency=True, or --latency on the command line)")
 

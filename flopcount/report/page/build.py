@@ -9,6 +9,8 @@ import json
 import re
 from importlib import resources
 
+from ...version import __version__
+
 # the scripts in the order they build on each other; main.js starts the page
 SCRIPTS = ("core.js", "model.js", "layout.js", "tree.js", "graph.js", "roofline.js", "timeline.js", "compare.js",
            "document.js", "main.js")
@@ -26,8 +28,6 @@ def embedded_json(data) -> str:
 
 def page(data: dict, title: str) -> str:
     """The whole page for ``data`` (see :mod:`.data`)."""
-    from ...version import __version__
-
     parts = {"title": html.escape(title), "version": __version__, "css": asset("page.css"),
              "js": "\n".join(asset(name) for name in SCRIPTS).replace("</script", "<\\/script"),
              "data": embedded_json(dict(data, title=title))}
