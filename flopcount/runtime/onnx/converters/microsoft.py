@@ -27,6 +27,7 @@ from ...ops.indexing import index_select
 from ...ops.quantized import quantized_linear
 from ._base import PACKED_WEIGHTS, constant, converter
 from .attention import _heads, _merge_heads, _rotate, _rows
+from .nn import rms_norm
 from .quantized import _minus_zero_point, _row_zero_point
 
 MS = "com.microsoft."
@@ -98,12 +99,7 @@ def simplified_layer_norm(ctx, x, scale):
     (where Llama exports write it), and the optimizer may write it in com.microsoft."""
     if ctx.output_used(1):
         raise ctx.unsupported("output 1 (the inverse standard deviation) is not supported")
-    axis = ctx.axis(int(ctx.attr("axis", -1)), x.ndim)
-    shape = tuple(x.shape[axis:])
-    eps = float(ctx.attr("epsilon", 1e-5))
-    if tuple(scale.shape) == shape:
-        return norm.rms_norm(x, shape, scale, eps)
-    return ew.mul(norm.rms_norm(x, shape, None, eps), scale)
+    return rms_norm(ctx, x, scale)  # ONNX's RMSNormalization: the same attributes and defaults
 
 
 @converter(MS + "EmbedLayerNormalization")
