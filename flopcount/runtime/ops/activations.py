@@ -522,9 +522,14 @@ def sigmoid(input):
     return apply(Sigmoid, input)
 
 
-def _implicit_softmax_dim(ndim: int) -> int:
-    # PyTorch's legacy choice for calls that leave ``dim`` out
-    return 0 if ndim in (0, 1, 3) else 1
+def _row_softmax(op, input, dim, dtype):
+    """``op`` (softmax or log_softmax) along ``dim`` of ``input``, cast to ``dtype`` first when
+    one is given."""
+    if dtype is not None:
+        input = input.to(dtype)
+    if dim is None:  # PyTorch's legacy choice for calls that leave ``dim`` out
+        dim = 0 if input.ndim in (0, 1, 3) else 1
+    return apply(op, input, dim=norm_dim(op.name, dim, input.ndim))
 
 
 def softmax(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
@@ -533,11 +538,7 @@ def softmax(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
     >>> softmax(rt.tensor([0.0, 0.0]), dim=0).tolist()
     [0.5, 0.5]
     """
-    if dtype is not None:
-        input = input.to(dtype)
-    if dim is None:
-        dim = _implicit_softmax_dim(input.ndim)
-    return apply(Softmax, input, dim=norm_dim("softmax", dim, input.ndim))
+    return _row_softmax(Softmax, input, dim, dtype)
 
 
 def softmin(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
@@ -549,8 +550,4 @@ def softmin(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
 
 def log_softmax(input, dim: int | None = None, _stacklevel: int = 3, dtype=None):
     """log(softmax(x)) along ``dim``, computed stably."""
-    if dtype is not None:
-        input = input.to(dtype)
-    if dim is None:
-        dim = _implicit_softmax_dim(input.ndim)
-    return apply(LogSoftmax, input, dim=norm_dim("log_softmax", dim, input.ndim))
+    return _row_softmax(LogSoftmax, input, dim, dtype)

@@ -91,6 +91,18 @@ def _input_grad_padding(x_shape, g_shape, kernel, stride, padding, dilation) -> 
                  for n, o, k, s, p, d in zip(x_shape[2:], g_shape[2:], kernel, stride, padding, dilation))
 
 
+def _conv_sbp(x, bias, groups: int, out_channels_dim: int) -> list:
+    """The SBP rule of a conv or transposed conv whose weight holds the output channels in dim
+    ``out_channels_dim`` and the input channels in the other: the batch; as linear layers, the
+    output channels (column) or the input channels (row, partial sums out), for ungrouped convs."""
+    b = None if bias is None else B
+    sigs = [Signature((S(0), B, b), (S(0),))] if x.shape[0] > 1 else []
+    if groups == 1:
+        sigs += [Signature((B, S(out_channels_dim), None if bias is None else S(0)), (S(1),)),
+                 Signature((S(1), S(1 - out_channels_dim), None if bias is None else P), (P,))]
+    return sigs + [Signature((P, B, None if bias is None else P), (P,))]
+
+
 @register_op("conv", ptflops="conv")
 class Conv(Op):
     """N-d convolution: x (N, Cin, *S), weight (Cout, Cin/g, *K), bias (Cout,) or None."""
@@ -134,14 +146,7 @@ class Conv(Op):
                        flops=2 * macs + (numel(out) if bias is not None else 0))
 
     def sbp(out, x, weight, bias=None, *, stride, padding, dilation, groups):
-        # the batch; as linear layers, the output channels (column) or the input channels
-        # (row, partial sums out), for ungrouped convs
-        b = None if bias is None else B
-        sigs = [Signature((S(0), B, b), (S(0),))] if x.shape[0] > 1 else []
-        if groups == 1:
-            sigs += [Signature((B, S(0), None if bias is None else S(0)), (S(1),)),
-                     Signature((S(1), S(1), None if bias is None else P), (P,))]
-        return sigs + [Signature((P, B, None if bias is None else P), (P,))]
+        return _conv_sbp(x, bias, groups, out_channels_dim=0)  # the weight is (Cout, Cin/g, *K)
 
 
 @register_op("conv_weight_grad")
@@ -239,13 +244,7 @@ class ConvTranspose(Op):
                        flops=2 * macs + (numel(out) if bias is not None else 0))
 
     def sbp(out, x, weight, bias=None, *, stride, padding, output_padding, dilation, groups):
-        # the weight is (Cin, Cout/g, *K): input channels give partial sums, output channels split
-        b = None if bias is None else B
-        sigs = [Signature((S(0), B, b), (S(0),))] if x.shape[0] > 1 else []
-        if groups == 1:
-            sigs += [Signature((B, S(1), None if bias is None else S(0)), (S(1),)),
-                     Signature((S(1), S(0), None if bias is None else P), (P,))]
-        return sigs + [Signature((P, B, None if bias is None else P), (P,))]
+        return _conv_sbp(x, bias, groups, out_channels_dim=1)  # the weight is (Cin, Cout/g, *K)
 
 
 @register_op("conv_transpose_weight_grad")

@@ -96,10 +96,7 @@ def _maybe_unbatched(name: str, input, p: float, training: bool, spatial_dims: i
     if input.ndim not in (spatial_dims + 1, spatial_dims + 2):
         raise ShapeError(f"{name}: expects a {spatial_dims + 1}-d or {spatial_dims + 2}-d input, "
                          f"got shape {input.shape}")
-    _check_p(p)
-    if not training or p == 0:
-        return input
-    if input.ndim == spatial_dims + 2:
+    if input.ndim == spatial_dims + 2 or not training or p == 0:  # the last two: _dropout returns input
         return _dropout(input, p, training, channelwise=True)
     from .movement import squeeze, unsqueeze
 

@@ -108,8 +108,9 @@ class MeanN(_Nary):
         return tuple(share if x.requires_grad else None for x in inputs)
 
 
-def _to_holders(g, out, inputs) -> tuple:
-    """``g`` to the inputs equal to the result (the maximum or minimum), split between ties."""
+def _to_holders(g, out, *inputs) -> tuple:
+    """The vjp of a maximum or minimum: ``g`` to the inputs equal to the result, split
+    between ties."""
     holds = [eq(x, out) for x in inputs]
     ties = add_n(*(cast(h, g.dtype) for h in holds)) if len(holds) > 1 else cast(holds[0], g.dtype)
     share = div(g, ties)
@@ -119,19 +120,13 @@ def _to_holders(g, out, inputs) -> tuple:
 @register_op("maximum_n", onnx="Max")
 class MaximumN(_Nary):
     forward = staticmethod(_fold("maximum_n", "maximum"))
-
-    @staticmethod
-    def vjp(g, out, *inputs):
-        return _to_holders(g, out, inputs)
+    vjp = staticmethod(_to_holders)
 
 
 @register_op("minimum_n", onnx="Min")
 class MinimumN(_Nary):
     forward = staticmethod(_fold("minimum_n", "minimum"))
-
-    @staticmethod
-    def vjp(g, out, *inputs):
-        return _to_holders(g, out, inputs)
+    vjp = staticmethod(_to_holders)
 
 
 def add_n(*tensors):

@@ -113,8 +113,8 @@ class Mean(_Reduce):
         return _kept_dims_sbp(x, dims, keepdim, linear=True)
 
 
-def _extreme_vjp(g, out, x, dims, keepdim):
-    # Ties share the gradient evenly, as PyTorch's amax/amin backward.
+def _extreme_vjp(g, out, x, *, dims, keepdim):
+    # The vjp of amax and amin: ties share the gradient evenly, as PyTorch's amax/amin backward.
     from .elementwise import cast, div, eq, mul
 
     out_full = _expand_back(out, x, dims, keepdim)
@@ -128,8 +128,7 @@ class Amax(_Reduce):
     def forward(xp, x, *, dims, keepdim):
         return xp.max(x, axis=dims, keepdims=keepdim)
 
-    def vjp(g, out, x, *, dims, keepdim):
-        return _extreme_vjp(g, out, x, dims, keepdim)
+    vjp = staticmethod(_extreme_vjp)
 
 
 @register_op("amin")
@@ -137,8 +136,7 @@ class Amin(_Reduce):
     def forward(xp, x, *, dims, keepdim):
         return xp.min(x, axis=dims, keepdims=keepdim)
 
-    def vjp(g, out, x, *, dims, keepdim):
-        return _extreme_vjp(g, out, x, dims, keepdim)
+    vjp = staticmethod(_extreme_vjp)
 
 
 def _arg_extreme(find, x, dim, keepdim):

@@ -79,7 +79,8 @@ def _scatter_along(xp, g, axis: int, index: np.ndarray, size: int):
     return xp.ascontiguousarray(xp.moveaxis(out, -1, axis))
 
 
-def _check(op, x, output_size, scales):
+def _resized(op, x, output_size, scales) -> Spec:
+    """The spec of ``x`` (N, C, *S) resampled to ``output_size``, the sizes checked first."""
     if x.ndim != len(output_size) + 2 or not output_size:
         raise ShapeError(f"{op}: input {x.shape} needs (N, C) and {len(output_size)} spatial dims "
                          f"for output_size {output_size}")
@@ -87,6 +88,7 @@ def _check(op, x, output_size, scales):
         raise ShapeError(f"{op}: input {x.shape} and output_size {output_size} must be non-empty")
     if scales is not None and len(scales) != len(output_size):
         raise ShapeError(f"{op}: scales {scales} need one value per spatial dim of {x.shape}")
+    return Spec(tuple(x.shape[:2]) + tuple(output_size), x.dtype, x.device)
 
 
 def _scale_of(scales, d):
@@ -98,8 +100,7 @@ class UpsampleNearest(Op):
     """Nearest-neighbour resampling of x (N, C, *S) to ``output_size`` (``exact``: nearest-exact)."""
 
     def shape(x, *, output_size, scales, exact):
-        _check("upsample_nearest", x, output_size, scales)
-        return Spec(x.shape[:2] + tuple(output_size), x.dtype, x.device)
+        return _resized("upsample_nearest", x, output_size, scales)
 
     def forward(xp, x, *, output_size, scales, exact):
         y = x
@@ -123,8 +124,7 @@ class UpsampleNearestBackward(Op):
     backward = True  # dispatched by a vjp
 
     def shape(g, *, input_size, scales, exact):
-        _check("upsample_nearest_backward", g, tuple(input_size), scales)
-        return Spec(tuple(g.shape[:2]) + tuple(input_size), g.dtype, g.device)
+        return _resized("upsample_nearest_backward", g, tuple(input_size), scales)
 
     def forward(xp, g, *, input_size, scales, exact):
         y = g
@@ -149,8 +149,7 @@ class UpsampleBilinear(Op):
 
     def shape(x, *, output_size, scales, align_corners):
         check_float("upsample_bilinear", x)
-        _check("upsample_bilinear", x, output_size, scales)
-        return Spec(x.shape[:2] + tuple(output_size), x.dtype, x.device)
+        return _resized("upsample_bilinear", x, output_size, scales)
 
     def forward(xp, x, *, output_size, scales, align_corners):
         y = x
@@ -180,8 +179,7 @@ class UpsampleBilinearBackward(Op):
     backward = True  # dispatched by a vjp
 
     def shape(g, *, input_size, scales, align_corners):
-        _check("upsample_bilinear_backward", g, tuple(input_size), scales)
-        return Spec(tuple(g.shape[:2]) + tuple(input_size), g.dtype, g.device)
+        return _resized("upsample_bilinear_backward", g, tuple(input_size), scales)
 
     def forward(xp, g, *, input_size, scales, align_corners):
         y = g

@@ -298,12 +298,9 @@ def _unary(fn):
     return _float_then_quantized(lambda ctx, x: fn(x))
 
 
-converter("RELU")(_unary(act.relu))
-converter("RELU6")(_unary(act.relu6))
-converter("RELU_N1_TO_1")(_unary(lambda x: act.hardtanh(x, -1.0, 1.0)))
-converter("LOGISTIC")(_unary(act.sigmoid))
-converter("TANH")(_unary(ew.tanh))
-converter("HARD_SWISH")(_unary(act.hardswish))
+for _name, _fn in {"RELU": act.relu, "RELU6": act.relu6, "RELU_N1_TO_1": lambda x: act.hardtanh(x, -1.0, 1.0),
+                   "LOGISTIC": act.sigmoid, "TANH": ew.tanh, "HARD_SWISH": act.hardswish}.items():
+    converter(_name)(_unary(_fn))
 
 
 @converter("SOFTMAX")

@@ -13,7 +13,7 @@ from ..onnx.converters.resize import resize
 from ..ops import activations as act
 from ..ops import elementwise as ew
 from ..ops import linalg, movement, reduction
-from .converters import _activated, _float_then_quantized, converter
+from .converters import _activated, _float_then_quantized, _unary, converter
 
 
 def _binary(fn, fused: bool = False):
@@ -29,10 +29,6 @@ converter("MAXIMUM")(_binary(ew.maximum))
 converter("MINIMUM")(_binary(ew.minimum))
 converter("SQUARED_DIFFERENCE")(_binary(lambda a, b: ew.mul(ew.sub(a, b), ew.sub(a, b))))
 converter("POW")(_binary(ew.pow))
-
-
-def _unary(fn):
-    return _float_then_quantized(lambda ctx, x: fn(x))
 
 
 for _name, _fn in {"EXP": ew.exp, "LOG": ew.log, "SQRT": ew.sqrt, "RSQRT": ew.rsqrt, "ABS": ew.abs,

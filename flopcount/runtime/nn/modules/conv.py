@@ -62,10 +62,7 @@ class _ConvNd(Module):
         shape = ((in_channels, out_channels // groups) if transposed
                  else (out_channels, in_channels // groups)) + self.kernel_size
         self.weight = Parameter(empty(*shape, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_channels, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        self.register_parameter("bias", Parameter(empty(out_channels, dtype=dtype, device=device)) if bias else None)
         self.reset_parameters()
 
     def _explicit_padding(self) -> list:

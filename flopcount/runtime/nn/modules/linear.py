@@ -34,9 +34,7 @@ class Linear(Module):
         self.out_features = out_features
         dtype = dtype or _dt.default_float
         self.weight = Parameter(empty(out_features, in_features, dtype=dtype, device=device))
-        self.bias = Parameter(empty(out_features, dtype=dtype, device=device)) if bias else None
-        if not bias:
-            self.register_parameter("bias", None)
+        self.register_parameter("bias", Parameter(empty(out_features, dtype=dtype, device=device)) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:
@@ -61,10 +59,7 @@ class Bilinear(Module):
         self.in1_features, self.in2_features, self.out_features = in1_features, in2_features, out_features
         dtype = dtype or _dt.default_float
         self.weight = Parameter(empty(out_features, in1_features, in2_features, dtype=dtype, device=device))
-        if bias:
-            self.bias = Parameter(empty(out_features, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias", None)
+        self.register_parameter("bias", Parameter(empty(out_features, dtype=dtype, device=device)) if bias else None)
         bound = 1 / math.sqrt(in1_features)
         init.uniform_(self.weight, -bound, bound)
         if self.bias is not None:

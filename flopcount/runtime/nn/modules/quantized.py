@@ -19,14 +19,8 @@ class QuantizedLinear(Module):
         super().__init__()
         self.in_features, self.out_features = weight.shape[1], weight.shape[0]
         self.weight = weight
-        if scale is None:
-            self.register_parameter("scale", None)
-        else:
-            self.scale = scale
-        if bias is None:
-            self.register_parameter("bias", None)
-        else:
-            self.bias = bias
+        self.register_parameter("scale", scale)
+        self.register_parameter("bias", bias)
 
     @property
     def group_size(self) -> int:

@@ -363,12 +363,8 @@ class RNNCellBase(Module):
         gate_size = num_chunks * hidden_size
         self.weight_ih = Parameter(empty(gate_size, input_size, dtype=dtype, device=device))
         self.weight_hh = Parameter(empty(gate_size, hidden_size, dtype=dtype, device=device))
-        if bias:
-            self.bias_ih = Parameter(empty(gate_size, dtype=dtype, device=device))
-            self.bias_hh = Parameter(empty(gate_size, dtype=dtype, device=device))
-        else:
-            self.register_parameter("bias_ih", None)
-            self.register_parameter("bias_hh", None)
+        for name in ("bias_ih", "bias_hh"):
+            self.register_parameter(name, Parameter(empty(gate_size, dtype=dtype, device=device)) if bias else None)
         self.reset_parameters()
 
     def reset_parameters(self) -> None:

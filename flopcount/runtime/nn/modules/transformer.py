@@ -82,10 +82,7 @@ class MultiheadAttention(Module):
             self.k_proj_weight = param(embed_dim, self.kdim)
             self.v_proj_weight = param(embed_dim, self.vdim)
             self.register_parameter("in_proj_weight", None)
-        if bias:
-            self.in_proj_bias = param(3 * embed_dim)
-        else:
-            self.register_parameter("in_proj_bias", None)
+        self.register_parameter("in_proj_bias", param(3 * embed_dim) if bias else None)
         self.out_proj = NonDynamicallyQuantizableLinear(embed_dim, embed_dim, bias=bias, device=device, dtype=dtype)
         self.bias_k = self.bias_v = None
         self.add_zero_attn = False

@@ -152,23 +152,31 @@ def rotary_embedding(ctx, x, cos, sin, position_ids=None):
     dim = int(ctx.attr("rotary_embedding_dim", 0) or head)
     if position_ids is not None:  # caches indexed by position: (B, L, dim / 2)
         cos, sin = _rows(cos, position_ids), _rows(sin, position_ids)
-    cos, sin = movement.unsqueeze(cos, -2), movement.unsqueeze(sin, -2)
-    rotate = getitem(y, (Ellipsis, slice(0, dim)))
-    if ctx.attr("interleaved", 0):
-        x1, x2 = getitem(rotate, (Ellipsis, slice(0, dim, 2))), getitem(rotate, (Ellipsis, slice(1, dim, 2)))
-    else:
-        x1, x2 = getitem(rotate, (Ellipsis, slice(0, dim // 2))), getitem(rotate, (Ellipsis, slice(dim // 2, dim)))
-    real = ew.sub(ew.mul(cos, x1), ew.mul(sin, x2))
-    imag = ew.add(ew.mul(sin, x1), ew.mul(cos, x2))
-    if ctx.attr("interleaved", 0):
-        rotated = movement.reshape(movement.stack([real, imag], -1), tuple(rotate.shape))
-    else:
-        rotated = movement.cat([real, imag], -1)
-    if dim < head:
-        rotated = movement.cat([rotated, getitem(y, (Ellipsis, slice(dim, head)))], -1)
+    rotated = _rotate(y, cos, sin, ctx.attr("interleaved", 0), dim)
     if four_d:
         return movement.contiguous(movement.permute(rotated, (0, 2, 1, 3)))
     return movement.reshape(rotated, tuple(x.shape))
+
+
+def _rotate(x, cos, sin, interleaved: bool, dim: int):
+    """RoPE on (B, S, N, H) features with per-position tables (B, S, dim / 2): the first ``dim``
+    features rotated in pairs (halves, or even/odd with ``interleaved``), the rest kept."""
+    head = x.shape[-1]
+    cos, sin = movement.unsqueeze(cos, -2), movement.unsqueeze(sin, -2)
+    part = getitem(x, (Ellipsis, slice(0, dim)))
+    if interleaved:
+        x1, x2 = getitem(part, (Ellipsis, slice(0, dim, 2))), getitem(part, (Ellipsis, slice(1, dim, 2)))
+    else:
+        x1, x2 = getitem(part, (Ellipsis, slice(0, dim // 2))), getitem(part, (Ellipsis, slice(dim // 2, dim)))
+    real = ew.sub(ew.mul(cos, x1), ew.mul(sin, x2))
+    imag = ew.add(ew.mul(sin, x1), ew.mul(cos, x2))
+    if interleaved:
+        rotated = movement.reshape(movement.stack([real, imag], -1), tuple(part.shape))
+    else:
+        rotated = movement.cat([real, imag], -1)
+    if dim < head:
+        rotated = movement.cat([rotated, getitem(x, (Ellipsis, slice(dim, head)))], -1)
+    return rotated
 
 
 def _rows(cache, ids):

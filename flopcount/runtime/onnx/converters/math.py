@@ -19,9 +19,11 @@ from ..elem_types import to_dtype
 from ._base import constant, converter, is_const
 from .quantized import NARROW_FLOATS, to_e8m0
 
-_ARITHMETIC = {"Add": ew.add, "Sub": ew.sub, "Mul": ew.mul}
-_COMPARE = {"Equal": ew.eq, "Less": ew.lt, "LessOrEqual": ew.le, "Greater": ew.gt,
-            "GreaterOrEqual": ew.ge, "And": ew.logical_and, "Or": ew.logical_or, "Xor": ew.logical_xor}
+# binary ops whose arguments are the runtime function's, in order: arithmetic, comparisons, logic
+_BINARY = {"Add": ew.add, "Sub": ew.sub, "Mul": ew.mul,
+           "Equal": ew.eq, "Less": ew.lt, "LessOrEqual": ew.le, "Greater": ew.gt,
+           "GreaterOrEqual": ew.ge, "And": ew.logical_and, "Or": ew.logical_or, "Xor": ew.logical_xor,
+           "BitwiseAnd": bitwise.bitwise_and, "BitwiseOr": bitwise.bitwise_or, "BitwiseXor": bitwise.bitwise_xor}
 _UNARY = {"Neg": ew.neg, "Abs": ew.abs, "Sign": ew.sign, "Exp": ew.exp, "Log": ew.log, "Sqrt": ew.sqrt,
           "Reciprocal": ew.reciprocal, "Sin": ew.sin, "Cos": ew.cos, "Tanh": ew.tanh, "Erf": ew.erf,
           "Floor": ew.floor, "Ceil": ew.ceil, "Round": ew.round, "Not": ew.logical_not, "IsNaN": ew.isnan,
@@ -29,27 +31,16 @@ _UNARY = {"Neg": ew.neg, "Abs": ew.abs, "Sign": ew.sign, "Exp": ew.exp, "Log": e
           "Mish": act.mish, "Softplus": act.softplus, "Tan": trig.tan, "Asin": trig.asin, "Acos": trig.acos,
           "Atan": trig.atan, "Sinh": trig.sinh, "Cosh": trig.cosh, "Asinh": trig.asinh, "Acosh": trig.acosh,
           "Atanh": trig.atanh, "BitwiseNot": bitwise.bitwise_not}
-_BITWISE = {"BitwiseAnd": bitwise.bitwise_and, "BitwiseOr": bitwise.bitwise_or, "BitwiseXor": bitwise.bitwise_xor}
 
 
-@converter(*_ARITHMETIC)
-def arithmetic(ctx, a, b):
-    return _ARITHMETIC[ctx.op_type](a, b)
-
-
-@converter(*_COMPARE)
-def compare(ctx, a, b):
-    return _COMPARE[ctx.op_type](a, b)
+@converter(*_BINARY)
+def binary(ctx, a, b):
+    return _BINARY[ctx.op_type](a, b)
 
 
 @converter(*_UNARY)
 def unary(ctx, x):
     return _UNARY[ctx.op_type](x)
-
-
-@converter(*_BITWISE)
-def bitwise_binary(ctx, a, b):
-    return _BITWISE[ctx.op_type](a, b)
 
 
 @converter("BitShift")
@@ -159,19 +150,14 @@ def variadic(ctx, *xs):
 
 # --- activations with attributes ---------------------------------------------------------------
 
-@converter("LeakyRelu")
-def leaky_relu(ctx, x):
-    return act.leaky_relu(x, ctx.attr("alpha", 0.01))
+# op type -> (the runtime function, called with x and the node's alpha; alpha's default)
+_WITH_ALPHA = {"LeakyRelu": (act.leaky_relu, 0.01), "Elu": (act.elu, 1.0), "Celu": (act.celu, 1.0)}
 
 
-@converter("Elu")
-def elu(ctx, x):
-    return act.elu(x, ctx.attr("alpha", 1.0))
-
-
-@converter("Celu")
-def celu(ctx, x):
-    return act.celu(x, ctx.attr("alpha", 1.0))
+@converter(*_WITH_ALPHA)
+def with_alpha(ctx, x):
+    fn, default = _WITH_ALPHA[ctx.op_type]
+    return fn(x, ctx.attr("alpha", default))
 
 
 @converter("Selu")

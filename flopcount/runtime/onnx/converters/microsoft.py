@@ -26,7 +26,8 @@ from ...ops.attention import scaled_dot_product_attention
 from ...ops.indexing import index_select
 from ...ops.quantized import quantized_linear
 from ._base import PACKED_WEIGHTS, constant, converter
-from .attention import _heads, _merge_heads, _rows
+from .attention import _heads, _merge_heads, _rotate, _rows
+from .nn import rms_norm
 from .quantized import _minus_zero_point, _row_zero_point
 
 MS = "com.microsoft."
@@ -98,12 +99,7 @@ def simplified_layer_norm(ctx, x, scale):
     (where Llama exports write it), and the optimizer may write it in com.microsoft."""
     if ctx.output_used(1):
         raise ctx.unsupported("output 1 (the inverse standard deviation) is not supported")
-    axis = ctx.axis(int(ctx.attr("axis", -1)), x.ndim)
-    shape = tuple(x.shape[axis:])
-    eps = float(ctx.attr("epsilon", 1e-5))
-    if tuple(scale.shape) == shape:
-        return norm.rms_norm(x, shape, scale, eps)
-    return ew.mul(norm.rms_norm(x, shape, None, eps), scale)
+    return rms_norm(ctx, x, scale)  # ONNX's RMSNormalization: the same attributes and defaults
 
 
 @converter(MS + "EmbedLayerNormalization")
@@ -130,29 +126,6 @@ def embed_layer_norm(ctx, input_ids, segment_ids, word, position, segment=None, 
 
 
 # --- rotary embedding --------------------------------------------------------------------------
-
-def _rotate(x, cos, sin, interleaved: bool, dim: int):
-    """RoPE on (B, S, N, H) features with per-position tables (B, S, dim / 2): the first ``dim``
-    features rotated in pairs (halves, or even/odd with ``interleaved``), the rest kept."""
-    from ...ops.indexing import getitem
-
-    head = x.shape[-1]
-    cos, sin = movement.unsqueeze(cos, -2), movement.unsqueeze(sin, -2)
-    part = getitem(x, (Ellipsis, slice(0, dim)))
-    if interleaved:
-        x1, x2 = getitem(part, (Ellipsis, slice(0, dim, 2))), getitem(part, (Ellipsis, slice(1, dim, 2)))
-    else:
-        x1, x2 = getitem(part, (Ellipsis, slice(0, dim // 2))), getitem(part, (Ellipsis, slice(dim // 2, dim)))
-    real = ew.sub(ew.mul(cos, x1), ew.mul(sin, x2))
-    imag = ew.add(ew.mul(sin, x1), ew.mul(cos, x2))
-    if interleaved:
-        rotated = movement.reshape(movement.stack([real, imag], -1), tuple(part.shape))
-    else:
-        rotated = movement.cat([real, imag], -1)
-    if dim < head:
-        rotated = movement.cat([rotated, getitem(x, (Ellipsis, slice(dim, head)))], -1)
-    return rotated
-
 
 def _positions(position_ids, batch: int, length: int):
     """Position ids (B, S): as given, or from one offset (shape (1,)): offset + 0 .. S-1."""

@@ -439,14 +439,10 @@ def mean_variance_normalization(ctx, x):
     return ew.div(centered, ew.add(ew.sqrt(variance), 1e-9))
 
 
-@converter("GlobalAveragePool")
-def global_avg_pool(ctx, x):
-    return apply(AdaptiveAvgPool, x, output_size=(1,) * (x.ndim - 2))
-
-
-@converter("GlobalMaxPool")
-def global_max_pool(ctx, x):
-    return apply(AdaptiveMaxPool, x, output_size=(1,) * (x.ndim - 2))
+@converter("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(ctx, x):
+    op = AdaptiveAvgPool if ctx.op_type == "GlobalAveragePool" else AdaptiveMaxPool
+    return apply(op, x, output_size=(1,) * (x.ndim - 2))
 
 
 # --- softmax, dropout --------------------------------------------------------------------------

@@ -172,7 +172,9 @@ def avg_pool(b, node, ins, outs):
     b.add("Mul", [y, b.scalar(factor, node.inputs[0].dtype)], outs)
 
 
-def _adaptive_as_pool(b, node, ins, outs, op_type: str):
+@emitter("adaptive_avg_pool", "adaptive_max_pool")
+def adaptive_pool(b, node, ins, outs):
+    op_type = "AveragePool" if node.op_name == "adaptive_avg_pool" else "MaxPool"
     x = node.inputs[0]
     sizes, out = x.shape[2:], node.attrs["output_size"]
     if all(o == 1 for o in out):
@@ -184,15 +186,6 @@ def _adaptive_as_pool(b, node, ins, outs, op_type: str):
         raise unsupported(node, f"adaptive pooling of {x.shape} to {out} has unequal windows, which no "
                                  f"ONNX pooling op has")
 
-
-@emitter("adaptive_avg_pool")
-def adaptive_avg_pool(b, node, ins, outs):
-    _adaptive_as_pool(b, node, ins, outs, "AveragePool")
-
-
-@emitter("adaptive_max_pool")
-def adaptive_max_pool(b, node, ins, outs):
-    _adaptive_as_pool(b, node, ins, outs, "MaxPool")
 
 @emitter("dropout")
 def dropout(b, node, ins, outs):
