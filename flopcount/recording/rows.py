@@ -13,7 +13,7 @@ from ..hardware import compute_dtype
 from . import pricing
 from ..report.model import OpRecord, Row
 from ..report.shared import ShapeTable
-from ..report.sums import COST_FIELDS, accumulate, add_macs_of, add_macs_to
+from ..report.sums import COST_FIELDS, accumulate, add_macs_of, add_macs_to, scope_prefixes
 
 # what a scope row sums over the nodes below it
 _SCOPE_COUNTS = COST_FIELDS + ("backward_macs", "backward_flops")
@@ -39,14 +39,6 @@ def _param_elems(node) -> tuple:
             elems += v.numel()
             nbytes += v.nbytes
     return elems, nbytes
-
-
-def _prefixes(scope: str) -> list:
-    """'a.b.c' -> ['', 'a', 'a.b', 'a.b.c']."""
-    if not scope:
-        return [""]
-    parts = scope.split(".")
-    return [""] + [".".join(parts[: i + 1]) for i in range(len(parts))]
 
 
 def common_scope(scopes) -> str:
@@ -209,7 +201,7 @@ class NodeRows:
             trainable = self._trainable_elems(n)
             row.trainable_params, row.frozen_params = trainable, elems - trainable
             _append(children, n.scope, row)
-            for p in _prefixes(n.scope):
+            for p in scope_prefixes(n.scope):
                 if p not in placed:
                     placed.add(p)
                     _append(children, scopes[p].parent, scopes[p])
@@ -248,7 +240,7 @@ class NodeRows:
             v = graph.parameters[name]
             trainable = bool(getattr(graph.tensors.get(name), "requires_grad", True))
             scopes[owner].params_own += v.numel()
-            for p in _prefixes(owner):
+            for p in scope_prefixes(owner):
                 row = scopes[p]
                 row.params += v.numel()
                 row.trainable_params += v.numel() if trainable else 0
@@ -273,7 +265,7 @@ class NodeRows:
         inputs_of: dict = {}   # scope -> its input shapes (see _append), the rows' tuples at the end
         outputs_of: dict = {}
         for n in graph.nodes:
-            prefixes = _prefixes(n.scope)[1:]
+            prefixes = scope_prefixes(n.scope)[1:]
             if not prefixes:
                 continue
             read_here: set = set()
@@ -313,7 +305,7 @@ class NodeRows:
         for n in graph.nodes:
             for v in n.outputs:
                 readers = [u.scope for u in users.get(v.name, [])]
-                for p in _prefixes(n.scope)[1:]:
+                for p in scope_prefixes(n.scope)[1:]:
                     if v.name in outputs or any(not _inside(s, p) for s in readers):
                         scopes[p].output_bytes += v.nbytes
         scopes[""].output_bytes = sum(v.nbytes for v in graph.outputs)
