@@ -282,10 +282,10 @@ class Calibration:
                 "versions": _versions(self.engine, on_gpu=self.gpu is not None),
                 "load_average": os.getloadavg()[0] if hasattr(os, "getloadavg") else None}
         # a profile per dtype: a half-precision GEMM reaches another share of its roofline
-        in_dtype = "" if self.dtype == "float32" else f" in {self.dtype}"
-        return self.base.with_(name=f"{self.base.name}-{self.engine}" + ("" if not in_dtype else f"-{self.dtype}"),
-                               title=f"{self.base.title}, calibrated with {self.engine}{in_dtype}", curves=curves,
-                               calibration=meta)
+        name, title = f"{self.base.name}-{self.engine}", f"{self.base.title}, calibrated with {self.engine}"
+        if self.dtype != "float32":
+            name, title = f"{name}-{self.dtype}", f"{title} in {self.dtype}"
+        return self.base.with_(name=name, title=title, curves=curves, calibration=meta)
 
 
 def calibrate(*, engine: str = "flopcount", device: str = "cpu", dtype: str = "float32", base: str | None = None,

@@ -326,7 +326,7 @@ def serve_command(ctx, model: str, hardware, rates, prompt, output_lengths, dtyp
                                       "onnxruntime on the suite's ONNX exports (pip install onnxruntime).")
 @click.option("--device", default="cpu", show_default=True, metavar="cpu|cuda[:N]", help="The device to calibrate.")
 @click.option("--dtype", type=click.Choice(["float32", "float16", "bfloat16"]), default="float32", show_default=True,
-              help="The dtype of every case (a profile per dtype: saved as DEVICE-ENGINE-DTYPE).")
+              help="The dtype of every case (a profile per dtype: saved as BASE-ENGINE-DTYPE).")
 @click.option("--base", metavar="NAME",
               help="The datasheet profile the curves are read against.  [default: cpu measured here; on a GPU "
                    "the one its name says]")
@@ -337,7 +337,8 @@ def serve_command(ctx, model: str, hardware, rates, prompt, output_lengths, dtyp
                    "over passes.")
 @click.option("--threads", type=click.IntRange(min=1),
               help="Threads of every case (time models with the same --threads).  [default: the cores free now]")
-@click.option("--name", metavar="NAME", help="Save as NAME (--hardware NAME).  [default: BASE-ENGINE, then -DTYPE unless float32]")
+@click.option("--name", metavar="NAME",
+              help="Save as NAME (--hardware NAME).  [default: BASE-ENGINE, then -DTYPE unless float32]")
 @click.option("-o", "--output", type=click.Path(dir_okay=False), metavar="FILE.json",
               help="Save to this file instead of the cache folder (--hardware FILE.json).")
 @click.option("-q", "--quiet", is_flag=True, help="No progress bar and no notes on stderr.")
