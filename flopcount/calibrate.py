@@ -69,7 +69,10 @@ def _suite(quick: bool) -> list:
     """The cases: sizes from dispatch-bound to throughput-bound for each class."""
     pick = (lambda xs: xs[::2]) if quick else (lambda xs: xs)
     cases = []
-    for m, k, n in pick([(1, 256, 256), (8, 512, 512), (64, 1024, 1024), (256, 1024, 2048), (512, 2048, 2048)]):
+    # GEMMs of few rows (a transformer's tokens at batch 1) and of many, each regime at several sizes
+    # (in an order where the quick suite's every other case keeps both)
+    for m, k, n in pick([(8, 512, 512), (1, 256, 256), (256, 1024, 2048), (64, 1024, 1024), (128, 768, 3072),
+                         (512, 2048, 2048), (1024, 768, 768), (32, 2048, 2048), (196, 3072, 768), (1024, 1024, 3072)]):
         cases.append(Case("matmul", f"linear {m}x{k}x{n}", lambda fw, m=m, k=k, n=n: (
             fw[1].Linear(k, n), [fw[0].randn(m, k)])))
     for b, m, k in pick([(4, 32, 64), (16, 128, 64), (32, 256, 128)]):
@@ -88,6 +91,11 @@ def _suite(quick: bool) -> list:
             fw[1].Conv2d(c, c, 3, padding=1, groups=c), [fw[0].randn(1, c, h, h)])))
         cases.append(Case("conv", f"1x1/2 {c}@{h}", lambda fw, c=c, h=h: (
             fw[1].Conv2d(c, 2 * c, 1, stride=2), [fw[0].randn(1, c, h, h)])))
+    # 1x1 convolutions (a bottleneck's and an inverted residual's): GEMMs, no window
+    for c_in, c_out, h, n in pick([(64, 256, 56, 1), (256, 64, 56, 1), (512, 128, 28, 1), (1024, 256, 14, 1),
+                                   (2048, 512, 7, 1), (32, 192, 28, 4), (256, 1024, 14, 4), (960, 160, 7, 4)]):
+        cases.append(Case("conv", f"1x1 {n}x{c_in}>{c_out}@{h}", lambda fw, c_in=c_in, c_out=c_out, h=h, n=n: (
+            fw[1].Conv2d(c_in, c_out, 1), [fw[0].randn(n, c_in, h, h)])))
     for b, s, d in pick([(1, 64, 64), (4, 128, 64), (8, 256, 64)]):
         cases.append(Case("attention", f"attention {b}x{s}x{d}", lambda fw, b=b, s=s, d=d: (
             _attention(fw), [fw[0].randn(b, 4, s, d) for _ in range(3)])))

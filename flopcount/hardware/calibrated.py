@@ -57,14 +57,18 @@ VIEW = "view"   # ops that move nothing (reshape, permute, getitem): their measu
 
 def op_class(op: str, input_shapes=None) -> str:
     """The calibration class of an op type: ``"conv2d"`` -> ``"conv"``. With the op's input
-    shapes, a convolution is ``conv_depthwise`` (a group per channel) or ``conv_grouped``
-    (several channels per group), whose kernels reach very different speeds at the same cost;
-    a batch norm is ``norm_batch``, an adaptive (global) pool ``pool_global``, an elementwise op
-    with a transcendental function (``MATH``) ``elementwise_math``. A profile without a
-    subclass's curve reads its class's.
+    shapes, a convolution is ``conv_depthwise`` (a group per channel), ``conv_grouped``
+    (several channels per group) or ``conv_pointwise`` (a dense 1x1 kernel: a plain GEMM, no
+    window), and a product by a weight matrix of fewer than ``FEW_ROWS`` rows (a transformer's
+    tokens at batch 1, a small batch) ``matmul_few_rows``: kernels that reach very different
+    speeds at the same cost. A batch norm is ``norm_batch``, an adaptive (global) pool
+    ``pool_global``, an elementwise op with a transcendental function (``MATH``)
+    ``elementwise_math``. A profile without a subclass's curve reads its class's.
 
     >>> op_class("conv", [(1, 32, 112, 112), (32, 1, 3, 3)]), op_class("linear"), op_class("batch_norm")
     ('conv_depthwise', 'matmul', 'norm_batch')
+    >>> op_class("conv", [(1, 256, 56, 56), (64, 256, 1, 1)]), op_class("linear", [(1, 128, 768), (768, 768)])
+    ('conv_pointwise', 'matmul_few_rows')
     >>> op_class("gelu"), op_class("relu")
     ('elementwise_math', 'elementwise')
     """
@@ -80,7 +84,28 @@ def op_class(op: str, input_shapes=None) -> str:
         channels, per_group = input_shapes[0][1], input_shapes[1][1]
         if per_group and channels > per_group:
             return "conv_depthwise" if per_group == 1 else "conv_grouped"
+        if all(size == 1 for size in input_shapes[1][2:]):
+            return "conv_pointwise"
+    if kind == "matmul" and _few_rows(input_shapes):
+        return "matmul_few_rows"
     return kind
+
+
+# Up to here a GEMM by a weight streams the weight past a few rows: the regime of weight-packed
+# kernels (flopcount's packed GEMM takes 2 to 200 rows and ran a 128-row one twice as fast as
+# BLAS's 1024-row ones per FLOP) and of BLAS's small-M paths, apart from large GEMMs' speed
+FEW_ROWS = 256
+
+
+def _few_rows(input_shapes) -> bool:
+    """A product of 2 to ``FEW_ROWS - 1`` rows by a weight matrix (a 2-D second operand); one row
+    is a matrix-vector product, bound by the weight's bytes, which the roofline already reads."""
+    if not input_shapes or len(input_shapes) < 2 or not input_shapes[0] or not input_shapes[1]:
+        return False
+    if len(input_shapes[1]) != 2:
+        return False
+    rows = math.prod(input_shapes[0][:-1])
+    return 2 <= rows < FEW_ROWS
 
 
 GROUPED = "conv_grouped"

@@ -26,8 +26,8 @@ def calibrated(tmp_path_factory):
 
 def test_the_suite_times_every_class(calibrated):
     profile, _ = calibrated
-    assert set(profile.curves) == set(CLASSES) | {FALLBACK, VIEW, "conv_depthwise", "conv_grouped", "norm_batch",
-                                                "elementwise_math", "pool_global"}
+    assert set(profile.curves) == set(CLASSES) | {FALLBACK, VIEW, "conv_depthwise", "conv_grouped", "conv_pointwise",
+                                                "norm_batch", "elementwise_math", "pool_global", "matmul_few_rows"}
     for kind, curve in profile.curves.items():
         xs = [x for x, _ in curve]
         assert xs == sorted(xs) and all(y > 0 for _, y in curve), kind
@@ -205,6 +205,40 @@ def test_an_adaptive_pool_reads_the_global_pool_curve_and_the_pool_curve_without
     with_own = profile.with_(curves={**profile.curves, "pool_global": ((1e-6, 1e-6), (1e-3, 1e-3))})
     assert predict(with_own, "adaptive_avg_pool", 1e-3) == pytest.approx(1e-3)
     assert predict(with_own, "max_pool", 1e-3) == pytest.approx(2e-3)
+
+
+def test_pointwise_convolutions_and_gemms_of_few_rows_read_curves_of_their_own():
+    from flopcount.hardware.calibrated import predict
+
+    # a dense 1x1 kernel at any stride is a GEMM; a depthwise 1x1 stays depthwise
+    assert op_class("conv", [(1, 256, 56, 56), (64, 256, 1, 1)]) == "conv_pointwise"
+    assert op_class("aten.convolution", [(1, 64, 56, 56), (128, 64, 1, 1)]) == "conv_pointwise"
+    assert op_class("Conv", [(1, 64, 56), (128, 64, 1)]) == "conv_pointwise"
+    assert op_class("conv", [(1, 64, 56, 56), (64, 64, 3, 3)]) == "conv"
+    assert op_class("conv", [(1, 64, 56, 56), (64, 1, 1, 1)]) == "conv_depthwise"
+    # rows: every dim of the first operand but its last; a weight: a 2-D second operand
+    for shapes, kind in (([(1, 768), (3072, 768)], "matmul"),              # a matrix-vector product
+                         ([(2, 768), (3072, 768)], "matmul_few_rows"),
+                         ([(1, 128, 768), (3072, 768)], "matmul_few_rows"),
+                         ([(1, 255, 768), (3072, 768)], "matmul_few_rows"),
+                         ([(1, 256, 768), (3072, 768)], "matmul"),
+                         ([(8, 128, 768), (3072, 768)], "matmul"),
+                         ([(12, 128, 64), (12, 64, 128)], "matmul")):      # batched: no weight
+        assert op_class("linear", shapes) == kind, shapes
+    assert op_class("Gemm", [(8, 512), (512, 256)]) == "matmul_few_rows"
+    assert op_class("linear") == "matmul"                                  # no shapes: the class
+
+    class_only = hardware.get("cpu").with_(curves={"matmul": ((1e-6, 1e-5), (1e-3, 2e-3)),
+                                                   "conv": ((1e-6, 1e-5), (1e-3, 3e-3)), FALLBACK: ((1e-6, 1e-6),)})
+    few, pointwise = [(1, 128, 768), (768, 768)], [(1, 64, 56, 56), (256, 64, 1, 1)]
+    assert predict(class_only, "linear", 1e-3, few) == pytest.approx(2e-3)
+    assert predict(class_only, "conv", 1e-3, pointwise) == pytest.approx(3e-3)
+    own = class_only.with_(curves={**class_only.curves, "matmul_few_rows": ((1e-6, 1e-6), (1e-3, 5e-4)),
+                                   "conv_pointwise": ((1e-6, 1e-6), (1e-3, 1e-3))})
+    assert predict(own, "linear", 1e-3, few) == pytest.approx(5e-4)
+    assert predict(own, "linear", 1e-3, [(1024, 768), (768, 768)]) == pytest.approx(2e-3)
+    assert predict(own, "conv", 1e-3, pointwise) == pytest.approx(1e-3)
+    assert predict(own, "conv", 1e-3, [(1, 64, 56, 56), (64, 64, 3, 3)]) == pytest.approx(3e-3)
 
 
 def test_a_grouped_convolution_is_read_per_group():
