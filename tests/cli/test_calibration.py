@@ -182,8 +182,15 @@ def test_a_point_is_each_passes_fastest_run_then_the_median_over_passes(monkeypa
 def test_passes_of_one_op_merge_to_their_median():
     from flopcount.calibrate import _curve
 
-    assert _curve([(2e-3, 5.0), (1e-3, 1.0), (2e-3, 3.0), (2e-3, 40.0), (1.0000001e-3, 3.0)]) == \
-        ((1e-3, 2.0), (2e-3, 5.0))
+    def flat(curve):
+        return [value for point in curve for value in point]
+
+    assert flat(_curve([(2e-3, 5.0), (1e-3, 1.0), (2e-3, 3.0), (2e-3, 40.0), (1.0000001e-3, 3.0)])) == \
+        pytest.approx([1e-3, 2.0, 2e-3, 5.0])
+    # cases of nearly the same cost (within 5% of their group's first) merge too; 6% apart, two points
+    assert flat(_curve([(1.0, 1.0), (1.04, 3.0)])) == pytest.approx([1.02, 2.0])
+    assert _curve([(1.0, 1.0), (1.06, 3.0)]) == ((1.0, 1.0), (1.06, 3.0))
+    assert flat(_curve([(1.0, 1.0), (1.04, 3.0), (1.08, 5.0)])) == pytest.approx([1.02, 2.0, 1.08, 5.0])
 
 
 def test_a_batch_norm_reads_the_norm_curve_without_its_own():
