@@ -61,6 +61,38 @@ def test_op_views_get_pytorch_profiler_times_joined_by_node():
     assert conv_line.split()[-3] in ("µs", "ms")                # a Latency cell, not "-"
 
 
+class Chain(torch.nn.Module):
+    def forward(self, x):
+        a = torch.relu(x)
+        b = a + a
+        return (b * a).sum()
+
+
+def test_the_node_by_node_run_frees_each_output_after_its_last_reader(monkeypatch):
+    # kept to the end of the run, every output made the late nodes allocate fresh memory
+    captured = torch_engine.capture_graph(Chain(), (torch.randn(4, 8),), {})
+    nodes = [n for n in captured.graph.nodes if n.op == "call_function"]
+    assert [str(n.target).split(".")[1] for n in nodes] == ["relu", "add", "mul", "sum"]
+    relu, add, mul, total = (n.name for n in nodes)
+    assert torch_engine.release_plan(nodes) == [[], [], [relu, add], [mul, total]]
+    # and the run holds them no longer: a weak reference to each output dies when the plan says
+    import weakref
+
+    alive_after: dict = {}
+    refs: dict = {}
+    real = {n.name: n.target for n in nodes}
+    for index, node in enumerate(nodes):
+        def target(*args, _name=node.name, _index=index, **kwargs):
+            alive_after[_index - 1] = {name for name, ref in refs.items() if ref() is not None}
+            out = real[_name](*args, **kwargs)
+            refs[_name] = weakref.ref(out)
+            return out
+        monkeypatch.setattr(node, "target", target)
+    times = torch_engine.time_captured(captured, (torch.randn(4, 8),), {}, repeat=1)
+    assert set(times) == {relu, add, mul, total}
+    assert alive_after[1] == {relu, add} and alive_after[2] == {mul}   # relu and add freed after mul
+
+
 def test_op_rows_say_why_they_have_no_times_when_the_graph_cannot_run(monkeypatch):
     from flopcount.runtime.torch import capture
 
