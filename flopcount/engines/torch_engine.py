@@ -193,7 +193,6 @@ def time_captured(captured, args: tuple, kwargs: dict, *, repeat: int = 5):
                 samples.setdefault(node.name, []).append((clock.read() - begun) * 1e3)
             else:
                 values[node.name] = node.target(*a, **k)
-            del a, k
             for name in done:
                 del values[name]
 

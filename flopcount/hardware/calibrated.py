@@ -80,13 +80,16 @@ def op_class(op: str, input_shapes=None) -> str:
         return "pool_global"
     if kind == FALLBACK and base in MATH:
         return "elementwise_math"
-    if kind == "conv" and input_shapes and len(input_shapes) > 1 and input_shapes[0] and input_shapes[1]:
-        channels, per_group = input_shapes[0][1], input_shapes[1][1]
+    operands = _operands(input_shapes)
+    if kind == "conv" and operands:
+        (_, channels, *_), (_, per_group, *window) = operands
         if per_group and channels > per_group:
             return "conv_depthwise" if per_group == 1 else "conv_grouped"
-        if all(size == 1 for size in input_shapes[1][2:]):
+        if all(size == 1 for size in window):
             return "conv_pointwise"
-    if kind == "matmul" and _few_rows(input_shapes):
+    # rows by a weight matrix (a 2-D second operand); one row is a matrix-vector product, bound
+    # by the weight's bytes, which the roofline already reads
+    if kind == "matmul" and operands and len(operands[1]) == 2 and 2 <= math.prod(operands[0][:-1]) < FEW_ROWS:
         return "matmul_few_rows"
     return kind
 
@@ -97,15 +100,12 @@ def op_class(op: str, input_shapes=None) -> str:
 FEW_ROWS = 256
 
 
-def _few_rows(input_shapes) -> bool:
-    """A product of 2 to ``FEW_ROWS - 1`` rows by a weight matrix (a 2-D second operand); one row
-    is a matrix-vector product, bound by the weight's bytes, which the roofline already reads."""
+def _operands(input_shapes) -> tuple | None:
+    """The shapes of an op's first two inputs (a convolution's input and weight, a product's two
+    operands), or None where either is unknown."""
     if not input_shapes or len(input_shapes) < 2 or not input_shapes[0] or not input_shapes[1]:
-        return False
-    if len(input_shapes[1]) != 2:
-        return False
-    rows = math.prod(input_shapes[0][:-1])
-    return 2 <= rows < FEW_ROWS
+        return None
+    return input_shapes[0], input_shapes[1]
 
 
 GROUPED = "conv_grouped"
@@ -118,9 +118,10 @@ def groups(input_shapes) -> int:
     >>> groups([(8, 128, 56, 56), (128, 4, 3, 3)])
     32
     """
-    if not input_shapes or len(input_shapes) < 2 or not input_shapes[0] or not input_shapes[1]:
+    operands = _operands(input_shapes)
+    if not operands:
         return 1
-    channels, per_group = input_shapes[0][1], input_shapes[1][1]
+    channels, per_group = operands[0][1], operands[1][1]
     return max(1, channels // per_group) if per_group else 1
 
 
