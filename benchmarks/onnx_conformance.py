@@ -2,14 +2,16 @@
 executor: every test's model is loaded with ``rt.onnx.load``, run on the test's inputs, and its
 outputs compared with the expected ones as ONNX's own backend test runner compares them.
 
+    python benchmarks/onnx_conformance.py installed --details
     python benchmarks/onnx_conformance.py ../shared/onnx/node-tests.tgz
-    python benchmarks/onnx_conformance.py tests/data/onnx/node --details
 
-SOURCE is the suite's ``.tgz`` (unpacked into a temporary folder) or a folder holding the
-``test_*`` folders (directly or under ``onnx/backend/test/data/node``). Each test ends as:
+SOURCE is ``installed`` (the node tests the installed onnx package generates, written into a
+temporary folder), the suite's ``.tgz`` (unpacked into one) or a folder holding the ``test_*``
+folders (directly or under ``onnx/backend/test/data/node``). Each test ends as:
 
 * pass        - every output has the expected dtype, shape and values (rtol 1e-3, atol 1e-7,
-                as ``onnx.backend.test.runner``; bfloat16 outputs with rtol 2**-6);
+                as ``onnx.backend.test.runner``; bfloat16 outputs with rtol 2**-6; the few tests
+                in ``RTOL_OVERRIDES`` with the tolerance given there, and why);
 * wrong       - an output differs (values, dtype, shape or count);
 * unsupported - flopcount refused with a one-line ``UnsupportedOpError``;
 * crash       - any other exception, a refusal longer than one line, or the worker died;
@@ -52,12 +54,20 @@ FAILURES = ("wrong", "crash", "hang")
 # runner: the node cases set no other tolerance); bfloat16 outputs get two bfloat16 ulps
 RTOL, ATOL, BFLOAT16_RTOL = 1e-3, 1e-7, 2.0 ** -6
 
+# Tests whose expected outputs are less exact than the float16 rounding of the true values, with
+# the tolerance that admits a correctly rounded answer (as onnxruntime's backend tests keep
+# per-test tolerances). The fp16 causal attention's expected output comes from ONNX's reference
+# softmax taken step by step in float16 (exp, sum and divide each rounded), up to 0.45% from the
+# true probabilities; flopcount's softmax is the correctly rounded one, 0.12% from the expected.
+RTOL_OVERRIDES = {"test_attention_4d_causal_fp16_expanded": 2e-3}
+
 # The operators common in vision and language models: matrix products and convolutions, the
 # normalizations, pooling and resizing, attention, the usual activations and elementwise
 # arithmetic, the reductions models end with, and the shape ops exporters emit around them. The
 # suite holds 727 tests of these (their ``*_expanded`` forms included). Training, classical-ML,
 # string, sequence, signal-processing, random, quantization and dtype-conversion (Cast) ops are
-# not in it, nor the rarer activations and comparisons; they count in the "all" total.
+# not in it, nor the rarer activations and comparisons; they count in the "all" total. (onnx
+# 1.23's generators make 765 tests of them: opset 25's windowed attention and more.)
 NN_OPS = (
     "MatMul", "Gemm", "Einsum", "Conv", "ConvTranspose",
     "BatchNormalization", "LayerNormalization", "GroupNormalization", "InstanceNormalization",
@@ -74,8 +84,52 @@ NN_OPS = (
 
 # --- finding the tests -------------------------------------------------------------------------
 
+INSTALLED = "installed"  # SOURCE naming the node tests the installed onnx package generates
+
+
+def generate(into: str) -> str:
+    """Write the node tests of the installed onnx package (its ``backend/test/case/node``
+    generators, the ones the suite's files were made from) into ``into`` in the suite's layout:
+    ``test_*/model.onnx`` and ``test_data_set_N/{input,output}_K.pb``."""
+    import warnings
+
+    from onnx import numpy_helper
+    from onnx.backend.test.case import node
+
+    def proto(value, value_info):
+        kind = value_info.type.WhichOneof("value")
+        if kind == "sequence_type":
+            return numpy_helper.from_list(value, value_info.name)
+        if kind == "optional_type":
+            return numpy_helper.from_optional(value, value_info.name)
+        if kind == "map_type":
+            return numpy_helper.from_dict(value, value_info.name)
+        return value if hasattr(value, "SerializeToString") else numpy_helper.from_array(value, value_info.name)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the generators divide by zero on purpose, for inf cases
+        cases = node.collect_testcases(None)
+    for case in cases:
+        folder = os.path.join(into, case.name)
+        os.makedirs(folder, exist_ok=True)
+        with open(os.path.join(folder, "model.onnx"), "wb") as f:
+            f.write(case.model.SerializeToString())
+        graph = case.model.graph
+        for i, (inputs, outputs) in enumerate(case.data_sets):
+            data = os.path.join(folder, f"test_data_set_{i}")
+            os.makedirs(data, exist_ok=True)
+            for prefix, values, infos in (("input", inputs, graph.input), ("output", outputs, graph.output)):
+                for k, value in enumerate(values):
+                    with open(os.path.join(data, f"{prefix}_{k}.pb"), "wb") as f:
+                        f.write(proto(value, infos[k]).SerializeToString())
+    return into
+
+
 def unpack(source: str, into: str) -> str:
-    """The folder of ``test_*`` folders in ``source`` (a .tgz unpacked into ``into``, or a folder)."""
+    """The folder of ``test_*`` folders in ``source`` (a .tgz unpacked into ``into``, a folder, or
+    ``installed``: the node tests the installed onnx package generates, written into ``into``)."""
+    if source == INSTALLED:
+        return generate(into)
     if os.path.isfile(source):
         with tarfile.open(source) as tar:
             tar.extractall(into, filter="data")
@@ -127,7 +181,7 @@ def _read_value(path: str, type_proto):
     return numpy_helper.to_array(proto)
 
 
-def _compare(expected: list, got: list) -> str | None:
+def _compare(expected: list, got: list, rtol: float = RTOL) -> str | None:
     """None when ``got`` matches ``expected`` as ONNX's runner decides, else what differs."""
     import numpy as np
 
@@ -144,9 +198,8 @@ def _compare(expected: list, got: list) -> str | None:
             if not np.array_equal(have, want):
                 return f"output {i}: strings differ"
             continue
-        rtol = RTOL
         if want.dtype.name == "bfloat16":
-            rtol = max(RTOL, BFLOAT16_RTOL)
+            rtol = max(rtol, BFLOAT16_RTOL)
         if want.dtype.kind not in "biufc":  # ml_dtypes' types compare through float32
             want, have = want.astype(np.float32), have.astype(np.float32)
         try:
@@ -194,7 +247,7 @@ def run_test(folder: str) -> dict:
     except Exception as exc:  # noqa: BLE001  (anything else is a crash, reported as such)
         text = " ".join(str(exc).split())
         return {"outcome": "crash", "detail": f"{type(exc).__name__}: {text[:300]}"}
-    problem = _compare(expected, got)
+    problem = _compare(expected, got, RTOL_OVERRIDES.get(os.path.basename(folder), RTOL))
     return {"outcome": "pass", "detail": ""} if problem is None else {"outcome": "wrong", "detail": problem}
 
 
@@ -333,7 +386,8 @@ def table(results: dict, ops: dict) -> str:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("source", help="node-tests.tgz, or a folder of test_* folders")
+    parser.add_argument("source", help="node-tests.tgz, a folder of test_* folders, or 'installed' "
+                        "(the node tests the installed onnx package generates)")
     parser.add_argument("-k", "--filter", default="", help="run only the tests whose name matches this regex")
     parser.add_argument("--jobs", type=int, default=min(2, os.cpu_count() or 1), help="worker processes")
     parser.add_argument("--timeout", type=float, default=60.0, help="seconds before a test counts as a hang")
@@ -347,7 +401,7 @@ def main(argv=None) -> int:
 
     started = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
-        folder = unpack(os.path.abspath(args.source), tmp)
+        folder = unpack(args.source if args.source == INSTALLED else os.path.abspath(args.source), tmp)
         names = sorted(n for n in os.listdir(folder) if os.path.isfile(os.path.join(folder, n, "model.onnx")))
         if args.filter:
             names = [n for n in names if re.search(args.filter, n)]

@@ -122,7 +122,7 @@ CASES = [
     Case("LpNormalization", [randn(3, 4)], {"axis": 0, "p": 1}),
     Case("MeanVarianceNormalization", [randn(2, 3, 4, 5)], {"axes": [0, 2, 3]}, opset=9),
     # (AveragePool with dilations: onnxruntime divides windows that reach into the padding by the
-    # wrong count; ONNX's own tests of it are in the vendored conformance subset)
+    # wrong count; ONNX's own node tests of it run in test_onnx_conformance.py)
     Case("MaxPool", [IMG], {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, outputs=2),
     Case("MaxPool", [IMG], {"kernel_shape": [2, 3], "storage_order": 1}, outputs=2),
     # indices into the (2, 4, 6, 6) output: one position per 2x2 window of each plane

@@ -1,4 +1,4 @@
-"""The opset-23 attention ops: Attention and RotaryEmbedding.
+"""The opset-23 attention ops: Attention (with opset 25's sliding window) and RotaryEmbedding.
 
 Attention is the runtime's ``scaled_dot_product_attention`` (one op: its two contractions are
 counted as attention MACs) around the ONNX-only parts written as ops in front of it: 3-d inputs
@@ -39,22 +39,14 @@ def _merge_heads(y):
 def _allowed_mask(ctx, q, k, mask, past: int, nonpad):
     """The keys each query may attend as one mask for the scores (B, H, Lq, Lk): a bool mask
     (True: attend), an additive float mask, or None. Combines the node's ``attn_mask`` (padded
-    to the total key length), the causal rule (query i attends key j when j <= i + offset) and
-    the padding ``nonpad_kv_seqlen`` describes."""
+    to the total key length), the causal rule (query i attends key j when j <= i + offset), the
+    sliding window of opset 25 (i + offset - left <= j <= i + offset + right) and the padding
+    ``nonpad_kv_seqlen`` describes."""
     lq, lk = q.shape[2], k.shape[2]
     if mask is not None and mask.shape[-1] < lk:  # a mask for the past keys only: pad it
         fill = False if mask.dtype is _dt.bool_ else -math.inf
         mask = movement.pad(mask, [0, lk - mask.shape[-1]], value=fill)
-    allowed = None  # bool conditions, combined with logical_and
-    if ctx.attr("is_causal", 0):
-        rows = np.arange(lq).reshape(lq, 1)
-        cols = np.arange(lk).reshape(1, lk)
-        if nonpad is not None and past == 0:
-            # a static cache: the frontier of batch b is nonpad[b] - Lq
-            offset = movement.reshape(ew.sub(ew.cast(nonpad, _dt.int64), lq), (-1, 1, 1, 1))
-            allowed = ew.le(constant(cols - rows), offset)
-        else:
-            allowed = constant(cols <= rows + past)
+    allowed = _position_rule(ctx, lq, lk, past, nonpad)  # bool conditions, combined with logical_and
     if nonpad is not None:
         keep = ew.lt(constant(np.arange(lk)), movement.reshape(ew.cast(nonpad, _dt.int64), (-1, 1, 1, 1)))
         allowed = keep if allowed is None else ew.logical_and(allowed, keep)
@@ -65,6 +57,34 @@ def _allowed_mask(ctx, q, k, mask, past: int, nonpad):
     if mask.dtype is _dt.bool_:
         return ew.logical_and(mask, allowed)
     return ew.where(allowed, mask, constant(np.array(-math.inf, mask.dtype.np)))
+
+
+def _position_rule(ctx, lq: int, lk: int, past: int, nonpad):
+    """Which keys each query may attend by position alone (causal, window), or None. Query i sits
+    at i + offset among the keys: offset is the past length, or per batch nonpad[b] - Lq for a
+    static cache. Each rule compares a constant with that offset; a constant offset folds them."""
+    ahead = np.arange(lk).reshape(1, lk) - np.arange(lq).reshape(lq, 1)  # key j's lead over query i
+    left, right = int(ctx.attr("left_window_size", -1)), int(ctx.attr("right_window_size", -1))
+    rules = []  # (bound, compare): the key is allowed where compare(bound, offset)
+    if ctx.attr("is_causal", 0):
+        rules.append((ahead, ew.le))
+    if left >= 0:
+        rules.append((ahead + left, ew.ge))
+    if right >= 0:
+        rules.append((ahead - right, ew.le))
+    if not rules:
+        return None
+    if nonpad is None or past != 0:
+        allowed = np.ones((lq, lk), dtype=bool)
+        for bound, compare in rules:
+            allowed &= bound <= past if compare is ew.le else bound >= past
+        return constant(allowed)
+    offset = movement.reshape(ew.sub(ew.cast(nonpad, _dt.int64), lq), (-1, 1, 1, 1))
+    allowed = None
+    for bound, compare in rules:
+        rule = compare(constant(bound), offset)
+        allowed = rule if allowed is None else ew.logical_and(allowed, rule)
+    return allowed
 
 
 def _as_bias(mask, like):

@@ -63,7 +63,12 @@ def _empty_set(ctx, x, dims: tuple, keep: bool):
     the lowest value for integers), the same for every output: a constant of the output's shape."""
     shape = tuple(1 if d in dims else n for d, n in enumerate(x.shape) if keep or d not in dims)
     dtype = x.dtype.np
-    lowest, highest = (-np.inf, np.inf) if x.dtype.is_floating_point else (np.iinfo(dtype).min, np.iinfo(dtype).max)
+    if x.dtype.is_floating_point:
+        lowest, highest = -np.inf, np.inf
+    elif dtype == np.bool_:
+        lowest, highest = False, True
+    else:
+        lowest, highest = np.iinfo(dtype).min, np.iinfo(dtype).max
     value = {"ReduceMax": lowest, "ReduceMin": highest, "ReduceProd": 1, "ReduceLogSum": -np.inf,
              "ReduceLogSumExp": -np.inf, "ReduceMean": np.nan}.get(ctx.op_type, 0)
     return constant(np.full(shape, value, dtype=dtype))

@@ -368,7 +368,12 @@ def depth_to_space(ctx, x):
 def space_to_depth(ctx, x):
     b = int(ctx.attr("blocksize"))
     n, c, h, w = x.shape
-    y = movement.permute(movement.reshape(x, (n, c, h // b, b, w // b, b)), (0, 3, 5, 1, 2, 4))
+    mode = ctx.attr("mode", "DCR")
+    if mode not in ("DCR", "CRD"):
+        raise ctx.unsupported(f"mode {mode!r} is not one of DCR, CRD")
+    # DCR puts the block offsets before the channels in the output's channel order, CRD (opset 28) after
+    order = (0, 3, 5, 1, 2, 4) if mode == "DCR" else (0, 1, 3, 5, 2, 4)
+    y = movement.permute(movement.reshape(x, (n, c, h // b, b, w // b, b)), order)
     return movement.reshape(movement.contiguous(y), (n, c * b * b, h // b, w // b))
 
 

@@ -1,1 +1,0 @@
-Boutput_meanJ™õÂ¾uØ?N2?

@@ -1,2 +1,0 @@
-B
-output_varJ„`v?’/c?Pù	>
