@@ -48,57 +48,73 @@ def profile(model, *inputs, input_shape=None, batch: int | None = None, mode: st
 
     ``model`` is a Module (``rt.compile(module)`` counts as its module), a Graph, a JAX model
     (a plain or jitted function, a Flax ``nnx.Module``, or ``(linen_module, variables)``, traced
-    on ``inputs``: arrays or ``jax.ShapeDtypeStruct``; ``framework="jax"`` when a plain function
-    is not recognised, and for a ``file.py:factory`` returning ``(model, example_args)``; see
-    :mod:`flopcount.jax_loading`), a zoo name (``"resnet50"``) or a model file: ``.onnx``, a
-    native file, or ``file.py:factory`` (which RUNS that Python file and calls
-    ``factory(**factory_args)``; model files are only read). A bare name that is both a zoo
-    model and an existing path means the path (``"zoo:name"`` is the zoo model, and a note says
-    so); see :mod:`flopcount.loading`.
+    on ``inputs``: arrays or ``jax.ShapeDtypeStruct``; see :mod:`flopcount.jax_loading`), a zoo
+    name (``"resnet50"``) or a model file: ``.onnx``, a native file, or ``file.py:factory``
+    (which RUNS that Python file and calls ``factory(**factory_args)``; model files are only
+    read). A bare name that is both a zoo model and an existing path means the path
+    (``"zoo:name"`` is the zoo model, and a note says so); see :mod:`flopcount.loading`.
     ``inputs`` and ``named_inputs`` are the model's inputs: names are bound to ``forward``'s
     parameters (or a graph's input names), checked before anything runs. Without them
-    ``input_shape`` (a shape, a list of shapes, or ``{input name: shape}``) or the model's
-    default input is used, with ``batch`` as every input's first dimension; an ONNX file's symbolic dims
-    are bound from ``input_shape`` and ``batch`` (or from the inputs given). An ONNX file's inputs
-    that carry shapes (a Reshape target, TopK's k) take their values from ``input_values``
-    ``{name: values}`` or from the tensors given; the graph is specialized to them, as to shapes.
-    A Module is profiled where its parameters live; ``device`` places models built here and the
-    inputs made here (``"meta"`` counts without allocating; left out, a zoo model that is only
-    counted is built on meta and anything that runs on the CPU). ``mode`` is ``"graph"`` (trace
-    and parse every op) or ``"eager"`` (module hooks on a real run). ``latency=True`` times ``warmup``
-    plus ``repeat`` synchronized runs; ``backward=True`` adds a training step's backward pass;
-    ``measure_memory=True`` measures the activation peak beside the prediction. ``strict=True``
-    raises UnsupportedOpError when anything ran that the convention has no rule for.
-    ``hardware`` (a name from ``flopcount.hardware.names()``, such
-    as ``"h100-sxm"``, or a Profile) prices every op on that device's roofline: each op's and
-    row's ``roofline_ms`` and ``bound``, and ``totals["roofline_ms"]`` (beside the measured
-    latency as ``roofline_fraction`` when timed). ``dtype`` (``"bfloat16"``, ``"bf16"``,
-    ``"float16"``...) runs the model's weights and activations in that floating dtype: its
-    floating parameters, buffers and inputs (a Module you pass is converted on a copy); integer
-    inputs such as token ids stay as they are. An integer ``dtype`` (``"int64"``) is instead the
-    dtype of every input built from shapes, and ``{input name: dtype}`` that of one input (for a
-    model that cannot tell, such as a factory taking token ids). ``weights`` stores every Linear weight (but
-    ``lm_head`` and tied ones) in a weight format: ``"int8"`` (a float16 scale per output
-    channel), ``"int4"`` (a float16 scale per 128 weights: 4.125 bits each), ``"fp8"`` (e4m3, one
-    float32 scale), ``"int4:g64"``...; parameter memory and the bytes each layer reads follow
-    (see :mod:`flopcount.runtime.quantization`).
-    ``threads`` is how many threads a timed run on the CPU uses, in every engine (BLAS,
-    flopcount's kernels, PyTorch's intra-op threads, onnxruntime's); None: the cores free when
-    timing begins (usable cores less those other processes keep busy; see
-    :mod:`flopcount.runtime.threads`), named in ``report.threads``.
-    ``progress`` is called with the name of each step as it starts (``"loading resnet50"``,
-    ``"counting"``). Bad input of any kind raises a :class:`~flopcount.FlopcountError`
+    ``input_shape`` or the model's default input is used. A Module is profiled where its
+    parameters live. Bad input of any kind raises a :class:`~flopcount.FlopcountError`
     subclass, and the model's parameters, buffers, flags and hooks are left as they were.
-    ``engine="torch"`` measures a PyTorch model's latency with PyTorch itself, module by module
-    (warm-up, ``repeat`` runs, median; see :mod:`flopcount.engines.torch_engine`), beside
-    flopcount's counts; the default ``"flopcount"`` times flopcount's own run when ``latency``.
-    ``engine="onnxruntime"`` times an ONNX file in onnxruntime as it deploys it (its graph
-    optimizations, the CPU or CUDA provider by ``device``) with its profiler, and joins each of its nodes' time with
-    flopcount's counts of the file's nodes it computes: ``report.engine_nodes`` (achieved FLOP/s
-    and bytes/s per node; ``onnxruntime_engine.by_op_type`` sums them per op type), the rows' ``latency_ms``, and notes
-    on what could not be joined (see :mod:`flopcount.engines.onnxruntime_engine`).
-    ``engine="jax"`` times a JAX model's jitted call with JAX (the whole call: XLA fuses its ops;
-    see :mod:`flopcount.engines.jax_engine`).
+
+    Options (each is also the command line's ``--option-name``, with the same default):
+        input_shape: Input shapes, batch included, when no tensors are given: a shape, a list
+            of shapes, or ``{input name: shape}``. Default: the zoo's or the file's input. An
+            ONNX file's symbolic dims are bound from it and ``batch`` (or from the inputs given).
+        batch: Batch size: the first dimension of every input.
+        mode: graph: trace and count every op; eager: module hooks on a real run.
+        device: Where to place models built here and inputs made here (``"meta"`` counts without
+            allocating). Default: a zoo model that is only counted is built on meta, anything
+            that runs on the CPU.
+        latency: Measure latency per layer and op (runs the model): ``warmup`` plus ``repeat``
+            synchronized runs.
+        repeat: Timed runs with ``latency`` (the median is shown).
+        warmup: Untimed runs before timing with ``latency``.
+        backward: Also count (and with ``latency`` time) the backward pass of a training step.
+        measure_memory: Run the model and measure its activation peak beside the predicted one
+            (with ``backward``: the training step's too).
+        convention: Counting rules: flopcount, or ptflops to match published ptflops/flowflops
+            tables.
+        strict: Fail when an op or module has no rule in the convention (UnsupportedOpError),
+            instead of counting it as 0.
+        factory_args: Keyword arguments for ``file.py:factory``.
+        hardware: Price every op on this device's roofline, max(FLOPs / peak, bytes /
+            bandwidth), with dense datasheet peaks: h100-sxm, a100-80gb, l4, mi300x ...
+            (``flopcount.hardware.names()``, or a Profile); cpu is this machine, measured. Each
+            op's and row's ``roofline_ms`` and ``bound`` and ``totals["roofline_ms"]`` follow
+            (beside the measured latency as ``roofline_fraction`` when timed).
+        dtype: A floating dtype (``"bfloat16"``, ``"bf16"``, ``"float16"``...) runs the model's
+            weights and activations in it (a Module you pass is converted on a copy); token ids
+            stay int64. An integer one (``"int64"``) is the dtype of every input built from
+            shapes, and ``{input name: dtype}`` that of one input, for a model that cannot tell.
+        weights: Store the Linear weights (not lm_head, not tied ones) in a weight format: int8
+            (a float16 scale per output channel), int4 (a float16 scale per 128 weights), fp8
+            (e4m3), int4:g64 ... Parameter memory and the bytes each layer reads follow.
+        engine: Who runs the model for its latency: flopcount's runtime (with ``latency``);
+            torch: a PyTorch model timed by PyTorch module by module; onnxruntime: an ONNX file
+            timed by onnxruntime's profiler node by node, joined with the counts; jax: a JAX
+            model's jitted call timed by JAX as a whole.
+        input_values: Values of an ONNX file's inputs that carry a shape (a Reshape target,
+            TopK's k), ``{input name: values}``; the tensors given bind them too. The graph is
+            specialized to them, as to shapes.
+        threads: Threads of a timed run on the CPU, in every engine (BLAS, flopcount's kernels,
+            PyTorch, onnxruntime). Default: the cores free when timing begins (usable cores
+            less those other processes keep busy), named in ``report.threads``.
+        framework: The framework of a ``file.py:factory`` model that is not detected: jax (the
+            factory returns (function or Flax module, example_args), or ((linen_module,
+            variables), example_args)).
+        progress: Called with the name of each step as it starts (``"loading resnet50"``,
+            ``"counting"``); the command line's progress bar.
+
+    The engines: ``"torch"`` measures a PyTorch model's latency with PyTorch itself, module by
+    module (see :mod:`flopcount.engines.torch_engine`); ``"onnxruntime"`` times an ONNX file as
+    onnxruntime deploys it (its graph optimizations, the CPU or CUDA provider by ``device``) and
+    fills ``report.engine_nodes`` (achieved FLOP/s and bytes/s per node; see
+    :mod:`flopcount.engines.onnxruntime_engine`); ``"jax"`` times a JAX model's jitted call (XLA
+    fuses its ops; see :mod:`flopcount.engines.jax_engine`). Weight formats:
+    :mod:`flopcount.runtime.quantization`; threads: :mod:`flopcount.runtime.threads`.
 
     >>> import flopcount, flopcount.runtime as rt
     >>> report = flopcount.profile(rt.nn.Linear(3, 2), rt.ones(4, 3))

@@ -1,15 +1,19 @@
 """The options every profiling command shares: each is a keyword argument of
 ``flopcount.profile`` under the same name, so a run is ``flopcount.profile(MODEL, **options)``.
 
-Adding one is one click option here (its ``dest`` is the name of ``profile()``'s parameter; a
-text that needs parsing gets an entry in ``_FROM_TEXT``); ``tests/cli/test_options.py`` fails
-while ``profile()`` and this list disagree. Errors that name an option come from the library
-spelled as Python arguments; :func:`spell` writes them as these flags.
+They are made from ``profile()`` itself: each keyword parameter is ``--its-name`` with its
+default, a flag when the default is False, and the help of its entry in the docstring's
+``Options:`` block. Adding an option is therefore one keyword parameter and its entry there;
+``_FORMS`` holds only what the command line spells otherwise (short flags, text to parse, a
+choice or a range). Errors that name an option come from the library spelled as Python
+arguments; :func:`spell` writes them as these flags.
 """
 
 from __future__ import annotations
 
+import inspect
 import re
+import typing
 
 import click
 
@@ -20,6 +24,8 @@ from .inputs import parse_dtype, parse_factory_arg, parse_shape, parse_value
 
 # options of the command line alone: where the output goes and how much it says
 CLI_ONLY = ("output", "quiet", "debug")
+# profile()'s options the command line gives itself: its progress bar (off with --quiet)
+API_ONLY = ("progress",)
 
 
 def _device(ctx, param, value):
@@ -28,64 +34,102 @@ def _device(ctx, param, value):
     return value
 
 
-OPTIONS = [
-    click.option("-i", "--input-shape", "input_shape", multiple=True, metavar="[NAME=]SHAPE",
-                 help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
-                      "input. Repeat for several inputs. Default: the zoo's or the file's input."),
-    click.option("--input-value", "input_values", multiple=True, metavar="NAME=V1,V2,...",
-                 help="Values of an ONNX file's input that carries a shape (a Reshape target, TopK's "
-                      "k), flattened: shape=1,3,-1. The graph is specialized to them."),
-    click.option("--dtype", "dtype", multiple=True, metavar="[NAME=]DTYPE",
-                 help="A floating dtype (bf16, float16...) runs the model's weights and activations in it; "
-                      "token ids stay int64. An integer one (int64) is the dtype of every input built from "
-                      "--input-shape, name=int64 of one input: for a model that cannot tell (FILE.py:FACTORY)."),
-    click.option("--weights", metavar="FORMAT",
-                 help="Store the Linear weights (not lm_head, not tied ones) in a weight format: int8 (a "
-                      "float16 scale per output channel), int4 (a float16 scale per 128 weights), fp8 (e4m3), "
-                      "int4:g64 ... Parameter memory and the bytes each layer reads follow."),
-    click.option("--hardware", metavar="NAME",
-                 help="Price every op on this device's roofline, max(FLOPs / peak, bytes / bandwidth), "
-                      "with dense datasheet peaks: h100-sxm, a100-80gb, l4, mi300x ... (flopcount hardware "
-                      "lists them); cpu is this machine, measured."),
-    click.option("-b", "--batch", type=click.IntRange(min=1), help="Batch size: the first dimension of "
-                 "every input."),
-    click.option("--mode", type=click.Choice(api.MODES), default="graph", show_default=True,
-                 help="graph: trace and count every op; eager: module hooks on a real run."),
-    click.option("--device", callback=_device, metavar="cpu|cuda",
-                 help="Where to run (cuda needs: pip install 'flopcount[cuda12]').  [default: cpu; a zoo "
-                      "model that is only counted is built on the meta device (shapes only)]"),
-    click.option("--latency", is_flag=True, help="Measure latency per layer and op (runs the model)."),
-    click.option("--engine", type=click.Choice(engines.ENGINES), default="flopcount", show_default=True,
-                 help="Who runs the model for its latency: flopcount's runtime (with --latency); torch: "
-                      "a PyTorch model (FILE.py:FACTORY) timed by PyTorch module by module; onnxruntime: an "
-                      "ONNX file timed by onnxruntime's profiler node by node, joined with the counts; jax: "
-                      "a JAX model's jitted call timed by JAX as a whole."),
-    click.option("--threads", type=click.IntRange(min=1), help="Threads of a timed run on the CPU, in "
-                 "every engine (BLAS, flopcount's kernels, PyTorch, onnxruntime).  [default: the cores free "
-                 "when timing begins: usable cores less those other processes keep busy]"),
-    click.option("--repeat", type=click.IntRange(min=1), default=5, show_default=True,
-                 help="Timed runs with --latency (the median is shown)."),
-    click.option("--warmup", type=click.IntRange(min=0), default=1, show_default=True,
-                 help="Untimed runs before timing with --latency."),
-    click.option("--backward", is_flag=True, help="Also count (and with --latency time) the backward pass "
-                 "of a training step."),
-    click.option("--measure-memory", is_flag=True, help="Run the model and measure its activation peak "
-                 "beside the predicted one (with --backward: the training step's too)."),
-    click.option("--convention", type=click.Choice(conventions.NAMES), default="flopcount", show_default=True,
-                 help="Counting rules: flopcount, or ptflops to match published ptflops/flowflops tables."),
-    click.option("--factory-arg", "factory_args", multiple=True, metavar="KEY=VALUE",
-                 help="Keyword argument for FILE.py:FACTORY; the value is a Python literal (64, 0.5, "
-                      "'relu', (3, 3)) or else a string."),
-    click.option("--framework", type=click.Choice(jax_loading.FRAMEWORKS),
-                 help="The framework of a FILE.py:FACTORY model that is not detected: jax (the factory returns "
-                      "(function or Flax module, example_args), or ((linen_module, variables), example_args))."),
-    click.option("--strict", is_flag=True, help="Fail (exit 2) when an op or module has no rule in the "
-                 "convention, instead of counting it as 0."),
+# what the command line spells otherwise than --name VALUE with profile()'s docstring as help
+_FORMS = {
+    "input_shape": dict(flags=("-i", "--input-shape"), multiple=True, metavar="[NAME=]SHAPE",
+                        help="Input shape, batch included: 1,3,224,224 or 1x3x224x224; name=1x128 for a named "
+                             "input. Repeat for several inputs. Default: the zoo's or the file's input."),
+    "batch": dict(flags=("-b", "--batch"), type=click.IntRange(min=1)),
+    "mode": dict(type=click.Choice(api.MODES)),
+    "device": dict(callback=_device, metavar="cpu|cuda",
+                   help="Where to run (cuda needs: pip install 'flopcount[cuda12]').  [default: cpu; a zoo "
+                        "model that is only counted is built on the meta device (shapes only)]"),
+    "repeat": dict(type=click.IntRange(min=1)),
+    "warmup": dict(type=click.IntRange(min=0)),
+    "convention": dict(type=click.Choice(conventions.NAMES)),
+    "strict": dict(help="Fail (exit 2) when an op or module has no rule in the convention, instead of "
+                        "counting it as 0."),
+    "factory_args": dict(flags=("--factory-arg",), multiple=True, metavar="KEY=VALUE",
+                         help="Keyword argument for FILE.py:FACTORY; the value is a Python literal (64, 0.5, "
+                              "'relu', (3, 3)) or else a string."),
+    "hardware": dict(metavar="NAME",
+                     help="Price every op on this device's roofline, max(FLOPs / peak, bytes / bandwidth), "
+                          "with dense datasheet peaks: h100-sxm, a100-80gb, l4, mi300x ... (flopcount hardware "
+                          "lists them); cpu is this machine, measured."),
+    "dtype": dict(multiple=True, metavar="[NAME=]DTYPE",
+                  help="A floating dtype (bf16, float16...) runs the model's weights and activations in it; "
+                       "token ids stay int64. An integer one (int64) is the dtype of every input built from "
+                       "--input-shape, name=int64 of one input: for a model that cannot tell (FILE.py:FACTORY)."),
+    "weights": dict(metavar="FORMAT"),
+    "engine": dict(type=click.Choice(engines.ENGINES)),
+    "input_values": dict(flags=("--input-value",), multiple=True, metavar="NAME=V1,V2,...",
+                         help="Values of an ONNX file's input that carries a shape (a Reshape target, TopK's "
+                              "k), flattened: shape=1,3,-1. The graph is specialized to them."),
+    "threads": dict(type=click.IntRange(min=1),
+                    help="Threads of a timed run on the CPU, in every engine (BLAS, flopcount's kernels, "
+                         "PyTorch, onnxruntime).  [default: the cores free when timing begins: usable cores "
+                         "less those other processes keep busy]"),
+    "framework": dict(type=click.Choice(jax_loading.FRAMEWORKS)),
+}
+
+_CLI_ONLY_OPTIONS = [
     click.option("-o", "--output", type=click.Path(dir_okay=False), help="Write to this file (atomically) "
                  "instead of stdout."),
     click.option("-q", "--quiet", is_flag=True, help="No progress bar and no notes on stderr."),
     click.option("--debug", is_flag=True, help="Show the traceback of an error."),
 ]
+
+
+def documented(function) -> dict:
+    """{option: its text} from the ``Options:`` block of ``function``'s docstring, where a line
+    ``name: text`` starts an entry and deeper-indented lines continue it."""
+    lines = inspect.cleandoc(function.__doc__ or "").splitlines()
+    starts = [i for i, line in enumerate(lines) if line.startswith("Options")]
+    entries: dict = {}
+    name = None
+    for line in lines[starts[0] + 1:] if starts else []:
+        if not line.strip():
+            break
+        entry = re.match(r"    (\w+): (.*)", line)
+        if entry:
+            name = entry.group(1)
+            entries[name] = entry.group(2)
+        elif name is not None:
+            entries[name] += " " + line.strip()
+    return entries
+
+
+def _plain(text: str, flags: dict) -> str:
+    """A docstring entry as command-line help: an option named as ``name`` becomes its flag,
+    other reST ``literal`` marks are dropped."""
+    return re.sub(r"``([^`]+)``", lambda m: flags.get(m.group(1), m.group(1)), text)
+
+
+def options_of(function) -> list:
+    """A click option for each keyword parameter of ``function`` (``profile``), named, typed,
+    defaulted and documented as the parameter is, with the form ``_FORMS`` gives it."""
+    docs = documented(function)
+    hints = typing.get_type_hints(function)
+    params = {name: param for name, param in inspect.signature(function).parameters.items()
+              if param.kind is param.KEYWORD_ONLY and name not in API_ONLY}
+    flags_of = {name: _FORMS.get(name, {}).get("flags", ("--" + name.replace("_", "-"),)) for name in params}
+    longest = {name: max(flags, key=len) for name, flags in flags_of.items()}
+    made = []
+    for name, param in params.items():
+        form = {key: value for key, value in _FORMS.get(name, {}).items() if key != "flags"}
+        form.setdefault("help", _plain(docs.get(name, ""), longest))
+        if param.default is False:
+            form["is_flag"] = True
+        else:
+            form["default"] = param.default
+            form.setdefault("show_default", param.default is not None)
+            if "type" not in form and int in (typing.get_args(hints.get(name)) or (hints.get(name),)):
+                form["type"] = int
+        made.append(click.option(*flags_of[name], name, **form))
+    return made
+
+
+OPTIONS = options_of(api.profile) + _CLI_ONLY_OPTIONS
 
 
 def with_options(options: list):
@@ -177,4 +221,4 @@ def spell(option: Option) -> str:
     return f"{flag} {value}"
 
 
-__all__ = ["OPTIONS", "CLI_ONLY", "run_options", "params", "profile_options", "given", "spell"]
+__all__ = ["OPTIONS", "CLI_ONLY", "API_ONLY", "documented", "options_of", "run_options", "params", "profile_options", "given", "spell"]

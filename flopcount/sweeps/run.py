@@ -3,10 +3,12 @@ executor, each cell's rows written as it finishes."""
 
 from __future__ import annotations
 
+import inspect
 import time
 from dataclasses import dataclass, field
 from typing import Callable
 
+from ..api import profile
 from ..hardware import get as hardware_profile
 from ..runtime.dtypes import get_dtype
 from ..runtime.quantization import weight_format
@@ -15,9 +17,10 @@ from .cell import TOTAL
 from .grid import SweepError
 from .store import Store
 
-# profile()'s keywords a sweep passes to every cell; the swept ones are the grid's axes
-PROFILE_OPTIONS = {"mode", "device", "latency", "repeat", "warmup", "backward", "measure_memory", "convention",
-                   "strict", "factory_args", "engine", "input_values", "threads"}
+# profile()'s keywords a sweep passes to every cell: all but the grid's axes and those it sets itself
+_SET_BY_THE_SWEEP = {"input_shape", "batch", "hardware", "dtype", "weights", "framework", "progress"}
+PROFILE_OPTIONS = {name for name, param in inspect.signature(profile).parameters.items()
+                   if param.kind is param.KEYWORD_ONLY} - _SET_BY_THE_SWEEP
 
 
 @dataclass
