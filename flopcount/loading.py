@@ -5,14 +5,13 @@
 * ``path/to/file.py:factory`` RUNS that Python file (as ``python file.py`` would) and calls
   ``factory(**factory_args)``: use it only for code you trust;
 * ``*.onnx`` is imported from ONNX: the file is only read, nothing in it is executed;
-* a TensorFlow Lite file (``TFL3`` at bytes 4..8, whatever its name) is imported from its
-  flatbuffer, only read too;
 * an existing path is that path, even when the zoo has a model of that name (a folder
   ``llama/`` beside you is the folder, with a note naming ``zoo:llama`` for the zoo's model);
 * a zoo name (``resnet50``) is the zoo model; ``zoo:resnet50`` always is;
-* any other path is a model file, its kind read from its bytes: a native file (safetensors),
-  a Keras ``.keras`` file (rebuilt from its config, Keras never imported), a PyTorch archive;
-  files are only read: nothing is unpickled or run.
+* any other path is a model file, its kind read from its bytes, whatever its name: one of
+  :mod:`flopcount.file_formats` (a GGUF file, a TensorFlow Lite flatbuffer, a Keras ``.keras``
+  file, Keras never imported), a native file (safetensors), a PyTorch archive; files are only
+  read: nothing is unpickled or run.
 
 Model files are graphs specialized to their input shapes: an ONNX file's symbolic dims are
 bound from the shapes given (``input_shapes``, ``batch``), a native file takes the shapes it
@@ -31,9 +30,10 @@ import sys
 from collections.abc import Mapping
 from dataclasses import replace
 
-from .inputs import InputSpec
 from .options import Option, option_error
-from .target import FACTORY, GGUF, HF, JAX, KERAS, NATIVE, OBJECT, ONNX, PT2, TFLITE, TORCH, ZOO, Target, graph_inputs  # noqa: F401
+from . import file_formats
+from .target import (FACTORY, HF, JAX, NATIVE, OBJECT, ONNX, PT2, TORCH, ZOO, Target, built_inputs,  # noqa: F401
+                     built_target, graph_file_target, graph_inputs, naming_errors, placed)
 from .runtime import errors
 from .runtime.dtypes import get_dtype
 from .runtime.dispatch import default_device
@@ -249,10 +249,6 @@ def _require_file(path: str) -> None:
         raise errors.ModelFileError(f"{path}: is a directory, not a model file")
 
 
-def _placed(graph: Graph, device) -> Graph:
-    return graph.to(device) if str(device) != str(graph.device) else graph
-
-
 # --- zoo -------------------------------------------------------------------------------------
 
 def load_zoo(name: str, device) -> Target:
@@ -263,8 +259,7 @@ def load_zoo(name: str, device) -> Target:
         _check_weights_fit(name, device)
     with default_device(device):
         net = models.get(name)
-    expected = [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in entry.inputs]
-    return Target(net, name, ZOO, expected)
+    return Target(net, name, ZOO, built_inputs(entry))
 
 
 def _check_weights_fit(name: str, device) -> None:
@@ -288,21 +283,17 @@ def load_native(path: str, device, zoo_device=None) -> Target:
     from .runtime.io import sniff
 
     _require_file(path)
+    for fmt in file_formats.FORMATS:   # the formats a frontend knows by content, whatever the file's name
+        if fmt.recognises(path):
+            return fmt.load(path, device, zoo_device)
+    for fmt in file_formats.FORMATS:
+        if fmt.suffix and path.lower().endswith(fmt.suffix):
+            raise errors.ModelFileError(f"{path}: not {fmt.name} ({fmt.signature})")
     kind = sniff.sniff(path)
     if kind in (sniff.TORCH_PICKLE, sniff.PICKLE):
         torch_loading().refuse_pickle(path, kind)
     if kind == sniff.PT2:
         return torch_loading().load_pt2(path, device, [])
-    if kind == sniff.GGUF:
-        return load_gguf(path, zoo_device or device)
-    if kind == sniff.TFLITE:
-        return load_tflite(path, device)
-    if path.lower().endswith(".tflite"):
-        raise errors.ModelFileError(f"{path}: not a TensorFlow Lite file (no 'TFL3' identifier at bytes 4..8)")
-    if path.lower().endswith(".gguf"):
-        raise errors.ModelFileError(f"{path}: not a GGUF file (it does not start with 'GGUF')")
-    if kind == sniff.KERAS:
-        return load_keras(path, zoo_device or device)
     if kind == sniff.DAMAGED_ZIP:
         raise errors.ModelFileError(f"{path}: a zip archive that cannot be read (truncated or damaged)")
     if kind == sniff.ZIP:
@@ -319,7 +310,7 @@ def load_native(path: str, device, zoo_device=None) -> Target:
         if str(device) != "meta":
             target.notes.append(f"{target.label} was saved without weights: counted on the meta device, not run")
     else:
-        target.model = _placed(graph, device)
+        target.model = placed(graph, device)
     return target
 
 
@@ -336,44 +327,11 @@ def load_hf_folder(path: str, device) -> Target:
                                     f"has a config.json)")
     folder = _hf_folder.load(path, weights=str(device) != "meta")
     label = os.path.basename(os.path.normpath(path))
-    expected = [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in folder.inputs]
     if folder.torch:
         target = torch_loading().load_module(folder.model, label, path)
-        target.expected, target.notes = expected, list(folder.notes)
+        target.expected, target.notes = built_inputs(folder), list(folder.notes)
         return target
-    target = Target(folder.model, label, HF, expected, notes=list(folder.notes), path=path)
-    if any(p.data is None for p in folder.model.parameters()):
-        target.device = "meta"
-    return target
-
-
-def load_gguf(path: str, device) -> Target:
-    """A GGUF file (see ``models/_gguf_file.py``): its decoder built natively on meta to count
-    (``device="meta"``: header and tensor table only), its weights mapped from the file otherwise."""
-    from .models import _gguf_file
-
-    built = _gguf_file.load(path, weights=str(device) != "meta")
-    expected = [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in built.inputs]
-    target = Target(built.model, os.path.basename(path), GGUF, expected, notes=list(built.notes), path=path)
-    if any(p.data is None for p in built.model.parameters()):
-        target.device = "meta"
-    return target
-
-
-def load_keras(path: str, device) -> Target:
-    """A Keras 3 ``.keras`` file (see ``models/_keras_file.py``): rebuilt from its config on the
-    meta device to count (``device="meta"``), with its weights to run; its default inputs are
-    its InputLayers' shapes with batch 1."""
-    from .models import _keras_file
-
-    loaded = _keras_file.load(path, weights=str(device) != "meta")
-    expected = [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in loaded.inputs]
-    target = Target(loaded.model, os.path.basename(path), KERAS, expected, notes=list(loaded.notes), path=path)
-    if str(device) == "meta":
-        target.device = "meta"
-    elif str(device) != "cpu":
-        loaded.model.to(device)   # the weights were read on the CPU
-    return target
+    return built_target(folder, label, HF, path)
 
 
 def _weights_file(path: str, device, zoo_device) -> Target:
@@ -391,37 +349,6 @@ def _weights_file(path: str, device, zoo_device) -> Target:
     target.notes.insert(0, f"{os.path.basename(path)} holds weights only: profiling its folder "
                            f"{os.path.basename(folder)}, which has a config.json")
     return target
-
-
-# --- TensorFlow Lite files -------------------------------------------------------------------
-
-def load_tflite(path: str, device) -> Target:
-    """Import a TFLite file (its shapes are fixed, NHWC as the file declares them); on the meta
-    device no arrays are made for its weights."""
-    from .runtime import tflite as tflite_io
-
-    with _naming(path):
-        graph = tflite_io.load(path, device="meta" if str(device) == "meta" else None)
-    return _graph_file(graph, path, TFLITE, device)
-
-
-@contextlib.contextmanager
-def _naming(path: str, keep: tuple = ()):
-    """An error of a node or operator of the file at ``path`` names the file too (but those of
-    the types in ``keep``, which the caller words itself)."""
-    try:
-        yield
-    except errors.FlopcountError as exc:
-        if str(exc).startswith(path) or isinstance(exc, keep):
-            raise
-        raise type(exc)(f"{path}: {exc}") from exc
-
-
-def _graph_file(graph: Graph, path: str, kind: str, device) -> Target:
-    """The Target of a graph imported from a file: fixed to its shapes, placed on ``device``."""
-    graph = _placed(graph, device)
-    return Target(graph, os.path.basename(path), kind, graph_inputs(graph), fixed=True, notes=list(graph.notes),
-                  path=path)
 
 
 # --- ONNX files ------------------------------------------------------------------------------
@@ -448,7 +375,7 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, values: 
     from .runtime.onnx.symbolic import InputShapeError, InputValueError
 
     try:
-        with _naming(path, keep=(InputValueError, InputShapeError)):
+        with naming_errors(path, keep=(InputValueError, InputShapeError)):
             # on meta, the importer makes no arrays for the weights at all
             graph = onnx_io.load(path, input_shapes=onnx_binding(path, given, batch),
                                  device="meta" if str(device) == "meta" else None, input_values=values)
@@ -459,7 +386,7 @@ def load_onnx(path: str, device, given: list, batch: int | None = None, values: 
     except InputShapeError as exc:
         hint = _onnx_hint(path, example=not given and batch is None)
         raise option_error(errors.ShapeError, f"{os.path.basename(path)}: {exc}; ", *hint) from exc
-    return _graph_file(graph, path, ONNX, device)
+    return graph_file_target(graph, path, ONNX, device)
 
 
 def _onnx_hint(path: str, example: bool) -> tuple:
@@ -558,7 +485,7 @@ def file_errors(target: Target):
     try:
         yield
     except (ArithmeticError, ValueError, TypeError, IndexError, KeyError, RuntimeError) as exc:
-        if isinstance(exc, errors.FlopcountError) or target.kind not in (ONNX, NATIVE, TFLITE, GGUF, KERAS):
+        if isinstance(exc, errors.FlopcountError) or target.kind not in (ONNX, NATIVE, *(f.kind for f in file_formats.FORMATS)):
             raise
         text = " ".join(str(exc).split())
         raise errors.ModelFileError(f"{target.path}: running the model failed, the file holds values it cannot "
@@ -580,5 +507,5 @@ def check_fixed(target: Target, specs: list) -> None:
             + (", ".join(s.describe() for s in specs) or "none"))
 
 
-__all__ = ["Target", "kind_of", "zoo_name", "load", "specialize", "load_hf_folder", "file_errors", "load_zoo", "load_native", "load_onnx", "load_tflite", "load_keras", "load_gguf", "load_factory", "check_fixed",
+__all__ = ["Target", "kind_of", "zoo_name", "load", "specialize", "load_hf_folder", "file_errors", "load_zoo", "load_native", "load_onnx", "load_factory", "check_fixed",
            "graph_inputs", "onnx_binding", "onnx_module"]

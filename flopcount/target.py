@@ -1,23 +1,24 @@
 """What loading a model gives: a :class:`Target` (the model and what a caller needs to know
-about it), the kinds of model spec, and the inputs of a graph. ``loading.py`` and
-``torch_loading.py`` both make Targets; neither imports the other's module at import time
-for them.
+about it), the kinds of model spec, the inputs of a graph and the Target of a graph read from
+a file. ``loading.py``, ``file_formats.py`` and ``torch_loading.py`` all make Targets; none
+imports another's module at import time for them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import os
 from dataclasses import dataclass, field
 
 from .inputs import InputSpec
+from .runtime import errors
 from .runtime.graph import Graph
 
 OBJECT, FACTORY, ONNX, NATIVE, ZOO = "object", "factory", "onnx", "native", "zoo"
 TORCH, PT2 = "torch", "pt2"   # a torch.nn.Module (see torch_loading.py), a torch.export archive
 HF = "hf"                     # a Hugging Face model folder (config.json, *.safetensors)
-GGUF = "gguf"                 # a GGUF file (llama.cpp): the same decoders, weights in the file's formats
 JAX = "jax"                   # a JAX function or Flax module (see jax_loading.py)
-TFLITE = "tflite"             # a TensorFlow Lite / LiteRT flatbuffer (.tflite)
-KERAS = "keras"               # a Keras 3 .keras file, rebuilt from its config
+# the file formats a frontend knows by content have the kinds file_formats.FORMATS gives them
 
 
 @dataclass
@@ -28,7 +29,7 @@ class Target:
     given); ``fixed`` means those shapes cannot change (a graph is specialized to them);
     ``device``, when set, is where its inputs must be made whatever was asked (``"meta"`` for
     a file saved without weights); ``notes`` are remarks for the user; ``path`` is the model
-    file's path (ONNX, TFLite, GGUF and native files); ``torch_call`` is the PyTorch module a Graph was
+    file's path (ONNX, native files and file_formats' formats); ``torch_call`` is the PyTorch module a Graph was
     captured from and the inputs it was captured on (``engine="torch"`` times that call);
     ``jax_call`` likewise for a JAX model (``engine="jax"``).
     """
@@ -57,5 +58,44 @@ def graph_inputs(graph) -> list:
     return [InputSpec(v.name, tuple(v.shape), v.dtype.name) for v in graph.inputs]
 
 
-__all__ = ["Target", "graph_inputs", "OBJECT", "FACTORY", "ONNX", "NATIVE", "ZOO", "TORCH", "PT2", "HF", "GGUF", "JAX",
-           "TFLITE", "KERAS"]
+def built_inputs(built) -> list:
+    """The inputs of a zoo model or of one a reader built natively, as InputSpecs with batch 1
+    (``built.inputs`` holds (name, shape without batch, dtype, high))."""
+    return [InputSpec(n, (1,) + tuple(shape), dtype, high) for n, shape, dtype, high in built.inputs]
+
+
+def built_target(built, label: str, kind: str, path: str) -> Target:
+    """The Target of a model a reader built natively from a file or folder (``built.model``,
+    ``.inputs``, ``.notes``): counted on meta when its weights were not read."""
+    target = Target(built.model, label, kind, built_inputs(built), notes=list(built.notes), path=path)
+    if any(p.data is None for p in built.model.parameters()):
+        target.device = "meta"
+    return target
+
+
+def placed(graph: Graph, device) -> Graph:
+    """``graph`` on ``device`` (itself when it is there already)."""
+    return graph.to(device) if str(device) != str(graph.device) else graph
+
+
+def graph_file_target(graph: Graph, path: str, kind: str, device) -> Target:
+    """The Target of a graph imported from a file: fixed to its shapes, placed on ``device``."""
+    graph = placed(graph, device)
+    return Target(graph, os.path.basename(path), kind, graph_inputs(graph), fixed=True, notes=list(graph.notes),
+                  path=path)
+
+
+@contextlib.contextmanager
+def naming_errors(path: str, keep: tuple = ()):
+    """An error of a node or operator of the file at ``path`` names the file too (but those of
+    the types in ``keep``, which the caller words itself)."""
+    try:
+        yield
+    except errors.FlopcountError as exc:
+        if str(exc).startswith(path) or isinstance(exc, keep):
+            raise
+        raise type(exc)(f"{path}: {exc}") from exc
+
+
+__all__ = ["Target", "graph_inputs", "built_inputs", "built_target", "placed", "graph_file_target", "naming_errors", "OBJECT", "FACTORY", "ONNX",
+           "NATIVE", "ZOO", "TORCH", "PT2", "HF", "JAX"]

@@ -174,3 +174,27 @@ def test_a_file_saved_without_weights_is_counted_on_meta(tmp_path):
     result = CliRunner().invoke(main, [path, "--format", "json"])
     assert result.exit_code == 0
     assert "saved without weights: counted on the meta device" in result.stderr
+
+
+def test_a_file_format_is_its_entry_alone(tmp_path, monkeypatch):
+    # how a frontend for a new file format plugs in: one FileFormat, nothing else changed
+    from flopcount import file_formats
+    from flopcount.inputs import InputSpec
+    from flopcount.target import Target
+
+    def load_toy(path, device, zoo_device=None):
+        model = rt.nn.Linear(4, 2)
+        return Target(model, os.path.basename(path), "toy", [InputSpec("x", (3, 4), "float32")], path=path)
+
+    toy = file_formats.FileFormat("toy", "a toy file", ".toy", "it does not start with 'TOY1'",
+                                  lambda path: open(path, "rb").read(4) == b"TOY1", load_toy)
+    monkeypatch.setattr(file_formats, "FORMATS", file_formats.FORMATS + (toy,))
+    named_otherwise = tmp_path / "model.bin"
+    named_otherwise.write_bytes(b"TOY1" + bytes(16))
+    report = flopcount.profile(str(named_otherwise))
+    assert report.macs == 3 * 4 * 2 and report.params == 4 * 2 + 2
+    assert loading.load(str(named_otherwise)).kind == "toy"
+    impostor = tmp_path / "model.toy"
+    impostor.write_bytes(b"ONNX" + bytes(16))
+    with pytest.raises(flopcount.ModelFileError, match=r"model\.toy: not a toy file \(it does not start with 'TOY1'\)$"):
+        flopcount.profile(str(impostor))

@@ -26,12 +26,14 @@ from ..runtime.dtypes import get_dtype
 from ..runtime.graph.tree import leaves_of
 from ..runtime.io.files import open_model_file
 from ..runtime.io.json_text import parse_json
+from ..runtime.io.sniff import ZIP_MAGIC
 from ..runtime.nn.modules.module import Module
 from . import _keras_layers
 
 H5PY_INSTALL = "pip install h5py"
 CONFIG, METADATA, WEIGHTS = "config.json", "metadata.json", "model.weights.h5"
 JSON_LIMIT = 64 << 20          # a config.json larger than this is not one Keras wrote
+METADATA_LIMIT = 1 << 20       # its metadata.json is a few dozen bytes
 UNKNOWN_LENGTH = 128           # a sequence axis the InputLayer leaves open (None) gets this length
 UNKNOWN_SIZE = 224             # another open axis (an image's height or width) gets this size
 _MODELS = ("Sequential", "Functional", "Model")
@@ -127,6 +129,23 @@ def _read_json(archive: zipfile.ZipFile, name: str, path: str) -> dict:
     if not isinstance(data, dict):
         raise errors.ModelFileError(f"{path}: its {name} is not a JSON object")
     return data
+
+
+def is_keras(path: str) -> bool:
+    """Whether the file at ``path`` is a Keras 3 archive: a zip holding ``config.json`` and a
+    ``metadata.json`` that names a ``keras_version`` (the listing and that small file are read)."""
+    with open_model_file(path) as f:
+        if f.read(4) != ZIP_MAGIC:
+            return False
+        try:
+            with zipfile.ZipFile(f) as archive:
+                names = archive.namelist()
+                if CONFIG not in names or METADATA not in names or archive.getinfo(METADATA).file_size > METADATA_LIMIT:
+                    return False
+                metadata = parse_json(archive.read(METADATA))
+        except (zipfile.BadZipFile, EOFError, OSError, ValueError, UnicodeDecodeError):
+            return False
+    return isinstance(metadata, dict) and "keras_version" in metadata
 
 
 def read(path: str) -> tuple:

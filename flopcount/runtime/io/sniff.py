@@ -6,11 +6,10 @@ running or unpickling anything.
     sniff("model.safetensors")  # 'safetensors'
 
 Kinds: ``torch-pickle`` (``torch.save``'s zip), ``pickle`` (a raw pickle stream: ``torch.save``
-with the legacy format, ``pickle.dump``), ``pt2``, ``safetensors``, ``tflite`` (a TensorFlow
-Lite flatbuffer: the file identifier ``TFL3`` at bytes 4..8), ``gguf`` (llama.cpp's format: its
-magic), ``keras`` (a Keras 3 ``.keras`` archive: ``config.json`` and a ``metadata.json`` naming
-the ``keras_version``), ``zip`` (another zip), ``damaged-zip`` (begins as a zip, cannot be read
-as one: truncated) and ``unknown``.
+with the legacy format, ``pickle.dump``), ``pt2``, ``safetensors``, ``zip`` (another zip),
+``damaged-zip`` (begins as a zip, cannot be read as one: truncated) and ``unknown``. The formats
+a frontend reads (GGUF, TensorFlow Lite, Keras 3) are recognised by their own readers, each
+named in ``flopcount/file_formats.py``.
 """
 
 from __future__ import annotations
@@ -23,26 +22,18 @@ from .files import open_model_file
 from .json_text import parse_json
 
 TORCH_PICKLE, PICKLE, PT2, SAFETENSORS, ZIP, UNKNOWN = "torch-pickle", "pickle", "pt2", "safetensors", "zip", "unknown"
-GGUF = "gguf"
-TFLITE = "tflite"
-KERAS, DAMAGED_ZIP = "keras", "damaged-zip"
+DAMAGED_ZIP = "damaged-zip"
 
-_ZIP_MAGIC = b"PK\x03\x04"
-_TFLITE_IDENTIFIER = b"TFL3"  # a flatbuffer's file identifier follows its 4-byte root offset
+ZIP_MAGIC = b"PK\x03\x04"
 _HEADER_LIMIT = 100 << 20   # a safetensors header larger than this is not one
-_METADATA_LIMIT = 1 << 20   # a Keras metadata.json is a few dozen bytes
 
 
 def sniff(path: str) -> str:
     """The kind of the file at ``path`` (see the module docstring)."""
     with open_model_file(path) as f:
         head = f.read(9)
-    if len(head) >= 8 and head[4:8] == _TFLITE_IDENTIFIER:
-        return TFLITE
-    if head.startswith(_ZIP_MAGIC):
+    if head.startswith(ZIP_MAGIC):
         return _zip_kind(path)
-    if head.startswith(b"GGUF"):
-        return GGUF
     if len(head) >= 2 and head[0] == 0x80 and 2 <= head[1] <= 5:
         return PICKLE   # PROTO opcode with protocol 2..5: how every pickle since Python 2.3 starts
     if len(head) == 9 and head[8:9] == b"{":
@@ -56,28 +47,14 @@ def _zip_kind(path: str) -> str:
     try:
         with zipfile.ZipFile(path) as archive:
             names = archive.namelist()
-            keras = "config.json" in names and "metadata.json" in names and _names_keras(archive)
     except (zipfile.BadZipFile, OSError, EOFError):
         return DAMAGED_ZIP
-    if keras:
-        return KERAS
     if any(n == "data.pkl" or n.endswith("/data.pkl") for n in names):
         return TORCH_PICKLE
     if any(n.endswith("archive_format") for n in names) and any("/models/" in n or n.startswith("models/")
                                                                 for n in names):
         return PT2
     return ZIP
-
-
-def _names_keras(archive: zipfile.ZipFile) -> bool:
-    """Whether the archive's ``metadata.json`` is a JSON object naming a ``keras_version``."""
-    if archive.getinfo("metadata.json").file_size > _METADATA_LIMIT:
-        return False
-    try:
-        metadata = parse_json(archive.read("metadata.json"))
-    except (ValueError, UnicodeDecodeError, zipfile.BadZipFile):
-        return False
-    return isinstance(metadata, dict) and "keras_version" in metadata
 
 
 def safetensors_metadata(path: str) -> dict:
@@ -94,5 +71,5 @@ def safetensors_metadata(path: str) -> dict:
     return meta if isinstance(meta, dict) else {}
 
 
-__all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "TFLITE", "GGUF", "ZIP",
-           "KERAS", "DAMAGED_ZIP", "UNKNOWN"]
+__all__ = ["sniff", "safetensors_metadata", "TORCH_PICKLE", "PICKLE", "PT2", "SAFETENSORS", "ZIP", "DAMAGED_ZIP",
+           "UNKNOWN", "ZIP_MAGIC"]

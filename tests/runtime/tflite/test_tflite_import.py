@@ -221,12 +221,17 @@ def test_supported_ops_lists_the_brief_ops():
 
 
 def test_the_format_is_found_by_content(files, tmp_path):
-    from flopcount.runtime.io import sniff
+    from flopcount.file_formats import FORMATS
 
-    assert sniff.sniff(files["float_cnn"]) == sniff.TFLITE
+    def found(path):
+        return [f.kind for f in FORMATS if f.recognises(str(path))]
+
+    renamed = tmp_path / "model.bin"
+    renamed.write_bytes(open(files["float_cnn"], "rb").read())
+    assert found(files["float_cnn"]) == found(renamed) == ["tflite"]
     other = tmp_path / "model.tflite"
     other.write_bytes(b"\x1c\x00\x00\x00ONNX" + bytes(32))
-    assert sniff.sniff(str(other)) == sniff.UNKNOWN
+    assert found(other) == []
 
 
 def test_without_the_tflite_package_the_error_names_it(files, monkeypatch):
