@@ -420,8 +420,8 @@ def _curve(points: list) -> tuple:
     """Points sorted by roofline time, those of nearly the same roofline time (one op in several
     passes, the same op twice in a case, cases of the same cost) merged into one: the median of
     their roofline and of their measured times. Cases of one cost whose kernels differ (1x1
-    convolutions of the same FLOPs on 56x56 and on 7x7 planes, 1.8 times apart here) then read
-    as their median, not as whichever lies a percent nearer.
+    convolutions of the same FLOPs on 56x56 and on 7x7 planes) then read as their median, not
+    as whichever lies a percent nearer.
 
         >>> _curve([(1.0, 2.0), (1.02, 1.0), (1.01, 3.0), (2.0, 2.0)])
         ((1.01, 2.0), (2.0, 2.0))

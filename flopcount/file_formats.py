@@ -33,17 +33,6 @@ class FileFormat:
     load: Callable[..., Target]
 
 
-def _head(path: str, size: int) -> bytes:
-    with open_model_file(path) as f:
-        return f.read(size)
-
-
-def _is_gguf(path: str) -> bool:
-    from .runtime import gguf
-
-    return _head(path, 4) == gguf.MAGIC
-
-
 def _load_gguf(path: str, device, zoo_device=None) -> Target:
     """Its decoder built natively (``models/_gguf_file.py``): on meta to count (header and tensor
     table only), its weights mapped from the file otherwise."""
@@ -53,10 +42,17 @@ def _load_gguf(path: str, device, zoo_device=None) -> Target:
     return built_target(_gguf_file.load(path, weights=str(device) != "meta"), os.path.basename(path), "gguf", path)
 
 
+def _is_gguf(path: str) -> bool:
+    from .runtime import gguf
+
+    return gguf.is_gguf(path)
+
+
 def _is_tflite(path: str) -> bool:
     from .runtime import tflite
 
-    return tflite.is_tflite(_head(path, 8))
+    with open_model_file(path) as f:
+        return tflite.is_tflite(f.read(8))
 
 
 def _load_tflite(path: str, device, zoo_device=None) -> Target:

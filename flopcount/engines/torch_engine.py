@@ -135,13 +135,12 @@ def time_ops(module, args: tuple, kwargs: dict, *, repeat: int = 5):
 def release_plan(nodes: list) -> list:
     """For each of ``nodes`` (an ATen graph's call_function nodes, in order), the names of the
     node outputs no later node reads, to drop once it has run, as PyTorch's own eager run frees
-    them. A run that kept every output timed its late nodes on fresh memory: at batch 8 the
-    last blocks' ops of gpt2 and vit_b_16 took 7-70 times their first blocks'."""
-    produced = {node.name for node in nodes}
+    them. A run that kept every output timed its late nodes on fresh memory, many times slower
+    than its early ones (RESULTS.md)."""
     last = {node.name: i for i, node in enumerate(nodes)}   # unread: dropped where it is made
     for i, node in enumerate(nodes):
         for used in node.all_input_nodes:
-            if used.name in produced:
+            if used.name in last:
                 last[used.name] = i
     plan: list = [[] for _ in nodes]
     for name, i in last.items():

@@ -95,8 +95,8 @@ def op_class(op: str, input_shapes=None) -> str:
 
 
 # Up to here a GEMM by a weight streams the weight past a few rows: the regime of weight-packed
-# kernels (flopcount's packed GEMM takes 2 to 200 rows and ran a 128-row one twice as fast as
-# BLAS's 1024-row ones per FLOP) and of BLAS's small-M paths, apart from large GEMMs' speed
+# kernels (flopcount's packed GEMM takes 2 to 200 rows) and of BLAS's small-M paths, whose speed
+# per FLOP is not large GEMMs' (RESULTS.md)
 FEW_ROWS = 256
 
 

@@ -20,6 +20,7 @@ import numpy as np
 
 from . import dtypes as _dt
 from .errors import ModelFileError
+from .io.files import open_model_file
 from .optional import require
 
 GGUF_INSTALL = "pip install gguf"
@@ -64,7 +65,7 @@ class GGUFFile:
 
 def is_gguf(path: str) -> bool:
     """Whether the file at ``path`` starts with GGUF's magic."""
-    with open(path, "rb") as f:
+    with open_model_file(path) as f:
         return f.read(4) == MAGIC
 
 

@@ -11,6 +11,7 @@ MatMul, the cap, the bias, Softmax, MatMul.
 from __future__ import annotations
 
 import math
+import operator
 
 import numpy as np
 
@@ -67,24 +68,20 @@ def _position_rule(ctx, lq: int, lk: int, past: int, nonpad):
     left, right = int(ctx.attr("left_window_size", -1)), int(ctx.attr("right_window_size", -1))
     rules = []  # (bound, compare): the key is allowed where compare(bound, offset)
     if ctx.attr("is_causal", 0):
-        rules.append((ahead, ew.le))
+        rules.append((ahead, operator.le))
     if left >= 0:
-        rules.append((ahead + left, ew.ge))
+        rules.append((ahead + left, operator.ge))
     if right >= 0:
-        rules.append((ahead - right, ew.le))
+        rules.append((ahead - right, operator.le))
     if not rules:
         return None
-    if nonpad is None or past != 0:
-        allowed = np.ones((lq, lk), dtype=bool)
-        for bound, compare in rules:
-            allowed &= bound <= past if compare is ew.le else bound >= past
-        return constant(allowed)
-    offset = movement.reshape(ew.sub(ew.cast(nonpad, _dt.int64), lq), (-1, 1, 1, 1))
+    static = nonpad is not None and past == 0
+    offset = movement.reshape(ew.sub(ew.cast(nonpad, _dt.int64), lq), (-1, 1, 1, 1)) if static else past
     allowed = None
-    for bound, compare in rules:
-        rule = compare(constant(bound), offset)
-        allowed = rule if allowed is None else ew.logical_and(allowed, rule)
-    return allowed
+    for bound, compare in rules:  # numpy arrays for a constant offset, the runtime's ops for a static cache
+        rule = compare(constant(bound), offset) if static else compare(bound, offset)
+        allowed = rule if allowed is None else allowed & rule
+    return allowed if static else constant(allowed)
 
 
 def _as_bias(mask, like):
